@@ -1,0 +1,105 @@
+//! Finding the answer in a runner's stdout (SPEC section 4). Pure.
+
+use serde_json::{Map, Value};
+
+/// The last JSON object in `stdout`: a whole line, or a multi-line block in a ``` fence.
+pub fn last_json_object(stdout: &str) -> Option<Map<String, Value>> {
+    let mut found: Option<Map<String, Value>> = None;
+    let mut fence: Option<Vec<&str>> = None;
+    for line in stdout.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            match fence.take() {
+                Some(body) if trimmed == "```" => {
+                    if let Some(obj) = parse_object(&body.join("\n")) {
+                        found = Some(obj);
+                    }
+                }
+                // An opening fence (with or without a language tag); a second opener
+                // inside an open fence starts over, as the old one never closed.
+                _ => fence = Some(Vec::new()),
+            }
+            continue;
+        }
+        if let Some(body) = fence.as_mut() {
+            body.push(line);
+        }
+        if let Some(obj) = parse_object(trimmed) {
+            found = Some(obj);
+        }
+    }
+    found
+}
+
+fn parse_object(text: &str) -> Option<Map<String, Value>> {
+    let text = text.trim();
+    if !text.starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str(text) {
+        Ok(Value::Object(obj)) => Some(obj),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answer(text: &str) -> Option<Value> {
+        last_json_object(text).map(Value::Object)
+    }
+
+    #[test]
+    fn a_json_line_counts() {
+        assert_eq!(answer("{\"a\": true}\n"), Some(json!({"a": true})));
+        assert_eq!(answer("  {\"a\": 1}  "), Some(json!({"a": 1})));
+    }
+
+    #[test]
+    fn the_last_object_wins() {
+        let out = "thinking...\n{\"a\": 1}\nmore text\n{\"a\": 2}\nbye\n";
+        assert_eq!(answer(out), Some(json!({"a": 2})));
+    }
+
+    #[test]
+    fn arrays_scalars_and_prose_never_count() {
+        assert_eq!(answer("[1]\n42\n\"s\"\ntrue\nnull\n"), None);
+        assert_eq!(answer("the answer is {\"a\": 1}\n"), None);
+        assert_eq!(answer("{\"a\": 1} trailing\n"), None);
+        assert_eq!(answer(""), None);
+    }
+
+    #[test]
+    fn fenced_multi_line_objects_count() {
+        let out = "Here:\n```json\n{\n  \"a\": true,\n  \"b\": false\n}\n```\n";
+        assert_eq!(answer(out), Some(json!({"a": true, "b": false})));
+        let out = "```\n{\"x\":\n 1}\n```";
+        assert_eq!(answer(out), Some(json!({"x": 1})));
+    }
+
+    #[test]
+    fn a_fence_after_a_line_wins_and_a_line_after_a_fence_wins() {
+        let out = "{\"a\": 1}\n```json\n{\"a\":\n 2}\n```\n";
+        assert_eq!(answer(out), Some(json!({"a": 2})));
+        let out = "```json\n{\"a\":\n 2}\n```\n{\"a\": 3}\n";
+        assert_eq!(answer(out), Some(json!({"a": 3})));
+    }
+
+    #[test]
+    fn an_unclosed_fence_does_not_count() {
+        let out = "{\"a\": 1}\n```json\n{\"a\":\n 2}\n";
+        assert_eq!(answer(out), Some(json!({"a": 1})));
+    }
+
+    #[test]
+    fn fenced_arrays_do_not_count() {
+        assert_eq!(answer("```\n[\n1\n]\n```\n"), None);
+    }
+
+    #[test]
+    fn crlf_lines_count() {
+        assert_eq!(answer("x\r\n{\"a\": true}\r\n"), Some(json!({"a": true})));
+    }
+}

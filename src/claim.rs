@@ -1,0 +1,264 @@
+//! Claims (SPEC section 6): `claims/<job file name>`, held with an exclusive `flock`
+//! while a job is judged. The lock ends with its holder (crash included), so a claim
+//! file that can be locked is free, and its record tells the next holder what the
+//! last one left: runner processes to stop, interruptions so far, and whether its
+//! verdict was being published.
+
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FlockOperation, flock};
+use serde::{Deserialize, Serialize};
+
+use crate::spool::sync_dir;
+
+/// Where a claimed job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimState {
+    /// Being judged. Found by a later holder, it means the judge was interrupted.
+    #[default]
+    Running,
+    /// Given back on shutdown: judge again, not counted as an interruption.
+    Queued,
+    /// The verdict's temp file is durable and is being renamed into place.
+    Publishing,
+}
+
+/// Which job file a record belongs to (a later file of the same name is another job).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+    pub mtime_ns: i128,
+}
+
+impl FileIdentity {
+    /// The identity of a file from its metadata.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        }
+    }
+}
+
+/// A runner process group started for the claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerRecord {
+    pub name: String,
+    pub pgid: u32,
+    /// The leader's start time (Linux clock ticks), so a reused pid is never killed.
+    pub start_time: Option<u64>,
+}
+
+/// The record inside a claim file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClaimRecord {
+    pub state: ClaimState,
+    /// Times a judge stopped (crash, kill) while this job was running.
+    pub interruptions: u32,
+    /// The process holding the claim.
+    pub owner_pid: u32,
+    /// In every runner's environment as `LLM_JUDGE_TAG`.
+    pub tag: String,
+    pub job: Option<FileIdentity>,
+    /// Job id and hook, for `status`.
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub hook: serde_json::Value,
+    /// Unix seconds when this holder claimed the job.
+    #[serde(default)]
+    pub claimed_at: f64,
+    pub runner: Option<RunnerRecord>,
+    pub verdict_temp: Option<PathBuf>,
+    pub verdict_path: Option<PathBuf>,
+}
+
+/// A held claim. Dropping it releases the lock but keeps the record.
+#[derive(Debug)]
+pub struct Claim {
+    file: File,
+    path: PathBuf,
+    /// What this holder has recorded.
+    pub record: ClaimRecord,
+    fsync: bool,
+}
+
+/// The result of trying to claim a job.
+#[derive(Debug)]
+pub enum Acquired {
+    /// Ours now; `previous` is what an earlier holder left, if anything.
+    Claimed { claim: Claim, previous: Previous },
+    /// Held by a live process (pid when its record names one).
+    Busy { holder_pid: Option<u32> },
+}
+
+/// What an earlier holder left in the claim file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Previous {
+    /// No record: a fresh claim.
+    Nothing,
+    /// A readable record.
+    Record(ClaimRecord),
+    /// A record cut short by a crash mid-write.
+    Torn,
+}
+
+/// Tries to claim `name` in `claims_dir` without blocking.
+pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> io::Result<Acquired> {
+    let path = claims_dir.join(name);
+    // A holder may unlink the file between our open and lock: retry on a stale inode.
+    for _ in 0..16 {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(nofollow_flag())
+            .open(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot open claim {}: {e}", path.display())))?;
+        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+            let holder_pid = read_record(&mut file).ok().and_then(|r| match r {
+                Previous::Record(r) => Some(r.owner_pid),
+                _ => None,
+            });
+            return Ok(Acquired::Busy { holder_pid });
+        }
+        let same = match (file.metadata(), std::fs::symlink_metadata(&path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        };
+        if !same {
+            continue;
+        }
+        let previous = read_record(&mut file)?;
+        let claim = Claim {
+            file,
+            path,
+            record: ClaimRecord::default(),
+            fsync,
+        };
+        return Ok(Acquired::Claimed { claim, previous });
+    }
+    Err(io::Error::other(format!(
+        "claim {} keeps being replaced; another judge is churning it",
+        path.display()
+    )))
+}
+
+fn nofollow_flag() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+fn read_record(file: &mut File) -> io::Result<Previous> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0))?;
+    if file.read_to_string(&mut text).is_err() {
+        return Ok(Previous::Torn);
+    }
+    if text.trim().is_empty() {
+        return Ok(Previous::Nothing);
+    }
+    Ok(serde_json::from_str(&text).map_or(Previous::Torn, Previous::Record))
+}
+
+impl Claim {
+    /// Writes the record in place. Not synced: it only has to survive a process crash.
+    pub fn save(&mut self) -> io::Result<()> {
+        let bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.file.write_all(&bytes)?;
+        self.file.set_len(bytes.len() as u64)?;
+        Ok(())
+    }
+
+    /// Writes the record and makes it survive power loss.
+    pub fn save_durable(&mut self) -> io::Result<()> {
+        self.save()?;
+        if self.fsync {
+            self.file.sync_data()?;
+            sync_dir(self.path.parent().unwrap_or(Path::new(".")))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the claim file while still holding it, then lets go.
+    pub fn release(self) -> io::Result<()> {
+        std::fs::remove_file(&self.path)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot remove claim {}: {e}", self.path.display())))
+    }
+
+    /// The claim file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A tag unique to this claim holder.
+pub fn new_tag() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos:x}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claimed(dir: &Path) -> (Claim, Previous) {
+        match acquire(dir, OsStr::new("j.json"), false).unwrap() {
+            Acquired::Claimed { claim, previous } => (claim, previous),
+            Acquired::Busy { .. } => panic!("busy"),
+        }
+    }
+
+    #[test]
+    fn a_held_claim_is_busy_and_names_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut claim, previous) = claimed(dir.path());
+        assert_eq!(previous, Previous::Nothing);
+        claim.record.owner_pid = 4242;
+        claim.save().unwrap();
+        match acquire(dir.path(), OsStr::new("j.json"), false).unwrap() {
+            Acquired::Busy { holder_pid } => assert_eq!(holder_pid, Some(4242)),
+            Acquired::Claimed { .. } => panic!("claimed twice"),
+        }
+        drop(claim);
+        let (_claim, previous) = claimed(dir.path());
+        match previous {
+            Previous::Record(r) => assert_eq!(r.owner_pid, 4242),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_released_claim_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut claim, _) = claimed(dir.path());
+        claim.record.interruptions = 2;
+        claim.save_durable().unwrap();
+        claim.release().unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let (_claim, previous) = claimed(dir.path());
+        assert_eq!(previous, Previous::Nothing);
+    }
+
+    #[test]
+    fn a_torn_record_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("j.json"), b"{\"state\":\"run").unwrap();
+        let (_claim, previous) = claimed(dir.path());
+        assert_eq!(previous, Previous::Torn);
+    }
+}

@@ -1,0 +1,368 @@
+//! One job file from claim to removal: claim it, recover what an interrupted
+//! holder left, read and parse it, judge it, publish the verdict durably, remove
+//! the job, release the claim. Used by `llm-judge run` and by the daemon.
+
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::claim::{self, Acquired, Claim, ClaimState, FileIdentity, Previous, RunnerRecord};
+use crate::config::Settings;
+use crate::job::{JobError, parse_job, unreadable_job};
+use crate::process_tree::{kill_recorded_group, kill_tagged, start_time};
+use crate::spool::{self, StateDir, now_unix, stem_of};
+use crate::verdict::{Outcome, Verdict, error_verdict};
+
+/// After this many interrupted tries a job gets an `unchecked` verdict.
+pub const MAX_INTERRUPTIONS: u32 = 3;
+
+/// What became of a job file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Handled {
+    /// A verdict was published and the job removed.
+    Judged { outcome: Outcome, runner: Option<String> },
+    /// Another process holds the claim.
+    Busy { holder_pid: Option<u32> },
+    /// The file was gone before it could be read.
+    Gone,
+    /// Not a regular file: moved to `rejected/`.
+    Rejected,
+    /// An earlier holder had already published the verdict; only cleanup was left.
+    AlreadyPublished,
+    /// Something failed; the job stays queued and the error is logged.
+    Failed(String),
+}
+
+/// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
+pub type Cancel = tokio::sync::watch::Receiver<bool>;
+
+/// Judges the job file at `path` (normally `jobs/<name>`).
+pub async fn handle(settings: &Settings, state: &StateDir, path: &Path, cancel: Option<Cancel>) -> Handled {
+    let Some(name) = path.file_name() else {
+        return Handled::Failed(format!("{} has no file name", path.display()));
+    };
+    match handle_named(settings, state, path, name, cancel).await {
+        Ok(handled) => handled,
+        Err(e) => {
+            tracing::error!(file = %path.display(), "job left queued after an error: {e}");
+            Handled::Failed(e.to_string())
+        }
+    }
+}
+
+async fn handle_named(
+    settings: &Settings,
+    state: &StateDir,
+    path: &Path,
+    name: &OsStr,
+    cancel: Option<Cancel>,
+) -> io::Result<Handled> {
+    let fsync = settings.config.fsync;
+    spool::create_dir(&state.claims())?;
+    let (mut claim, previous) = match claim::acquire(&state.claims(), name, fsync)? {
+        Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
+        Acquired::Claimed { claim, previous } => (claim, previous),
+    };
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            finish_previous_publish(&previous, fsync)?;
+            claim.release()?;
+            return Ok(Handled::Gone);
+        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("cannot stat {}: {e}", path.display()))),
+    };
+    let identity = FileIdentity::of(&meta);
+    let interruptions = match recover(&previous, identity, path, fsync)? {
+        Recovery::Done => {
+            remove_job(path)?;
+            claim.release()?;
+            return Ok(Handled::AlreadyPublished);
+        }
+        Recovery::Interruptions(n) => n,
+    };
+    if !meta.file_type().is_file() {
+        reject(state, path, name, &meta)?;
+        claim.release()?;
+        return Ok(Handled::Rejected);
+    }
+    claim.record = claim::ClaimRecord {
+        state: ClaimState::Running,
+        interruptions,
+        owner_pid: std::process::id(),
+        tag: claim::new_tag(),
+        job: Some(identity),
+        claimed_at: now_unix(),
+        ..Default::default()
+    };
+    claim.save()?;
+    let started = Instant::now();
+    let stem = stem_of(name);
+    let parsed = read_job(path, settings.config.max_job_bytes)
+        .and_then(|bytes| parse_job(&bytes, &stem, settings.config.timeouts()));
+    if let Ok(job) = &parsed {
+        claim.record.id = job.id.clone();
+        claim.record.hook = job.hook.clone();
+        claim.save()?;
+    }
+    tracing::info!(file = %path.display(), interruptions, "job claimed");
+    let verdict = match parsed {
+        Err(error) => {
+            tracing::warn!(id = %error.id, file = %path.display(), reason = ?error.reason, "bad job");
+            error_verdict(&error, now_unix())
+        }
+        Ok(job) if interruptions >= MAX_INTERRUPTIONS => {
+            let reason = format!(
+                "judge error: job was interrupted {interruptions} times while being judged \
+                 (the judge crashed or was killed each time); not retried"
+            );
+            tracing::error!(id = %job.id, "{reason}");
+            error_verdict(&as_error(&job, reason), now_unix())
+        }
+        Ok(job) => {
+            let tag = claim.record.tag.clone();
+            let judged = judge_cancellable(settings, &job, &tag, &mut claim, cancel).await;
+            match judged {
+                Some(verdict) => verdict,
+                None => {
+                    claim.record.state = ClaimState::Queued;
+                    claim.record.runner = None;
+                    claim.save()?;
+                    tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
+                    return Ok(Handled::Failed("stopped by shutdown".into()));
+                }
+            }
+        }
+    };
+    publish(state, &mut claim, path, name, &verdict, fsync)?;
+    remove_job(path)?;
+    claim.release()?;
+    tracing::info!(
+        id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
+        duration_ms = started.elapsed().as_millis() as u64, "job finished"
+    );
+    Ok(Handled::Judged {
+        outcome: verdict.outcome,
+        runner: verdict.runner,
+    })
+}
+
+/// Judges, unless `cancel` fires first (then the runners are stopped and `None` returned).
+async fn judge_cancellable(
+    settings: &Settings,
+    job: &crate::job::Job,
+    tag: &str,
+    claim: &mut Claim,
+    cancel: Option<Cancel>,
+) -> Option<Verdict> {
+    let record_runner = |claim: &mut Claim, runner: &str, pgid: u32| {
+        claim.record.runner = Some(RunnerRecord {
+            name: runner.to_string(),
+            pgid,
+            start_time: start_time(pgid),
+        });
+        if let Err(e) = claim.save() {
+            tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
+        }
+    };
+    let judging = crate::judge::judge(settings, job, tag, |runner, pgid| record_runner(claim, runner, pgid));
+    let Some(mut cancel) = cancel else {
+        return Some(judging.await);
+    };
+    let verdict = tokio::select! {
+        verdict = judging => Some(verdict),
+        _ = cancel.wait_for(|stop| *stop) => None,
+    };
+    if verdict.is_none() {
+        // Dropping the judging future left its runner running: stop the whole tree.
+        stop_leftovers(&claim.record);
+    }
+    verdict
+}
+
+/// What the previous holder's record means for this one.
+enum Recovery {
+    /// Its verdict was already published: nothing to judge.
+    Done,
+    /// Judge it; this many interruptions so far.
+    Interruptions(u32),
+}
+
+fn recover(previous: &Previous, identity: FileIdentity, path: &Path, fsync: bool) -> io::Result<Recovery> {
+    let record = match previous {
+        Previous::Nothing => return Ok(Recovery::Interruptions(0)),
+        Previous::Torn => {
+            tracing::warn!(file = %path.display(), "claim record was cut short by a crash; counting one interruption");
+            return Ok(Recovery::Interruptions(1));
+        }
+        Previous::Record(record) => record,
+    };
+    stop_leftovers(record);
+    let same_job = record.job == Some(identity);
+    match record.state {
+        ClaimState::Publishing if same_job => {
+            finish_previous_publish(previous, fsync)?;
+            tracing::info!(file = %path.display(), "recovered: verdict was already published; removing the job");
+            Ok(Recovery::Done)
+        }
+        _ if !same_job => {
+            finish_previous_publish(previous, fsync)?;
+            Ok(Recovery::Interruptions(0))
+        }
+        ClaimState::Queued => Ok(Recovery::Interruptions(record.interruptions)),
+        ClaimState::Running | ClaimState::Publishing => {
+            let n = record.interruptions + 1;
+            tracing::warn!(file = %path.display(), interruptions = n, "recovered: judge was interrupted while running this job");
+            Ok(Recovery::Interruptions(n))
+        }
+    }
+}
+
+/// Stops runner processes a crashed holder left behind.
+pub fn stop_leftovers(record: &claim::ClaimRecord) {
+    let mut stopped = 0;
+    if !record.tag.is_empty() {
+        stopped += kill_tagged(&record.tag);
+    }
+    if let Some(r) = &record.runner
+        && kill_recorded_group(r.pgid, r.start_time)
+    {
+        stopped += 1;
+    }
+    if stopped > 0 {
+        tracing::warn!(tag = %record.tag, stopped, "recovered: stopped runner processes left by an interrupted judge");
+    }
+}
+
+/// Completes a publish an earlier holder started: a temp file still there was not
+/// yet renamed; a missing one was (and may already have been drained).
+fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<()> {
+    let Previous::Record(record) = previous else {
+        return Ok(());
+    };
+    if let (ClaimState::Publishing, Some(temp), Some(target)) =
+        (record.state, &record.verdict_temp, &record.verdict_path)
+        && temp.exists()
+    {
+        spool::commit(temp, target, fsync)?;
+        tracing::info!(verdict = %target.display(), "recovered: finished publishing a verdict");
+    }
+    Ok(())
+}
+
+fn publish(
+    state: &StateDir,
+    claim: &mut Claim,
+    path: &Path,
+    name: &OsStr,
+    verdict: &Verdict,
+    fsync: bool,
+) -> io::Result<()> {
+    let dir = state.verdict_dir(&verdict.transcript);
+    let mut file_name = std::ffi::OsString::from(stem_of(name));
+    file_name.push(".json");
+    let target = dir.join(&file_name);
+    let mut bytes = serde_json::to_vec(verdict).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let temp = spool::write_temp(&dir, &file_name, &bytes, fsync)?;
+    claim.record.state = ClaimState::Publishing;
+    claim.record.verdict_temp = Some(temp.path.clone());
+    claim.record.verdict_path = Some(target.clone());
+    if let Err(e) = claim.save_durable() {
+        let _ = fs::remove_file(&temp.path);
+        return Err(e);
+    }
+    spool::commit(&temp.path, &target, fsync)?;
+    tracing::debug!(file = %path.display(), verdict = %target.display(), "verdict published");
+    Ok(())
+}
+
+fn remove_job(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
+            e.kind(),
+            format!("cannot remove job file {}: {e}", path.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a job file without following symlinks or blocking on FIFOs.
+fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
+    let stem = stem_of(path.file_name().unwrap_or_default());
+    let unreadable = |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
+    let file: File = OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+        .map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(unreadable_job(&stem, "job file is not a regular file"));
+    }
+    let too_large = || {
+        unreadable_job(
+            &stem,
+            &format!("job file is larger than max_job_bytes ({max_bytes} bytes)"),
+        )
+    };
+    if meta.len() > max_bytes {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(unreadable)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+fn as_error(job: &crate::job::Job, reason: String) -> JobError {
+    JobError {
+        reason,
+        id: job.id.clone(),
+        transcript: job.transcript.clone(),
+        hook: job.hook.clone(),
+        on_hit: job.on_hit.clone(),
+        rule_id: job.rule_id.clone(),
+    }
+}
+
+/// Moves a non-regular file out of the inbox without opening or following it.
+fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> io::Result<()> {
+    let dir = state.rejected();
+    spool::create_dir(&dir)?;
+    let mut target = dir.join(name);
+    let mut n = 1;
+    while fs::symlink_metadata(&target).is_ok() {
+        let mut alt = name.to_os_string();
+        alt.push(format!(".{n}"));
+        target = dir.join(alt);
+        n += 1;
+    }
+    fs::rename(path, &target)?;
+    tracing::warn!(
+        file = %path.display(), kind = file_kind(meta), moved_to = %target.display(),
+        "not a regular file: not a job, moved to rejected/"
+    );
+    Ok(())
+}
+
+fn file_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "folder"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}

@@ -1,0 +1,155 @@
+//! Judging one parsed job: try the runners of its table in order, each in the job's
+//! cwd or a fresh temp folder, and build the verdict.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::config::Settings;
+use crate::job::Job;
+use crate::runner_process::{self, RunSpec};
+use crate::runners::{Runner, build_invocation};
+use crate::spool::now_unix;
+use crate::verdict::{Attempt, Verdict, judge_attempt, verdict_for};
+
+/// Where the runners of a job work.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CwdChoice {
+    /// The job's own folder.
+    Given(PathBuf),
+    /// A fresh empty temp folder per runner; `refused` says why the job's was not used.
+    Temp { refused: Option<String> },
+}
+
+/// Applies SPEC section 3's `cwd` rule.
+pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
+    let refuse = |why: String| CwdChoice::Temp { refused: Some(why) };
+    match value {
+        None | Some(Value::Null) => CwdChoice::Temp { refused: None },
+        Some(Value::String(s)) => {
+            let path = Path::new(s);
+            if !path.is_absolute() {
+                refuse(format!("cwd {s:?} is not an absolute path"))
+            } else if !path.exists() {
+                refuse(format!("cwd {s:?} does not exist"))
+            } else if !path.is_dir() {
+                refuse(format!("cwd {s:?} is not a folder"))
+            } else {
+                CwdChoice::Given(path.to_path_buf())
+            }
+        }
+        Some(other) => refuse(format!(
+            "cwd is a {}, not a string",
+            crate::job::json_type(other)
+        )),
+    }
+}
+
+/// Tries the runners for `job` and returns its verdict. `on_spawn` gets each
+/// runner's name and process group id as it starts.
+pub async fn judge(
+    settings: &Settings,
+    job: &Job,
+    tag: &str,
+    mut on_spawn: impl FnMut(&str, u32),
+) -> Verdict {
+    let cwd = choose_cwd(job.cwd.as_ref());
+    if let CwdChoice::Temp { refused: Some(why) } = &cwd {
+        tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
+    }
+    if let Some(warning) = &job.mode_warning {
+        tracing::warn!(id = %job.id, "{warning}");
+    }
+    let mut attempts = Vec::new();
+    let mut answer = None;
+    for runner in settings.table(job.mode) {
+        let (attempt, found) = attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
+        attempts.push(attempt);
+        if let Some(obj) = found {
+            answer = Some((runner.name.clone(), obj));
+            break;
+        }
+    }
+    verdict_for(job, answer, attempts, now_unix())
+}
+
+async fn attempt_runner(
+    settings: &Settings,
+    job: &Job,
+    runner: &Runner,
+    cwd: &CwdChoice,
+    tag: &str,
+    on_spawn: &mut impl FnMut(&str, u32),
+) -> (Attempt, Option<Map<String, Value>>) {
+    // The temp folder lives until the attempt ends, then is removed with its content.
+    let temp = match cwd {
+        CwdChoice::Given(_) => None,
+        CwdChoice::Temp { .. } => match tempfile::Builder::new().prefix("llm-judge-").tempdir() {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                let attempt = failed(runner, format!("{:?}: cannot create a temp folder: {e}", e.kind()));
+                return (attempt, None);
+            }
+        },
+    };
+    let dir = match (cwd, &temp) {
+        (CwdChoice::Given(path), _) => path.as_path(),
+        (_, Some(t)) => t.path(),
+        (_, None) => Path::new("/"),
+    };
+    let invocation = build_invocation(&runner.argv, &job.prompt);
+    let c = &settings.config;
+    let spec = RunSpec {
+        argv: &invocation.argv,
+        stdin: invocation.stdin.as_deref(),
+        cwd: dir,
+        timeout: Duration::from_secs_f64(job.timeout_seconds),
+        kill_grace: Duration::from_secs_f64(c.kill_grace_seconds),
+        tag,
+        output_cap: c.output_cap_bytes,
+    };
+    tracing::info!(
+        id = %job.id, runner = %runner.name, timeout = %crate::verdict::human_number(job.timeout_seconds),
+        cwd = %dir.display(),
+        "runner start"
+    );
+    let out = runner_process::run(&spec, |pgid| on_spawn(&runner.name, pgid)).await;
+    let (mut attempt, found) = judge_attempt(&runner.name, &out.end, &out.stdout, &out.stderr);
+    attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
+    tracing::info!(
+        id = %job.id, runner = %runner.name, ok = attempt.ok, reason = ?attempt.reason,
+        elapsed_ms = attempt.elapsed_ms.unwrap_or(0), "runner end"
+    );
+    (attempt, found)
+}
+
+fn failed(runner: &Runner, reason: String) -> Attempt {
+    Attempt {
+        runner: runner.name.clone(),
+        ok: false,
+        reason: crate::verdict::clip(&reason, ""),
+        elapsed_ms: Some(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_rules() {
+        let s = |v: &str| Some(Value::String(v.into()));
+        assert_eq!(choose_cwd(None), CwdChoice::Temp { refused: None });
+        assert_eq!(choose_cwd(Some(&Value::Null)), CwdChoice::Temp { refused: None });
+        assert_eq!(choose_cwd(s("/").as_ref()), CwdChoice::Given("/".into()));
+        let refused = |v: Option<Value>| match choose_cwd(v.as_ref()) {
+            CwdChoice::Temp { refused: Some(why) } => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(refused(s("relative")).contains("not an absolute path"));
+        assert!(refused(s("/no/such/dir/x")).contains("does not exist"));
+        assert!(refused(s("/etc/hostname")).contains("not a folder"));
+        assert!(refused(Some(Value::Bool(true))).contains("a boolean, not a string"));
+    }
+}

@@ -1,0 +1,18 @@
+//! llm-judge: judges hook questions with model CLIs. The pure core (job, runners,
+//! safety, answer, verdict, config) has no I/O; the rest are thin edges around it.
+
+pub mod answer;
+pub mod claim;
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod job;
+pub mod job_file;
+pub mod judge;
+pub mod logging;
+pub mod process_tree;
+pub mod runner_process;
+pub mod runners;
+pub mod safety;
+pub mod spool;
+pub mod verdict;

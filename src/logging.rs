@@ -1,0 +1,188 @@
+//! judge.log (SPEC section 7): one whole line per event, UTC timestamps, rotated by
+//! size to judge.log.1 .. judge.log.3 with the total capped. Written synchronously
+//! (no lossy background writer): a line logged before a crash is on disk.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Rotated files kept beside judge.log.
+const ROTATIONS: u32 = 3;
+
+/// A size-capped, rotating judge.log shared by all threads of the process.
+#[derive(Clone)]
+pub struct RotatingLog {
+    inner: Arc<Mutex<LogFile>>,
+}
+
+struct LogFile {
+    path: PathBuf,
+    /// Each of the 1 + ROTATIONS files stays under this.
+    max_file_bytes: u64,
+    file: Option<File>,
+}
+
+impl RotatingLog {
+    /// A log at `path` whose files total at most about `max_total_bytes`.
+    pub fn new(path: &Path, max_total_bytes: u64) -> Self {
+        RotatingLog {
+            inner: Arc::new(Mutex::new(LogFile {
+                path: path.to_path_buf(),
+                max_file_bytes: (max_total_bytes / u64::from(ROTATIONS + 1)).max(4096),
+                file: None,
+            })),
+        }
+    }
+
+    fn write_line(&self, line: &[u8]) -> io::Result<()> {
+        let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        log.write_line(line)
+    }
+}
+
+impl LogFile {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        let size = self.current_size();
+        if size.is_some_and(|s| s > 0 && s + line.len() as u64 > self.max_file_bytes) {
+            self.rotate();
+        }
+        if self.file.is_none() || size.is_none() {
+            self.file = Some(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(&self.path)?,
+            );
+        }
+        match self.file.as_mut() {
+            Some(file) => file.write_all(line),
+            None => Ok(()),
+        }
+    }
+
+    /// The size of judge.log if our handle still points at it (another process may
+    /// have rotated it away); `None` means reopen.
+    fn current_size(&self) -> Option<u64> {
+        let on_disk = std::fs::metadata(&self.path).ok()?;
+        let ours = self.file.as_ref()?.metadata().ok()?;
+        (ours.ino() == on_disk.ino() && ours.dev() == on_disk.dev()).then_some(on_disk.len())
+    }
+
+    fn rotate(&mut self) {
+        let numbered = |n: u32| {
+            let mut name = self.path.clone().into_os_string();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        };
+        for n in (1..ROTATIONS).rev() {
+            let _ = std::fs::rename(numbered(n), numbered(n + 1));
+        }
+        let _ = std::fs::rename(&self.path, numbered(1));
+        self.file = None;
+    }
+}
+
+/// A writer for one event: buffers it and writes it as one whole line on drop.
+pub struct LineWriter {
+    log: RotatingLog,
+    buf: Vec<u8>,
+}
+
+impl Write for LineWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LineWriter {
+    fn drop(&mut self) {
+        if !self.buf.is_empty() {
+            // Nowhere left to report a failing log; the event is still in stderr for the daemon.
+            let _ = self.log.write_line(&self.buf);
+        }
+    }
+}
+
+impl<'a> MakeWriter<'a> for RotatingLog {
+    type Writer = LineWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LineWriter {
+            log: self.clone(),
+            buf: Vec::with_capacity(256),
+        }
+    }
+}
+
+/// Sends tracing events to judge.log, and to stderr too when `also_stderr`.
+pub fn init(log_path: &Path, max_total_bytes: u64, also_stderr: bool) {
+    let file_layer = tracing_subscriber::fmt::layer()
+        .with_ansi(false)
+        .with_target(false)
+        .with_writer(RotatingLog::new(log_path, max_total_bytes))
+        .with_filter(LevelFilter::INFO);
+    let stderr_layer = also_stderr.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_target(false)
+            .without_time()
+            .with_writer(io::stderr)
+            .with_filter(LevelFilter::INFO)
+    });
+    // A second init (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::registry()
+        .with(file_layer)
+        .with(stderr_layer)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotates_by_size_and_caps_the_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("judge.log");
+        let log = RotatingLog::new(&path, 4 * 4096);
+        let line = vec![b'x'; 1000];
+        for _ in 0..100 {
+            let mut w = log.make_writer();
+            w.write_all(&line).unwrap();
+        }
+        let mut total = 0;
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let len = entry.unwrap().metadata().unwrap().len();
+            assert!(len <= 4096, "{len}");
+            total += len;
+        }
+        assert!(total <= 4 * 4096);
+        assert!(path.with_extension("log.3").exists());
+        assert!(!path.with_extension("log.4").exists());
+    }
+
+    #[test]
+    fn reopens_after_another_process_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("judge.log");
+        let log = RotatingLog::new(&path, 1 << 20);
+        log.write_line(b"one\n").unwrap();
+        std::fs::rename(&path, dir.path().join("judge.log.1")).unwrap();
+        log.write_line(b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+    }
+}

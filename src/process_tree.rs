@@ -1,0 +1,114 @@
+//! Finding and stopping every process a runner started: its process group, and on
+//! Linux every process whose environment carries the job's tag (which survives
+//! `setsid` and re-parenting, also after a daemon crash).
+
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+
+/// The environment variable that tags every process started for one claim.
+pub const TAG_VAR: &str = "LLM_JUDGE_TAG";
+
+/// Sends `signal` to a process group; a group that is already gone is fine.
+pub fn signal_group(pgid: u32, signal: Signal) {
+    if let Some(pid) = to_pid(pgid) {
+        let _ = kill_process_group(pid, signal);
+    }
+}
+
+fn to_pid(raw: u32) -> Option<Pid> {
+    i32::try_from(raw).ok().and_then(Pid::from_raw)
+}
+
+/// When a process started, in clock ticks since boot (Linux); guards against pid reuse.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 2 (comm) may hold spaces and parentheses: fields after the last ')' are plain.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True when the process exists and is not a zombie.
+pub fn is_alive(pid: u32) -> bool {
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        return stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X");
+    }
+    !cfg!(target_os = "linux")
+        && to_pid(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
+}
+
+/// Kills the group `pgid` if its leader still has the recorded start time.
+pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
+    let current = start_time(pgid);
+    let same = match (recorded_start, current) {
+        (Some(a), Some(b)) => a == b,
+        // No /proc (macOS) or a leader that is gone: the group may live on without its
+        // leader, and a pgid is not reused while any member lives.
+        (None, _) | (_, None) => true,
+    };
+    if same {
+        signal_group(pgid, Signal::KILL);
+    }
+    same
+}
+
+/// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`.
+pub fn tagged_processes(tag: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let needle = format!("{TAG_VAR}={tag}\0").into_bytes();
+    let me = std::process::id();
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_slice()))
+        })
+        .filter(|&pid| is_alive(pid))
+        .collect()
+}
+
+/// SIGKILLs every tagged process until none is left (bounded passes, for forkers).
+/// Returns how many were signalled.
+pub fn kill_tagged(tag: &str) -> usize {
+    let mut killed = 0;
+    for _ in 0..50 {
+        let pids = tagged_processes(tag);
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            if let Some(p) = to_pid(pid) {
+                // Its own group too: a setsid'd process may have children without the tag.
+                let _ = kill_process_group(p, Signal::KILL);
+                let _ = kill_process(p, Signal::KILL);
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_start_time_is_readable_on_linux() {
+        if cfg!(target_os = "linux") {
+            let t = start_time(std::process::id());
+            assert!(t.is_some());
+            assert_eq!(t, start_time(std::process::id()));
+            assert!(is_alive(std::process::id()));
+        }
+    }
+
+    #[test]
+    fn unknown_tag_finds_nothing() {
+        assert!(tagged_processes("no-such-tag-4f1c").is_empty());
+        assert_eq!(kill_tagged("no-such-tag-4f1c"), 0);
+    }
+}

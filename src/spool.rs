@@ -1,0 +1,206 @@
+//! The state folder (SPEC section 2) and publishing by rename: hidden temp file in
+//! the target folder, fsync, rename, fsync the folder.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use sha1::{Digest, Sha1};
+
+/// Paths inside one state folder.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    pub root: PathBuf,
+}
+
+impl StateDir {
+    /// A state folder rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        StateDir { root: root.into() }
+    }
+
+    /// The inbox.
+    pub fn jobs(&self) -> PathBuf {
+        self.root.join("jobs")
+    }
+
+    /// Verdict folders, one per transcript hash.
+    pub fn verdicts(&self) -> PathBuf {
+        self.root.join("verdicts")
+    }
+
+    /// Claims of jobs being judged (see claim.rs).
+    pub fn claims(&self) -> PathBuf {
+        self.root.join("claims")
+    }
+
+    /// Non-regular files moved out of the inbox.
+    pub fn rejected(&self) -> PathBuf {
+        self.root.join("rejected")
+    }
+
+    /// The human-readable log.
+    pub fn log(&self) -> PathBuf {
+        self.root.join("judge.log")
+    }
+
+    /// The daemon's lock file.
+    pub fn lock(&self) -> PathBuf {
+        self.root.join("daemon.lock")
+    }
+
+    /// The daemon's status record.
+    pub fn status(&self) -> PathBuf {
+        self.root.join("status.json")
+    }
+
+    /// The folder of a transcript's verdicts.
+    pub fn verdict_dir(&self, transcript: &str) -> PathBuf {
+        self.verdicts().join(transcript_hash(transcript))
+    }
+
+    /// Creates the root and its folders (0700) if missing.
+    pub fn create(&self) -> io::Result<()> {
+        for dir in [self.root.clone(), self.jobs(), self.verdicts(), self.claims()] {
+            create_dir(&dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates a folder (and parents) with mode 0700; an existing one is fine.
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot create folder {}: {e}", dir.display())))
+}
+
+/// First 16 lowercase hex digits of SHA-1 of the transcript string.
+pub fn transcript_hash(transcript: &str) -> String {
+    let digest = Sha1::digest(transcript.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The stem of a job file name: the name without `.json`.
+pub fn stem_of(name: &OsStr) -> String {
+    let name = name.to_string_lossy();
+    name.strip_suffix(".json").unwrap_or(&name).to_string()
+}
+
+/// True for names the inbox treats as jobs (not hidden, ending in `.json`).
+pub fn is_job_name(name: &OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = name.as_bytes();
+    !bytes.starts_with(b".") && bytes.ends_with(b".json")
+}
+
+/// A written, synced temp file waiting to be renamed into place.
+#[derive(Debug)]
+pub struct TempFile {
+    pub path: PathBuf,
+}
+
+/// Writes `bytes` to a new hidden temp file in `dir` and syncs it.
+pub fn write_temp(dir: &Path, name: &OsStr, bytes: &[u8], fsync: bool) -> io::Result<TempFile> {
+    create_dir(dir)?;
+    let mut temp_name = OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".{}.{}.tmp", std::process::id(), unique()));
+    let path = dir.join(temp_name);
+    let result: io::Result<()> = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(bytes)?;
+        if fsync {
+            file.sync_all()?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(TempFile { path }),
+        Err(e) => {
+            let _ = fs::remove_file(&path);
+            Err(io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+        }
+    }
+}
+
+/// Renames a temp file into place and syncs the folder.
+pub fn commit(temp: &Path, target: &Path, fsync: bool) -> io::Result<()> {
+    fs::rename(temp, target).map_err(|e| {
+        io::Error::new(e.kind(), format!("cannot rename {} to {}: {e}", temp.display(), target.display()))
+    })?;
+    if fsync {
+        sync_dir(target.parent().unwrap_or(Path::new(".")))?;
+    }
+    Ok(())
+}
+
+/// Publishes `bytes` at `target` atomically.
+pub fn publish(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target.file_name().unwrap_or(OsStr::new("file"));
+    let temp = write_temp(dir, name, bytes, fsync)?;
+    commit(&temp.path, target, fsync).inspect_err(|_| {
+        let _ = fs::remove_file(&temp.path);
+    })
+}
+
+/// fsyncs a folder so renames and new names in it survive power loss.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot fsync folder {}: {e}", dir.display())))
+}
+
+/// A process-unique counter for temp names.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Seconds since the Unix epoch, as a float.
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcript_hash_is_sha1_prefix() {
+        assert_eq!(transcript_hash(""), "da39a3ee5e6b4b0d");
+        assert_eq!(transcript_hash("abc"), "a9993e364706816a");
+    }
+
+    #[test]
+    fn job_names() {
+        assert!(is_job_name(OsStr::new("a.json")));
+        assert!(!is_job_name(OsStr::new(".a.json")));
+        assert!(!is_job_name(OsStr::new("a.json.tmp")));
+        assert_eq!(stem_of(OsStr::new("abc.json")), "abc");
+    }
+
+    #[test]
+    fn publish_replaces_atomically_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("sub").join("v.json");
+        publish(&target, b"one", true).unwrap();
+        publish(&target, b"two", false).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(target.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![OsString::from("v.json")]);
+    }
+}
