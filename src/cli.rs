@@ -78,7 +78,8 @@ pub fn main() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
-    let settings = match config::load(&Sources::from_process(cli.config.clone(), cli.state_dir.clone())) {
+    let sources = Sources::from_process(cli.config.clone(), cli.state_dir.clone());
+    let settings = match config::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("llm-judge: {e}");
@@ -86,7 +87,7 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Daemon { workers } => crate::daemon::main(settings, workers.map(usize::from)),
+        Command::Daemon { workers } => crate::daemon::main(settings, sources, workers.map(usize::from)),
         Command::Run { job_file } => run(&settings, job_file),
         Command::Ask { mode, timeout, cwd, prompt } => ask(&settings, mode, timeout, cwd, prompt),
     }

@@ -128,7 +128,9 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
         Some(text) => Some(parse_override(text)?),
         None => None,
     };
+    // Absolute, so paths in logs, claims and watcher events all agree.
     let state_dir = state_dir(sources, &config);
+    let state_dir = std::path::absolute(&state_dir).unwrap_or(state_dir);
     Ok(Settings {
         config,
         config_path,
@@ -330,7 +332,8 @@ mod tests {
         let s = load(&sources(&[("HOME", "/h"), (STATE_DIR_VAR, "/env")])).unwrap();
         assert_eq!(s.state_dir, PathBuf::from("/env"));
         let s = load(&sources(&[(STATE_DIR_VAR, "")])).unwrap();
-        assert_eq!(s.state_dir, PathBuf::from("~/.cache/catstack-llm-judge"));
+        assert!(s.state_dir.ends_with("~/.cache/catstack-llm-judge"));
+        assert!(s.state_dir.is_absolute());
         let mut src = sources(&[(STATE_DIR_VAR, "/env")]);
         src.state_dir_flag = Some("/flag".into());
         assert_eq!(load(&src).unwrap().state_dir, PathBuf::from("/flag"));

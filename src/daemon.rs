@@ -1,9 +1,361 @@
-//! The daemon (SPEC section 6).
+//! The daemon (SPEC section 6): one per state folder, watches jobs/, judges on a
+//! bounded pool, oldest first, drains on SIGTERM/SIGINT, reloads on SIGHUP.
 
-use crate::config::Settings;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{MissedTickBehavior, sleep_until};
+
+use crate::cli::{EXIT_FAILURE, EXIT_OK, open_state};
+use crate::config::{self, Settings, Sources};
+use crate::inbox::{Hint, InboxWatcher, Queue};
+use crate::job_file::{self, Handled};
+use crate::spool::{StateDir, now_unix};
+use crate::status::{OutcomeCounts, QueueStatus, RunnerHistory, RunningJob, StatusRecord};
+
+/// Status writes are at most this frequent.
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+/// After runners are told to stop, workers get this long to report back.
+const STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs the daemon until it is told to stop; returns the exit code.
-pub fn main(_settings: Settings, _workers: Option<usize>) -> i32 {
-    eprintln!("llm-judge: the daemon is not built yet");
-    crate::cli::EXIT_FAILURE
+pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -> i32 {
+    let state = match open_state(&settings, true) {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("llm-judge: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    if let Err(e) = check_folders(&state) {
+        tracing::error!("refusing to start: {e}");
+        return EXIT_FAILURE;
+    }
+    let _lock = match crate::lock::acquire(&state.lock()) {
+        Ok(lock) => lock,
+        Err(e) => {
+            tracing::error!("refusing to start: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build();
+    match runtime {
+        Ok(rt) => rt.block_on(Daemon::new(settings, sources, workers_flag, state).run()),
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn check_folders(state: &StateDir) -> Result<(), String> {
+    for dir in [&state.root, &state.jobs()] {
+        if let Some(warning) = crate::permissions::check_private(dir)? {
+            tracing::warn!("{warning}");
+        }
+    }
+    Ok(())
+}
+
+struct Daemon {
+    settings: Arc<Settings>,
+    sources: Sources,
+    workers_flag: Option<usize>,
+    state: StateDir,
+    queue: Queue,
+    running: HashMap<OsString, Instant>,
+    done_tx: mpsc::UnboundedSender<(OsString, Handled)>,
+    done_rx: mpsc::UnboundedReceiver<(OsString, Handled)>,
+    cancel_tx: watch::Sender<bool>,
+    outcomes: OutcomeCounts,
+    history: RunnerHistory,
+    started_at: f64,
+    draining: bool,
+    status_dirty: bool,
+    status_written: Instant,
+}
+
+impl Daemon {
+    fn new(settings: Settings, sources: Sources, workers_flag: Option<usize>, state: StateDir) -> Self {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        Daemon {
+            settings: Arc::new(settings),
+            sources,
+            workers_flag,
+            state,
+            queue: Queue::default(),
+            running: HashMap::new(),
+            done_tx,
+            done_rx,
+            cancel_tx: watch::channel(false).0,
+            outcomes: OutcomeCounts::default(),
+            history: RunnerHistory::default(),
+            started_at: now_unix(),
+            draining: false,
+            status_dirty: true,
+            status_written: Instant::now(),
+        }
+    }
+
+    fn workers(&self) -> usize {
+        self.workers_flag.unwrap_or(self.settings.config.workers)
+    }
+
+    async fn run(mut self) -> i32 {
+        let signals = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        );
+        let (mut term, mut int, mut hup) = match signals {
+            (Ok(t), Ok(i), Ok(h)) => (t, i, h),
+            _ => {
+                tracing::error!("cannot install signal handlers; refusing to start");
+                return EXIT_FAILURE;
+            }
+        };
+        self.log_start();
+        let c = self.settings.config.clone();
+        crate::recovery::sweep(&self.state, c.fsync, c.undeliverable_days);
+        let mut watcher = InboxWatcher::new(&self.state.jobs());
+        if let Err(e) = watcher.watch() {
+            tracing::error!("{e}; relying on rescans every {}s", c.rescan_seconds);
+        }
+        self.scan();
+        let mut rescan = tokio::time::interval(Duration::from_secs_f64(c.rescan_seconds));
+        rescan.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        rescan.tick().await;
+        let mut stop_at: Option<tokio::time::Instant> = None;
+        let mut stop_deadline: Option<tokio::time::Instant> = None;
+        loop {
+            self.dispatch();
+            if self.draining && self.running.is_empty() {
+                break;
+            }
+            if stop_deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
+                tracing::error!(running = self.running.len(), "runners did not stop in time; exiting anyway");
+                break;
+            }
+            let status_due = tokio::time::Instant::from_std(self.status_written + STATUS_EVERY);
+            tokio::select! {
+                Some(Hint::Arrived(name)) = watcher.hints.recv() => {
+                    self.queue.offer(&self.state.jobs(), name);
+                    self.status_dirty = true;
+                }
+                () = watcher.wake.notified() => self.on_watch_trouble(&mut watcher),
+                _ = rescan.tick() => {
+                    if watcher.replaced() {
+                        self.rewatch(&mut watcher);
+                    }
+                    self.scan();
+                    crate::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
+                }
+                Some((name, handled)) = self.done_rx.recv() => self.finished(name, handled),
+                _ = term.recv() => self.on_stop_signal("SIGTERM", &mut stop_at, &mut stop_deadline),
+                _ = int.recv() => self.on_stop_signal("SIGINT", &mut stop_at, &mut stop_deadline),
+                _ = hup.recv() => self.reload(),
+                () = sleep_until(stop_at.unwrap_or_else(far_future)), if stop_at.is_some() => {
+                    tracing::warn!(running = self.running.len(), "shutdown grace is over: stopping runners, leaving their jobs queued");
+                    self.stop_runners(&mut stop_at, &mut stop_deadline);
+                }
+                () = sleep_until(status_due), if self.status_dirty => self.write_status(),
+            }
+        }
+        self.write_status();
+        tracing::info!(pid = std::process::id(), "daemon stop");
+        EXIT_OK
+    }
+
+    fn log_start(&self) {
+        let table = |mode| {
+            self.settings
+                .table(mode)
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), workers = self.workers(),
+            default = %table(crate::job::Mode::Default), investigate = %table(crate::job::Mode::Investigate),
+            state = %self.state.root.display(), "daemon start"
+        );
+    }
+
+    /// Starts the oldest waiting jobs while workers are free.
+    fn dispatch(&mut self) {
+        while !self.draining && self.running.len() < self.workers() {
+            let Some(name) = self.queue.take() else { return };
+            self.running.insert(name.clone(), Instant::now());
+            self.status_dirty = true;
+            let settings = self.settings.clone();
+            let state = self.state.clone();
+            let cancel = self.cancel_tx.subscribe();
+            let report = Report { name: Some(name.clone()), tx: self.done_tx.clone() };
+            tokio::spawn(async move {
+                let path = state.jobs().join(&name);
+                let handled = job_file::handle(&settings, &state, &path, Some(cancel)).await;
+                report.send(handled);
+            });
+        }
+    }
+
+    fn finished(&mut self, name: OsString, handled: Handled) {
+        self.running.remove(&name);
+        self.queue.finished(&name);
+        self.status_dirty = true;
+        if let Handled::Judged { outcome, attempts, .. } = &handled {
+            self.outcomes.add(*outcome);
+            self.history.add(attempts);
+        }
+    }
+
+    fn scan(&mut self) {
+        match self.queue.scan(&self.state.jobs()) {
+            Ok(_) => self.status_dirty = true,
+            Err(e) => tracing::error!(folder = %self.state.jobs().display(), "cannot scan the inbox: {e}"),
+        }
+    }
+
+    fn on_watch_trouble(&mut self, watcher: &mut InboxWatcher) {
+        use std::sync::atomic::Ordering;
+        if watcher.lost.load(Ordering::SeqCst) {
+            tracing::warn!("jobs/ was removed or replaced: watching it again");
+            self.rewatch(watcher);
+        }
+        if watcher.rescan.swap(false, Ordering::SeqCst) {
+            tracing::info!("change events were lost (queue overflow or watch error): rescanning jobs/");
+        }
+        self.scan();
+    }
+
+    fn rewatch(&mut self, watcher: &mut InboxWatcher) {
+        match watcher.watch() {
+            Ok(()) => tracing::info!(folder = %self.state.jobs().display(), "watching the inbox again"),
+            Err(e) => tracing::error!("{e}; retrying at the next rescan"),
+        }
+    }
+
+    fn on_stop_signal(
+        &mut self,
+        name: &str,
+        stop_at: &mut Option<tokio::time::Instant>,
+        stop_deadline: &mut Option<tokio::time::Instant>,
+    ) {
+        if self.draining {
+            tracing::warn!(signal = name, "second stop signal: stopping runners now");
+            self.stop_runners(stop_at, stop_deadline);
+            return;
+        }
+        self.draining = true;
+        self.status_dirty = true;
+        let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
+        tracing::info!(
+            signal = name, running = self.running.len(), grace_seconds = grace.as_secs_f64(),
+            "draining: no new jobs; running jobs get the shutdown grace"
+        );
+        *stop_at = Some(tokio::time::Instant::now() + grace);
+    }
+
+    fn stop_runners(
+        &mut self,
+        stop_at: &mut Option<tokio::time::Instant>,
+        stop_deadline: &mut Option<tokio::time::Instant>,
+    ) {
+        self.draining = true;
+        *stop_at = None;
+        let _ = self.cancel_tx.send(true);
+        stop_deadline.get_or_insert(tokio::time::Instant::now() + STOP_WAIT);
+    }
+
+    fn reload(&mut self) {
+        match config::load(&self.sources) {
+            Ok(new) => {
+                if new.state_dir != self.state.root {
+                    tracing::warn!("config reload: state_dir changes need a restart; keeping {}", self.state.root.display());
+                }
+                self.settings = Arc::new(Settings { state_dir: self.state.root.clone(), ..new });
+                self.status_dirty = true;
+                tracing::info!(workers = self.workers(), "config reloaded");
+            }
+            Err(e) => tracing::error!("config reload failed, keeping the old config: {e}"),
+        }
+    }
+
+    fn write_status(&mut self) {
+        let record = StatusRecord {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            started_at: self.started_at,
+            updated_at: now_unix(),
+            workers: self.workers(),
+            draining: self.draining,
+            queue: QueueStatus {
+                waiting: self.queue.waiting(),
+                oldest_mtime: self
+                    .queue
+                    .oldest()
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs_f64()),
+            },
+            running: self.running.keys().map(|name| self.running_job(name)).collect(),
+            outcomes: self.outcomes.clone(),
+            runners: self.history.stats(),
+        };
+        let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
+        if let Err(e) = crate::spool::publish(&self.state.status(), &bytes, false) {
+            tracing::error!("cannot write the status record: {e}");
+        }
+        self.status_dirty = false;
+        self.status_written = Instant::now();
+    }
+
+    /// What the claim of a running job says about it.
+    fn running_job(&self, name: &OsString) -> RunningJob {
+        let record = std::fs::read(self.state.claims().join(name))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::claim::ClaimRecord>(&b).ok())
+            .unwrap_or_default();
+        RunningJob {
+            file: name.to_string_lossy().into_owned(),
+            id: record.id,
+            hook: record.hook,
+            runner: record.runner.map(|r| r.name),
+            claimed_at: record.claimed_at,
+        }
+    }
+}
+
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// Reports a worker's result once, even if the worker panics.
+struct Report {
+    name: Option<OsString>,
+    tx: mpsc::UnboundedSender<(OsString, Handled)>,
+}
+
+impl Report {
+    fn send(mut self, handled: Handled) {
+        if let Some(name) = self.name.take() {
+            let _ = self.tx.send((name, handled));
+        }
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if let Some(name) = self.name.take() {
+            tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
+            let _ = self.tx.send((name, Handled::Failed("worker stopped unexpectedly".into())));
+        }
+    }
 }

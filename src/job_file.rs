@@ -23,7 +23,11 @@ pub const MAX_INTERRUPTIONS: u32 = 3;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Handled {
     /// A verdict was published and the job removed.
-    Judged { outcome: Outcome, runner: Option<String> },
+    Judged {
+        outcome: Outcome,
+        runner: Option<String>,
+        attempts: Vec<crate::verdict::Attempt>,
+    },
     /// Another process holds the claim.
     Busy { holder_pid: Option<u32> },
     /// The file was gone before it could be read.
@@ -32,6 +36,8 @@ pub enum Handled {
     Rejected,
     /// An earlier holder had already published the verdict; only cleanup was left.
     AlreadyPublished,
+    /// Shutdown stopped it; the job stays queued (not counted as an interruption).
+    Stopped,
     /// Something failed; the job stays queued and the error is logged.
     Failed(String),
 }
@@ -132,7 +138,7 @@ async fn handle_named(
                     claim.record.runner = None;
                     claim.save()?;
                     tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
-                    return Ok(Handled::Failed("stopped by shutdown".into()));
+                    return Ok(Handled::Stopped);
                 }
             }
         }
@@ -147,6 +153,7 @@ async fn handle_named(
     Ok(Handled::Judged {
         outcome: verdict.outcome,
         runner: verdict.runner,
+        attempts: verdict.attempts,
     })
 }
 
@@ -239,7 +246,7 @@ pub fn stop_leftovers(record: &claim::ClaimRecord) {
 
 /// Completes a publish an earlier holder started: a temp file still there was not
 /// yet renamed; a missing one was (and may already have been drained).
-fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<()> {
+pub fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<()> {
     let Previous::Record(record) = previous else {
         return Ok(());
     };

@@ -1,0 +1,80 @@
+//! One daemon per state folder: an exclusive `flock` on `daemon.lock`, which
+//! holds the holder's pid so a second daemon can name it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rustix::fs::{FlockOperation, flock};
+
+/// Held for the daemon's life; the kernel releases it when the process ends.
+#[derive(Debug)]
+pub struct DaemonLock {
+    _file: File,
+}
+
+/// Takes the lock or says which pid holds it.
+pub fn acquire(path: &Path) -> Result<DaemonLock, String> {
+    let mut file = open(path)?;
+    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let holder = holder_pid(&mut file).map_or("unknown pid".to_string(), |p| format!("pid {p}"));
+        return Err(format!(
+            "another llm-judge daemon ({holder}) already serves this state folder (lock {}); \
+             stop it first or use another --state-dir",
+            path.display()
+        ));
+    }
+    let pid = format!("{}\n", std::process::id());
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.seek(SeekFrom::Start(0)))
+        .and_then(|_| file.write_all(pid.as_bytes()));
+    written.map_err(|e| format!("cannot write lock file {}: {e}", path.display()))?;
+    Ok(DaemonLock { _file: file })
+}
+
+/// The pid of the daemon holding the lock, or `None` when no daemon holds it.
+pub fn holder(path: &Path) -> Option<u32> {
+    let mut file = File::open(path).ok()?;
+    if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
+        return None;
+    }
+    holder_pid(&mut file)
+}
+
+fn open(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))
+}
+
+fn holder_pid(file: &mut File) -> Option<u32> {
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_names_the_first_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.lock");
+        assert_eq!(holder(&path), None);
+        let lock = acquire(&path).unwrap();
+        let e = acquire(&path).unwrap_err();
+        assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+        assert_eq!(holder(&path), Some(std::process::id()));
+        drop(lock);
+        assert_eq!(holder(&path), None);
+        acquire(&path).unwrap();
+    }
+}

@@ -1,0 +1,54 @@
+//! Start-up checks of who may write the state folder (SPEC section 6).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// Refuses a folder owned by another user or writable by others; returns a warning
+/// for a group-writable one.
+pub fn check_private(dir: &Path) -> Result<Option<String>, String> {
+    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(format!(
+            "{} is owned by uid {}, not by you (uid {me}); another user could plant jobs: \
+             fix with `chown {me} {}` or use another --state-dir",
+            dir.display(),
+            meta.uid(),
+            dir.display()
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o002 != 0 {
+        return Err(format!(
+            "{} is writable by others (mode {mode:o}); anyone could plant jobs: fix with `chmod o-w {}`",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    if mode & 0o020 != 0 {
+        return Ok(Some(format!(
+            "{} is group-writable (mode {mode:o}); fine with a private group, else `chmod g-w {}`",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = |mode| std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        set(0o700);
+        assert_eq!(check_private(dir.path()).unwrap(), None);
+        set(0o770);
+        assert!(check_private(dir.path()).unwrap().unwrap().contains("chmod g-w"));
+        set(0o777);
+        assert!(check_private(dir.path()).unwrap_err().contains("chmod o-w"));
+    }
+}

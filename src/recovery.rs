@@ -1,0 +1,104 @@
+//! Start-up recovery: stop runners a killed judge left, finish or drop claims of
+//! jobs that are gone, remove orphan temp files, prune undeliverable verdicts.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::claim::{self, Acquired, ClaimState, Previous};
+use crate::job_file::{finish_previous_publish, stop_leftovers};
+use crate::spool::{StateDir, transcript_hash};
+
+/// What a sweep did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Swept {
+    pub claims_dropped: usize,
+    pub temps_removed: usize,
+    pub pruned: usize,
+}
+
+/// Runs every start-up recovery step; errors are logged, never fatal.
+pub fn sweep(state: &StateDir, fsync: bool, undeliverable_days: f64) -> Swept {
+    let (claims_dropped, referenced) = sweep_claims(state, fsync);
+    let temps_removed = remove_orphan_temps(&state.verdicts(), &referenced);
+    let pruned = prune_undeliverable(state, undeliverable_days);
+    let swept = Swept { claims_dropped, temps_removed, pruned };
+    if swept != Swept::default() {
+        tracing::info!(
+            claims_dropped = swept.claims_dropped, temps_removed = swept.temps_removed,
+            pruned = swept.pruned, "recovery sweep"
+        );
+    }
+    swept
+}
+
+/// Stops leftovers of every free claim; drops claims whose job is gone. Returns the
+/// temp files that claims of still-queued jobs will publish.
+fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
+    let mut dropped = 0;
+    let mut referenced = HashSet::new();
+    let Ok(entries) = std::fs::read_dir(state.claims()) else {
+        return (0, referenced);
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let (claim, previous) = match claim::acquire(&state.claims(), &name, fsync) {
+            Ok(Acquired::Claimed { claim, previous }) => (claim, previous),
+            Ok(Acquired::Busy { .. }) => continue,
+            Err(e) => {
+                tracing::error!("recovery: {e}");
+                continue;
+            }
+        };
+        if let Previous::Record(record) = &previous {
+            if record.state != ClaimState::Queued {
+                stop_leftovers(record);
+            }
+            if let (ClaimState::Publishing, Some(temp)) = (record.state, &record.verdict_temp) {
+                referenced.insert(temp.clone());
+            }
+        }
+        if state.jobs().join(&name).symlink_metadata().is_err() {
+            if let Err(e) = finish_previous_publish(&previous, fsync).and_then(|()| claim.release()) {
+                tracing::error!("recovery: {e}");
+            }
+            dropped += 1;
+        }
+    }
+    (dropped, referenced)
+}
+
+/// Removes hidden `.tmp` files in verdict folders that no claim will publish.
+fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize {
+    let mut removed = 0;
+    let Ok(folders) = std::fs::read_dir(verdicts) else {
+        return 0;
+    };
+    for folder in folders.flatten() {
+        let Ok(files) = std::fs::read_dir(folder.path()) else { continue };
+        for file in files.flatten() {
+            let name = file.file_name();
+            let name = name.to_string_lossy();
+            let path = file.path();
+            if name.starts_with('.') && name.ends_with(".tmp") && !referenced.contains(&path) && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// Removes verdicts nobody can drain (no transcript) once older than `days`.
+pub fn prune_undeliverable(state: &StateDir, days: f64) -> usize {
+    let Some(cutoff) = SystemTime::now().checked_sub(Duration::from_secs_f64(days * 86_400.0)) else {
+        return 0;
+    };
+    let Ok(files) = std::fs::read_dir(state.verdicts().join(transcript_hash(""))) else {
+        return 0;
+    };
+    files
+        .flatten()
+        .filter(|f| f.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff))
+        .filter(|f| std::fs::remove_file(f.path()).is_ok())
+        .count()
+}
