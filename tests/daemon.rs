@@ -1,0 +1,546 @@
+//! Integration tests of `llm-judge daemon` (SPEC section 6): the real binary on a
+//! temp state folder with fake runners. Every wait has a deadline; nothing sleeps to
+//! synchronise; every daemon is killed and reaped when its test ends.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_llm-judge");
+/// Generous: proves nothing hangs, asserts no speed.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Polls `cond` until it holds or the deadline passes (then panics naming `what`).
+fn wait_until(what: &str, deadline: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(15));
+    }
+}
+
+/// One test's world: a state folder, a HOME, fake runners, a config file.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> Self {
+        let w = World {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        for sub in ["state", "state/jobs", "home", "bin"] {
+            fs::create_dir_all(w.path(sub)).unwrap();
+            fs::set_permissions(w.path(sub), fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        w.config("");
+        w
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    /// Writes the config file: fsync off and a short rescan unless overridden.
+    fn config(&self, extra: &str) {
+        let text = format!("fsync = false\nkill_grace_seconds = 1\n{extra}\n");
+        fs::write(self.path("config.toml"), text).unwrap();
+    }
+
+    /// A fake runner: a shell script run as `/bin/sh <script>` (never exec'd, so no
+    /// "Text file busy"). Returns the override entry for it.
+    fn runner(&self, name: &str, body: &str) -> Value {
+        let script = self.path(&format!("bin/{name}.sh"));
+        fs::write(&script, format!("W={}\n{body}\n", self.dir.path().display())).unwrap();
+        json!([name, ["/bin/sh", script, "{prompt}"]])
+    }
+
+    fn command(&self, runners: &[Value]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("home/.config"))
+            .env("CATSTACK_LLM_JUDGE_RUNNERS", Value::Array(runners.to_vec()).to_string())
+            .arg("--state-dir")
+            .arg(self.state())
+            .arg("--config")
+            .arg(self.path("config.toml"))
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn start(&self, runners: &[Value]) -> Daemon {
+        self.start_with(self.command(runners))
+    }
+
+    fn start_with(&self, mut cmd: Command) -> Daemon {
+        let n = fs::read_dir(self.dir.path()).unwrap().count();
+        let err = self.path(&format!("daemon-{n}.err"));
+        let child = cmd
+            .arg("daemon")
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start daemon");
+        Daemon { child, err }
+    }
+
+    /// Publishes a job the way producers must: hidden temp file, then rename.
+    fn job(&self, name: &str, job: &Value) {
+        let jobs = self.state().join("jobs");
+        let temp = jobs.join(format!(".{name}.tmp"));
+        fs::write(&temp, job.to_string()).unwrap();
+        fs::rename(&temp, jobs.join(format!("{name}.json"))).unwrap();
+    }
+
+    fn jobs_left(&self) -> Vec<String> {
+        names(&self.state().join("jobs"))
+    }
+
+    /// Every verdict, as (folder, file name, content).
+    fn verdicts(&self) -> Vec<(String, String, Value)> {
+        let mut out = Vec::new();
+        let Ok(folders) = fs::read_dir(self.state().join("verdicts")) else {
+            return out;
+        };
+        for folder in folders.flatten() {
+            for file in fs::read_dir(folder.path()).unwrap().flatten() {
+                let name = file.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    continue;
+                }
+                let text = fs::read_to_string(file.path()).unwrap();
+                let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                out.push((folder.file_name().to_string_lossy().into_owned(), name, value));
+            }
+        }
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
+    }
+
+    fn verdict(&self, name: &str) -> Value {
+        let found: Vec<Value> = self
+            .verdicts()
+            .into_iter()
+            .filter(|(_, n, _)| n == &format!("{name}.json"))
+            .map(|(_, _, v)| v)
+            .collect();
+        assert_eq!(found.len(), 1, "verdicts for {name}: {found:?}");
+        found[0].clone()
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(self.state().join("judge.log")).unwrap_or_default()
+    }
+
+    fn wait_log(&self, what: &str) {
+        wait_until(&format!("judge.log line {what:?}"), DEADLINE, || self.log().contains(what));
+    }
+
+    fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap_or_default()
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A running daemon, killed and reaped when dropped.
+struct Daemon {
+    child: Child,
+    err: PathBuf,
+}
+
+impl Daemon {
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -{sig}");
+    }
+
+    fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
+        let end = Instant::now() + deadline;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < end, "daemon did not exit; stderr: {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn stderr(&self) -> String {
+        fs::read_to_string(&self.err).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn answer(json_line: &str) -> String {
+    format!("echo '{json_line}'")
+}
+
+fn is_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()).is_some_and(|st| st != "Z" && st != "X")
+    })
+}
+
+fn pids_in(text: &str) -> Vec<u32> {
+    text.split_whitespace().filter_map(|w| w.parse().ok()).collect()
+}
+
+#[test]
+fn jobs_present_before_start_and_arriving_after_are_judged() {
+    let w = World::new();
+    let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
+    for i in 0..3 {
+        w.job(&format!("pre{i}"), &json!({"prompt": format!("p{i}"), "transcript": "T", "hit_if_all_true": ["ok"]}));
+    }
+    let _d = w.start(&[fake]);
+    wait_until("pre jobs judged", DEADLINE, || w.verdicts().len() == 3);
+    for i in 0..3 {
+        w.job(&format!("post{i}"), &json!({"prompt": format!("q{i}"), "transcript": "T"}));
+    }
+    wait_until("post jobs judged", DEADLINE, || w.verdicts().len() == 6);
+    assert!(w.jobs_left().is_empty());
+    assert_eq!(w.verdict("pre0")["outcome"], "hit");
+    assert_eq!(w.verdict("post2")["runner"], "fake");
+    assert!(w.log().contains("daemon start"), "{}", w.log());
+}
+
+#[test]
+fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
+    let w = World::new();
+    w.config("workers = 8\nrescan_seconds = 3600");
+    // No prompt slot: the prompt goes to stdin, which echo ignores. The fastest runner.
+    let echo = json!(["echo", ["/bin/echo", r#"{"ok": true}"#]]);
+    let _d = w.start(&[echo]);
+    w.wait_log("daemon start");
+    let jobs = w.state().join("jobs");
+    const N: usize = 20_000;
+    for i in 0..N {
+        // Plain writes: several events per file, more than the kernel's event queue holds.
+        fs::write(jobs.join(format!("j{i:05}.json")), format!(r#"{{"prompt":"p{i}","transcript":"T"}}"#)).unwrap();
+    }
+    wait_until("inbox empty", Duration::from_secs(600), || {
+        fs::read_dir(&jobs).map(|d| d.count() == 0).unwrap_or(false)
+    });
+    let folder = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("T"));
+    assert_eq!(names(&folder).len(), N, "one verdict per job");
+    let finished = w.log().matches("job finished").count();
+    assert_eq!(finished, N, "each job judged exactly once");
+}
+
+#[test]
+fn never_more_than_workers_runners_at_once() {
+    let w = World::new();
+    w.config("workers = 3");
+    let body = format!(
+        "echo \"start $(date +%s%N)\" >> $W/spans\nsleep 0.3\necho \"end $(date +%s%N)\" >> $W/spans\n{}",
+        answer(r#"{"ok": true}"#)
+    );
+    let slow = w.runner("slow", &body);
+    for i in 0..10 {
+        w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
+    }
+    let _d = w.start(&[slow]);
+    wait_until("all judged", DEADLINE, || w.verdicts().len() == 10);
+    let mut events: Vec<(u128, i32)> = w
+        .read("spans")
+        .lines()
+        .map(|l| {
+            let (kind, t) = l.split_once(' ').unwrap();
+            (t.parse().unwrap(), if kind == "start" { 1 } else { -1 })
+        })
+        .collect();
+    assert_eq!(events.len(), 20);
+    // Ends sort before starts at the same instant.
+    events.sort();
+    let (mut now, mut peak) = (0, 0);
+    for (_, delta) in events {
+        now += delta;
+        peak = peak.max(now);
+    }
+    assert!(peak <= 3, "{peak} runners at once with workers = 3");
+    assert!(peak >= 2, "the pool ran jobs in parallel (peak {peak})");
+}
+
+/// A runner that answers once `$W/answer` exists; before that it records its pid and
+/// a setsid'd grandchild's pid, then blocks.
+fn blocking_runner(w: &World) -> Value {
+    w.runner(
+        "blocker",
+        &format!(
+            "if [ -e $W/answer ]; then {}; exit 0; fi\n\
+             echo $$ >> $W/runner.pids\n\
+             setsid sh -c 'echo $$ >> '$W'/grandchild.pids; exec sleep 300' &\n\
+             exec sleep 300",
+            answer(r#"{"ok": true}"#)
+        ),
+    )
+}
+
+#[test]
+fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
+    let w = World::new();
+    let runner = blocking_runner(&w);
+    w.job("k", &json!({"prompt": "p", "transcript": "T"}));
+    let mut d = w.start(std::slice::from_ref(&runner));
+    wait_until("runner and grandchild started", DEADLINE, || {
+        pids_in(&w.read("grandchild.pids")).len() == 1
+    });
+    d.kill9();
+    let leftovers: Vec<u32> = pids_in(&w.read("runner.pids")).into_iter().chain(pids_in(&w.read("grandchild.pids"))).collect();
+    assert!(leftovers.iter().all(|&p| is_alive(p)), "the crash left the runner running");
+    fs::write(w.path("answer"), "").unwrap();
+    let _d2 = w.start(&[runner]);
+    wait_until("verdict after restart", DEADLINE, || w.verdicts().len() == 1);
+    assert_eq!(w.verdict("k")["outcome"], "hit");
+    wait_until("leftover runners stopped", DEADLINE, || leftovers.iter().all(|&p| !is_alive(p)));
+    assert!(w.log().contains("recovered: stopped runner processes"), "{}", w.log());
+    assert!(w.log().contains("interruptions=1"), "{}", w.log());
+    wait_until("claim released", DEADLINE, || names(&w.state().join("claims")).is_empty());
+    assert!(w.jobs_left().is_empty());
+}
+
+#[test]
+fn a_job_interrupted_three_times_gets_an_unchecked_verdict() {
+    let w = World::new();
+    let runner = blocking_runner(&w);
+    w.job("doomed", &json!({"prompt": "p", "transcript": "T", "hook": "h"}));
+    for round in 1..=3 {
+        let mut d = w.start(std::slice::from_ref(&runner));
+        wait_until("runner started", DEADLINE, || pids_in(&w.read("runner.pids")).len() == round);
+        d.kill9();
+    }
+    let _d = w.start(&[runner]);
+    wait_until("verdict", DEADLINE, || w.verdicts().len() == 1);
+    let v = w.verdict("doomed");
+    assert_eq!(v["outcome"], "unchecked");
+    assert_eq!(v["hook"], "h");
+    assert_eq!(v["attempts"], json!([]));
+    let reason = v["reason"].as_str().unwrap();
+    assert!(reason.starts_with("judge error") && reason.contains("interrupted 3 times"), "{reason}");
+    assert_eq!(pids_in(&w.read("runner.pids")).len(), 3, "not run a fourth time");
+}
+
+/// Writes a claim as a judge killed mid-publish would have left it.
+fn publishing_claim(w: &World, job: &str, temp: &Path, target: &Path) {
+    let meta = fs::metadata(w.state().join("jobs").join(format!("{job}.json"))).unwrap();
+    let record = json!({
+        "state": "publishing", "interruptions": 0, "owner_pid": 999_999, "tag": "gone-tag",
+        "job": {"dev": meta.dev(), "ino": meta.ino(),
+                "mtime_ns": i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())},
+        "runner": null, "verdict_temp": temp, "verdict_path": target,
+    });
+    fs::create_dir_all(w.state().join("claims")).unwrap();
+    fs::write(w.state().join("claims").join(format!("{job}.json")), record.to_string()).unwrap();
+}
+
+#[test]
+fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() {
+    let w = World::new();
+    let fake = w.runner("fake", &format!("echo x >> $W/ran\n{}", answer(r#"{"ok": true}"#)));
+    w.job("drained", &json!({"prompt": "p", "transcript": "T"}));
+    let folder = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("T"));
+    // Renamed into place, then drained (removed) by a hook, then the crash.
+    publishing_claim(&w, "drained", &folder.join(".drained.json.1.0.tmp"), &folder.join("drained.json"));
+    // And one whose rename had not happened yet: the temp file is still there.
+    w.job("pending", &json!({"prompt": "p", "transcript": "T"}));
+    fs::create_dir_all(&folder).unwrap();
+    let temp = folder.join(".pending.json.1.1.tmp");
+    fs::write(&temp, r#"{"id":"pending","outcome":"clean"}"#).unwrap();
+    publishing_claim(&w, "pending", &temp, &folder.join("pending.json"));
+    let _d = w.start(&[fake]);
+    wait_until("both jobs removed", DEADLINE, || w.jobs_left().is_empty());
+    wait_until("claims released", DEADLINE, || names(&w.state().join("claims")).is_empty());
+    assert_eq!(names(&folder), ["pending.json"], "no verdict came back for the drained job");
+    assert_eq!(w.verdict("pending")["outcome"], "clean");
+    assert_eq!(w.read("ran"), "", "no runner ran again");
+}
+
+#[test]
+fn sigterm_lets_a_running_job_finish_within_the_grace() {
+    let w = World::new();
+    w.config("shutdown_grace_seconds = 30");
+    let runner = w.runner("slowish", &format!("touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\n{}", answer(r#"{"ok": true}"#)));
+    w.job("j", &json!({"prompt": "p"}));
+    let mut d = w.start(&[runner]);
+    wait_until("runner started", DEADLINE, || w.path("started").exists());
+    d.signal("TERM");
+    w.wait_log("draining");
+    fs::write(w.path("go"), "").unwrap();
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(w.verdict("j")["outcome"], "hit");
+    assert!(w.log().contains("daemon stop"));
+}
+
+#[test]
+fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
+    let w = World::new();
+    w.config("shutdown_grace_seconds = 0.2");
+    let runner = blocking_runner(&w);
+    w.job("j", &json!({"prompt": "p"}));
+    let mut d = w.start(std::slice::from_ref(&runner));
+    wait_until("runner started", DEADLINE, || pids_in(&w.read("grandchild.pids")).len() == 1);
+    d.signal("TERM");
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(w.jobs_left(), ["j.json"]);
+    assert!(w.verdicts().is_empty());
+    let pids: Vec<u32> = pids_in(&w.read("runner.pids")).into_iter().chain(pids_in(&w.read("grandchild.pids"))).collect();
+    wait_until("runners stopped", DEADLINE, || pids.iter().all(|&p| !is_alive(p)));
+    fs::write(w.path("answer"), "").unwrap();
+    let _d = w.start(&[runner]);
+    wait_until("judged by the next daemon", DEADLINE, || w.verdicts().len() == 1);
+    assert!(w.log().contains("interruptions=0"), "a drain is not an interruption: {}", w.log());
+    assert!(!w.log().contains("interruptions=1"));
+}
+
+#[test]
+fn a_second_signal_stops_at_once() {
+    let w = World::new();
+    w.config("shutdown_grace_seconds = 3600");
+    let runner = blocking_runner(&w);
+    w.job("j", &json!({"prompt": "p"}));
+    let mut d = w.start(&[runner]);
+    wait_until("runner started", DEADLINE, || pids_in(&w.read("runner.pids")).len() == 1);
+    d.signal("TERM");
+    w.wait_log("draining");
+    d.signal("INT");
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(w.jobs_left(), ["j.json"], "left queued");
+    let pid = pids_in(&w.read("runner.pids"))[0];
+    wait_until("runner stopped", DEADLINE, || !is_alive(pid));
+}
+
+#[test]
+fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
+    let w = World::new();
+    let table = |name: &str| {
+        let script = w.path(&format!("bin/{name}.sh"));
+        fs::write(&script, answer(r#"{"ok": true}"#)).unwrap();
+        format!("[[runners.default]]\nname = \"{name}\"\nargv = [\"/bin/sh\", \"{}\"]\n", script.display())
+    };
+    w.config(&table("first"));
+    let mut cmd = w.command(&[]);
+    cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
+    let d = w.start_with(cmd);
+    w.job("a", &json!({"prompt": "p"}));
+    wait_until("a judged", DEADLINE, || w.verdicts().len() == 1);
+    assert_eq!(w.verdict("a")["runner"], "first");
+    w.config(&table("second"));
+    d.signal("HUP");
+    w.wait_log("config reloaded");
+    w.job("b", &json!({"prompt": "p"}));
+    wait_until("b judged", DEADLINE, || w.verdicts().len() == 2);
+    assert_eq!(w.verdict("b")["runner"], "second");
+    w.config("wrokers = 2\n");
+    d.signal("HUP");
+    w.wait_log("config reload failed");
+    assert!(w.log().contains("wrokers"), "the error names the key: {}", w.log());
+    w.job("c", &json!({"prompt": "p"}));
+    wait_until("c judged", DEADLINE, || w.verdicts().len() == 3);
+    assert_eq!(w.verdict("c")["runner"], "second");
+}
+
+#[test]
+fn a_second_daemon_is_refused_naming_the_first() {
+    let w = World::new();
+    let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
+    let d = w.start(std::slice::from_ref(&fake));
+    w.wait_log("daemon start");
+    let mut second = w.start(&[fake]);
+    let status = second.wait_exit(DEADLINE);
+    assert!(!status.success());
+    assert!(second.stderr().contains(&format!("pid {}", d.child.id())), "{}", second.stderr());
+}
+
+#[test]
+fn a_world_writable_state_folder_is_refused() {
+    let w = World::new();
+    fs::set_permissions(w.state(), fs::Permissions::from_mode(0o777)).unwrap();
+    let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
+    let mut d = w.start(std::slice::from_ref(&fake));
+    let status = d.wait_exit(DEADLINE);
+    assert!(!status.success());
+    assert!(d.stderr().contains("chmod o-w"), "{}", d.stderr());
+    // Group-writable is only a warning.
+    fs::set_permissions(w.state(), fs::Permissions::from_mode(0o770)).unwrap();
+    let _d = w.start(&[fake]);
+    w.wait_log("daemon start");
+    assert!(w.log().contains("group-writable"), "{}", w.log());
+}
+
+#[test]
+fn symlinks_folders_fifos_and_bad_files_in_jobs() {
+    let w = World::new();
+    w.config("max_job_bytes = 1000");
+    let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
+    let jobs = w.state().join("jobs");
+    fs::write(w.path("target.json"), r#"{"prompt":"secret"}"#).unwrap();
+    std::os::unix::fs::symlink(w.path("target.json"), jobs.join("link.json")).unwrap();
+    fs::create_dir(jobs.join("folder.json")).unwrap();
+    let fifo = Command::new("mkfifo").arg(jobs.join("fifo.json")).status().unwrap();
+    assert!(fifo.success());
+    fs::write(jobs.join("empty.json"), "").unwrap();
+    fs::write(jobs.join("invalid.json"), "{nope").unwrap();
+    fs::write(jobs.join("huge.json"), format!(r#"{{"prompt":"{}"}}"#, "x".repeat(2000))).unwrap();
+    let _d = w.start(&[fake]);
+    wait_until("inbox emptied", DEADLINE, || w.jobs_left().is_empty());
+    assert_eq!(names(&w.state().join("rejected")), ["fifo.json", "folder.json", "link.json"]);
+    assert!(w.path("target.json").exists(), "the symlink's target was not touched");
+    let verdicts = w.verdicts();
+    let got: Vec<(&str, &str)> = verdicts.iter().map(|(f, n, _)| (f.as_str(), n.as_str())).collect();
+    assert_eq!(
+        got,
+        [("da39a3ee5e6b4b0d", "empty.json"), ("da39a3ee5e6b4b0d", "huge.json"), ("da39a3ee5e6b4b0d", "invalid.json")]
+    );
+    for (_, name, v) in &verdicts {
+        assert_eq!(v["outcome"], "unchecked", "{name}");
+        assert!(v["reason"].as_str().unwrap().starts_with("judge error"), "{v}");
+    }
+    assert!(w.log().contains("moved to rejected/"));
+}
+
+#[test]
+fn the_jobs_folder_deleted_and_recreated_while_running() {
+    let w = World::new();
+    w.config("rescan_seconds = 3600");
+    let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
+    let _d = w.start(&[fake]);
+    w.wait_log("daemon start");
+    w.job("before", &json!({"prompt": "p"}));
+    wait_until("first judged", DEADLINE, || w.verdicts().len() == 1);
+    let jobs = w.state().join("jobs");
+    fs::remove_dir(&jobs).unwrap();
+    w.wait_log("watching the inbox again");
+    fs::create_dir_all(&jobs).unwrap();
+    w.job("after", &json!({"prompt": "p"}));
+    wait_until("second judged", DEADLINE, || w.verdicts().len() == 2);
+}
