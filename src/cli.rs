@@ -1,15 +1,13 @@
-//! The command line (SPEC section 9): argument parsing and the `run` and `ask` commands.
+//! The command line (SPEC section 9): argument parsing and dispatch to `commands`.
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use serde_json::{Value, json};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::commands;
 use crate::config::{self, Settings, Sources};
-use crate::job::{HitRule, Job, Mode, timeout_of};
-use crate::job_file::{self, Handled};
+use crate::job::Mode;
 use crate::spool::StateDir;
-use crate::verdict::Outcome;
 
 /// Exit code: the command worked.
 pub const EXIT_OK: i32 = 0;
@@ -17,6 +15,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit code: bad usage or invalid input (config, environment, job).
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code: `--wait` ran out of time.
+pub const EXIT_TIMEOUT: i32 = 124;
 
 #[derive(Parser, Debug)]
 #[command(name = "llm-judge", version, about = "Judges hook questions with model CLIs on a bounded pool")]
@@ -47,11 +47,13 @@ enum Command {
         job_file: PathBuf,
     },
     /// Ask the runners directly and print {outcome, runner, answer, attempts} as JSON.
-    #[command(after_help = "Example:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n\nExit 0 when a runner answered, 1 when none did.")]
+    #[command(
+        after_help = "Example:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n\nExit 0 when a runner answered, 1 when none did."
+    )]
     Ask {
         /// Runner table.
         #[arg(long, value_enum, default_value = "default")]
-        mode: AskMode,
+        mode: ModeArg,
         /// Per-runner timeout in seconds (same rules as a job's timeout_seconds).
         #[arg(long, value_name = "S")]
         timeout: Option<f64>,
@@ -61,12 +63,71 @@ enum Command {
         /// The question.
         prompt: String,
     },
+    /// Write a job into the inbox safely and print its id.
+    #[command(after_help = commands::enqueue::EXAMPLES)]
+    Enqueue(commands::enqueue::EnqueueArgs),
+    /// Print a transcript's verdicts as JSON lines, oldest first, removing each once printed.
+    #[command(after_help = "Example:\n  llm-judge drain --transcript \"$TRANSCRIPT_PATH\" | while read -r v; do ...; done")]
+    Drain {
+        /// The transcript whose verdicts to take.
+        #[arg(long)]
+        transcript: String,
+    },
+    /// The daemon and the queue at a glance.
+    #[command(after_help = "Examples:\n  llm-judge status\n  llm-judge status --json | jq .queue")]
+    Status(StatusArgs),
+    /// Check runners, config, safety and the state folder; exit 1 when jobs could not be judged.
+    #[command(after_help = "Example:\n  llm-judge doctor")]
+    Doctor,
+    /// Install, remove or inspect the systemd user service or launchd agent.
+    #[command(subcommand)]
+    Service(ServiceAction),
 }
 
+/// `status` flags.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `service` subcommands (SPEC section 11).
+#[derive(Subcommand, Debug, Clone, Copy)]
+pub enum ServiceAction {
+    /// Write the unit or plist for this user, then enable and start it.
+    #[command(after_help = "Examples:\n  llm-judge service install --dry-run\n  llm-judge service install")]
+    Install {
+        /// Print what would be written and run, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Stop and disable the service and remove its file.
+    #[command(after_help = "Example:\n  llm-judge service uninstall")]
+    Uninstall {
+        /// Print what would be removed and run, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Ask the service manager about the service.
+    #[command(after_help = "Example:\n  llm-judge service status")]
+    Status,
+}
+
+/// A runner table on the command line.
 #[derive(ValueEnum, Clone, Copy, Debug)]
-enum AskMode {
+pub enum ModeArg {
     Default,
     Investigate,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Default => Mode::Default,
+            ModeArg::Investigate => Mode::Investigate,
+        }
+    }
 }
 
 /// Runs the command line; returns the exit code.
@@ -78,18 +139,33 @@ pub fn main() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    // The recursion guard comes first: a hook run by a runner must not even read config.
+    if let Command::Enqueue(_) = &cli.command
+        && commands::enqueue::recursion_guard()
+    {
+        return EXIT_OK;
+    }
     let sources = Sources::from_process(cli.config.clone(), cli.state_dir.clone());
     let settings = match config::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("llm-judge: {e}");
+            // doctor reports a bad config as one of its findings.
+            if let Command::Doctor = cli.command {
+                return commands::doctor::config_failed(&sources, &e);
+            }
             return EXIT_USAGE;
         }
     };
     match cli.command {
         Command::Daemon { workers } => crate::daemon::main(settings, sources, workers.map(usize::from)),
-        Command::Run { job_file } => run(&settings, job_file),
-        Command::Ask { mode, timeout, cwd, prompt } => ask(&settings, mode, timeout, cwd, prompt),
+        Command::Run { job_file } => commands::run::main(&settings, job_file),
+        Command::Ask { mode, timeout, cwd, prompt } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt),
+        Command::Enqueue(args) => commands::enqueue::main(&settings, args),
+        Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
+        Command::Status(args) => commands::status::main(&settings, &args),
+        Command::Doctor => commands::doctor::main(&settings),
+        Command::Service(action) => commands::service::main(&settings, action),
     }
 }
 
@@ -106,70 +182,10 @@ pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, St
     Ok(state)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+/// A single-threaded async runtime for one-shot commands.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
-}
-
-fn run(settings: &Settings, job_file: PathBuf) -> i32 {
-    let result = open_state(settings, false).and_then(|state| {
-        let rt = runtime()?;
-        Ok(rt.block_on(job_file::handle(settings, &state, &job_file, None)))
-    });
-    match result {
-        Ok(Handled::Busy { holder_pid }) => {
-            let holder = holder_pid.map_or("another process".to_string(), |p| format!("process {p}"));
-            eprintln!("llm-judge: {} is being judged by {holder}; not judging it twice", job_file.display());
-            EXIT_OK
-        }
-        Ok(Handled::Gone) => {
-            eprintln!("llm-judge: {} does not exist (already judged?)", job_file.display());
-            EXIT_OK
-        }
-        Ok(Handled::Failed(e)) => {
-            eprintln!("llm-judge: {}: {e}", job_file.display());
-            EXIT_FAILURE
-        }
-        Ok(_) => EXIT_OK,
-        Err(e) => {
-            eprintln!("llm-judge: {e}");
-            EXIT_FAILURE
-        }
-    }
-}
-
-fn ask(settings: &Settings, mode: AskMode, timeout: Option<f64>, cwd: Option<String>, prompt: String) -> i32 {
-    let job = Job {
-        id: "ask".into(),
-        prompt,
-        mode: match mode {
-            AskMode::Default => Mode::Default,
-            AskMode::Investigate => Mode::Investigate,
-        },
-        mode_warning: None,
-        timeout_seconds: timeout_of(timeout.map(Value::from).as_ref(), settings.config.timeouts()),
-        cwd: cwd.map(Value::String),
-        transcript: String::new(),
-        hook: Value::Null,
-        on_hit: Value::Null,
-        rule_id: None,
-        rule: HitRule::AllTrue(Vec::new()),
-    };
-    let verdict = match open_state(settings, false).and_then(|_| runtime()) {
-        Ok(rt) => rt.block_on(crate::judge::judge(settings, &job, &crate::claim::new_tag(), |_, _| {})),
-        Err(e) => {
-            eprintln!("llm-judge: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    let out = json!({
-        "outcome": verdict.outcome,
-        "runner": verdict.runner,
-        "answer": verdict.answer,
-        "attempts": verdict.attempts,
-    });
-    println!("{out}");
-    if verdict.outcome == Outcome::Unchecked { EXIT_FAILURE } else { EXIT_OK }
 }

@@ -14,6 +14,7 @@ use crate::cli::{EXIT_FAILURE, EXIT_OK, open_state};
 use crate::config::{self, Settings, Sources};
 use crate::inbox::{Hint, InboxWatcher, Queue};
 use crate::job_file::{self, Handled};
+use crate::sd_notify::Notifier;
 use crate::spool::{StateDir, now_unix};
 use crate::status::{OutcomeCounts, QueueStatus, RunnerHistory, RunningJob, StatusRecord};
 
@@ -80,6 +81,7 @@ struct Daemon {
     draining: bool,
     status_dirty: bool,
     status_written: Instant,
+    notifier: Option<Notifier>,
 }
 
 impl Daemon {
@@ -101,6 +103,7 @@ impl Daemon {
             draining: false,
             status_dirty: true,
             status_written: Instant::now(),
+            notifier: Notifier::from_env(),
         }
     }
 
@@ -132,6 +135,12 @@ impl Daemon {
         let mut rescan = tokio::time::interval(Duration::from_secs_f64(c.rescan_seconds));
         rescan.set_missed_tick_behavior(MissedTickBehavior::Delay);
         rescan.tick().await;
+        self.notify(&format!("READY=1\nSTATUS={}", self.status_line()));
+        let mut watchdog = self.notifier.as_ref().and_then(|n| n.watchdog_every).map(|every| {
+            let mut t = tokio::time::interval(every);
+            t.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            t
+        });
         let mut stop_at: Option<tokio::time::Instant> = None;
         let mut stop_deadline: Option<tokio::time::Instant> = None;
         loop {
@@ -166,6 +175,8 @@ impl Daemon {
                     self.stop_runners(&mut stop_at, &mut stop_deadline);
                 }
                 () = sleep_until(status_due), if self.status_dirty => self.write_status(),
+                // Pinged from the loop itself, so a stuck loop is noticed.
+                _ = tick(&mut watchdog) => self.notify("WATCHDOG=1"),
             }
         }
         self.write_status();
@@ -256,6 +267,7 @@ impl Daemon {
         }
         self.draining = true;
         self.status_dirty = true;
+        self.notify("STOPPING=1");
         let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
         tracing::info!(
             signal = name, running = self.running.len(), grace_seconds = grace.as_secs_f64(),
@@ -315,6 +327,17 @@ impl Daemon {
         }
         self.status_dirty = false;
         self.status_written = Instant::now();
+        self.notify(&format!("STATUS={}", self.status_line()));
+    }
+
+    fn status_line(&self) -> String {
+        format!("{} waiting, {} running", self.queue.waiting(), self.running.len())
+    }
+
+    fn notify(&self, message: &str) {
+        if let Some(n) = &self.notifier {
+            n.send(message);
+        }
     }
 
     /// What the claim of a running job says about it.
@@ -330,6 +353,16 @@ impl Daemon {
             runner: record.runner.map(|r| r.name),
             claimed_at: record.claimed_at,
         }
+    }
+}
+
+/// Ticks `timer`, or never when there is none.
+async fn tick(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod answer;
 pub mod claim;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod inbox;
@@ -18,6 +19,7 @@ pub mod recovery;
 pub mod runner_process;
 pub mod runners;
 pub mod safety;
+pub mod sd_notify;
 pub mod spool;
 pub mod status;
 pub mod verdict;
