@@ -55,7 +55,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "default")]
         mode: ModeArg,
         /// Per-runner timeout in seconds (same rules as a job's timeout_seconds).
-        #[arg(long, value_name = "S")]
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
         timeout: Option<f64>,
         /// The runners' working folder (absolute; else a fresh temp folder).
         #[arg(long, value_name = "DIR")]

@@ -135,6 +135,7 @@ impl Daemon {
         let mut rescan = tokio::time::interval(Duration::from_secs_f64(c.rescan_seconds));
         rescan.set_missed_tick_behavior(MissedTickBehavior::Delay);
         rescan.tick().await;
+        self.write_status();
         self.notify(&format!("READY=1\nSTATUS={}", self.status_line()));
         let mut watchdog = self.notifier.as_ref().and_then(|n| n.watchdog_every).map(|every| {
             let mut t = tokio::time::interval(every);

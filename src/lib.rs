@@ -13,6 +13,7 @@ pub mod job_file;
 pub mod judge;
 pub mod lock;
 pub mod logging;
+pub mod outbox;
 pub mod permissions;
 pub mod process_tree;
 pub mod recovery;

@@ -1,14 +1,231 @@
-//! `llm-judge doctor`.
+//! `llm-judge doctor`: every check an operator needs before trusting the judge.
+//! Exit 1 when something would stop jobs from being judged.
 
-use crate::cli::EXIT_FAILURE;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cli::{EXIT_FAILURE, EXIT_OK};
 use crate::config::{Settings, Sources};
+use crate::job::Mode;
+use crate::runner_process::resolve_program;
+use crate::runners::RUNNERS_VAR;
+use crate::safety::check_investigate_table;
+use crate::spool::StateDir;
 
-/// Checks everything; returns the exit code.
-pub fn main(_settings: &Settings) -> i32 {
-    EXIT_FAILURE
+/// How long `<runner> --version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
 }
 
-/// Doctor when the config itself failed to load.
-pub fn config_failed(_sources: &Sources, _error: &str) -> i32 {
-    EXIT_FAILURE
+/// Collected findings.
+struct Report {
+    lines: Vec<(Level, String)>,
+    colour: bool,
+}
+
+impl Report {
+    fn new() -> Self {
+        Report {
+            lines: Vec::new(),
+            colour: std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn add(&mut self, level: Level, text: impl Into<String>) {
+        self.lines.push((level, text.into()));
+    }
+
+    fn finish(self) -> i32 {
+        let failed = self.lines.iter().any(|(l, _)| *l == Level::Fail);
+        for (level, text) in &self.lines {
+            let (tag, code) = match level {
+                Level::Ok => ("ok  ", "32"),
+                Level::Warn => ("warn", "33"),
+                Level::Fail => ("FAIL", "31"),
+            };
+            let tag = if self.colour { format!("\x1b[{code}m{tag}\x1b[0m") } else { tag.to_string() };
+            println!("{tag}  {}", text.replace('\n', "\n      "));
+        }
+        if failed {
+            println!("\njobs could not be judged: fix the FAIL lines above");
+            EXIT_FAILURE
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+/// Checks everything; returns the exit code.
+pub fn main(settings: &Settings) -> i32 {
+    let mut report = Report::new();
+    let source = settings
+        .config_path
+        .as_ref()
+        .map_or("embedded default (no config file)".to_string(), |p| p.display().to_string());
+    report.add(Level::Ok, format!("config: {source}"));
+    check_tables(settings, &mut report);
+    check_state(&StateDir::new(&settings.state_dir), &mut report);
+    report.finish()
+}
+
+/// Doctor when the config itself failed to load: report it and what can still be checked.
+pub fn config_failed(sources: &Sources, error: &str) -> i32 {
+    let mut report = Report::new();
+    report.add(Level::Fail, format!("config: {error}"));
+    if let Some(dir) = &sources.state_dir_flag {
+        check_state(&StateDir::new(dir), &mut report);
+    }
+    report.finish()
+}
+
+fn check_tables(settings: &Settings, report: &mut Report) {
+    if settings.runner_override.is_some() {
+        report.add(
+            Level::Warn,
+            format!("{RUNNERS_VAR} is set: it replaces both tables and bypasses the safety check"),
+        );
+    }
+    for mode in [Mode::Default, Mode::Investigate] {
+        let table = settings.table(mode);
+        let mut found = 0;
+        for runner in table {
+            match resolve_program(&runner.argv[0]) {
+                Some(path) => {
+                    found += 1;
+                    let version = version_of(&path);
+                    report.add(
+                        Level::Ok,
+                        format!("{} runner {}: {} ({version})", mode.name(), runner.name, path.display()),
+                    );
+                }
+                None => report.add(
+                    Level::Warn,
+                    format!("{} runner {}: {:?} not found on PATH", mode.name(), runner.name, runner.argv[0]),
+                ),
+            }
+        }
+        if found == 0 {
+            report.add(
+                Level::Fail,
+                format!("{} table: no runner is installed, so its jobs end unchecked", mode.name()),
+            );
+        }
+    }
+    if settings.runner_override.is_none() {
+        match check_investigate_table(settings.table(Mode::Investigate)) {
+            Ok(()) => report.add(Level::Ok, "investigate table passes the read-only safety check"),
+            Err(e) => report.add(Level::Fail, e),
+        }
+    }
+}
+
+/// The first line `<program> --version` prints, bounded in time.
+fn version_of(path: &Path) -> String {
+    let child = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env(crate::runner_process::CHILD_VAR, "1")
+        .spawn();
+    let Ok(mut child) = child else {
+        return "--version could not start".into();
+    };
+    let deadline = Instant::now() + VERSION_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return "--version timed out".into();
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        use std::io::Read;
+        let _ = stdout.by_ref().take(4096).read_to_string(&mut out);
+    }
+    out.lines().next().map_or("no --version output".into(), |l| l.trim().to_string())
+}
+
+fn check_state(state: &StateDir, report: &mut Report) {
+    let root = &state.root;
+    if !root.exists() {
+        report.add(Level::Ok, format!("state folder {} does not exist yet (created on first use)", root.display()));
+    } else {
+        for dir in [root.clone(), state.jobs()] {
+            if !dir.exists() {
+                continue;
+            }
+            match crate::permissions::check_private(&dir) {
+                Ok(None) => report.add(Level::Ok, format!("{} is private", dir.display())),
+                Ok(Some(warning)) => report.add(Level::Warn, warning),
+                Err(e) => report.add(Level::Fail, format!("the daemon would refuse to start: {e}")),
+            }
+        }
+    }
+    match crate::lock::holder(&state.lock()) {
+        Some(pid) => report.add(Level::Ok, format!("daemon running (pid {pid})")),
+        None => report.add(Level::Warn, "no daemon is running: queued jobs wait (start: llm-judge daemon)"),
+    }
+    if cfg!(target_os = "macos") {
+        for warning in protected_cwds(state) {
+            report.add(Level::Warn, warning);
+        }
+    }
+}
+
+/// Queued jobs whose cwd is where launchd agents are silently denied (macOS privacy).
+fn protected_cwds(state: &StateDir) -> Vec<String> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let Ok(entries) = std::fs::read_dir(state.jobs()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let job: serde_json::Value = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            let cwd = job.get("cwd")?.as_str()?.to_string();
+            is_protected(Path::new(&cwd), home.as_deref()).then(|| {
+                format!(
+                    "job {}: cwd {cwd} is under a folder macOS hides from launchd agents; \
+                     its runners may fail silently (grant Full Disk Access or use another cwd)",
+                    e.file_name().to_string_lossy()
+                )
+            })
+        })
+        .collect()
+}
+
+/// True for paths under ~/Documents, ~/Desktop or ~/Downloads.
+pub fn is_protected(path: &Path, home: Option<&Path>) -> bool {
+    home.is_some_and(|home| {
+        ["Documents", "Desktop", "Downloads"]
+            .iter()
+            .any(|d| path.starts_with(home.join(d)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_folders() {
+        let home = Some(Path::new("/Users/a"));
+        assert!(is_protected(Path::new("/Users/a/Documents/x"), home));
+        assert!(is_protected(Path::new("/Users/a/Desktop"), home));
+        assert!(!is_protected(Path::new("/Users/a/src/x"), home));
+        assert!(!is_protected(Path::new("/Users/a/Documents"), None));
+    }
 }

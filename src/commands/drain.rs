@@ -1,9 +1,34 @@
-//! `llm-judge drain`.
+//! `llm-judge drain --transcript T`: a transcript's verdicts as JSON lines, oldest
+//! first, each removed once printed (see outbox.rs for the exactly-once protocol).
 
-use crate::cli::EXIT_FAILURE;
+use std::io::Write;
+
+use crate::cli::{EXIT_FAILURE, EXIT_OK};
 use crate::config::Settings;
+use crate::outbox;
+use crate::spool::StateDir;
 
-/// Drains; returns the exit code.
-pub fn main(_settings: &Settings, _transcript: &str) -> i32 {
-    EXIT_FAILURE
+/// Prints and removes the transcript's verdicts; returns the exit code.
+pub fn main(settings: &Settings, transcript: &str) -> i32 {
+    let dir = StateDir::new(&settings.state_dir).verdict_dir(transcript);
+    let mut out = std::io::stdout().lock();
+    for path in outbox::pending(&dir) {
+        let Some(taken) = outbox::take(&path) else {
+            continue; // Another drain took it.
+        };
+        let printed = writeln!(out, "{}", taken.verdict).and_then(|()| out.flush());
+        if let Err(e) = printed {
+            // Nobody read it (closed pipe): it goes back for the next drain.
+            let back = taken.give_back();
+            eprintln!("llm-judge: cannot print verdicts ({e}); the rest stay for the next drain");
+            if let Err(e) = back {
+                eprintln!("llm-judge: cannot put back {}: {e}", path.display());
+            }
+            return EXIT_FAILURE;
+        }
+        if let Err(e) = taken.done() {
+            eprintln!("llm-judge: printed {} but cannot remove it: {e}", path.display());
+        }
+    }
+    EXIT_OK
 }

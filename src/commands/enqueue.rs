@@ -1,16 +1,78 @@
-//! `llm-judge enqueue`: write a job safely.
+//! `llm-judge enqueue`: write a job safely (validated, hidden temp file, fsync,
+//! rename) and print its id; `--wait` waits for its verdict.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use clap::Args;
+use serde_json::{Map, Value};
 
-use crate::cli::EXIT_FAILURE;
+use crate::cli::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, ModeArg};
 use crate::config::Settings;
+use crate::job::parse_job;
+use crate::outbox;
+use crate::spool::{self, StateDir};
 
 /// Examples shown by `--help`.
-pub const EXAMPLES: &str = "Example:\n  llm-judge enqueue --prompt 'Reply {\"ok\": true}' --transcript T";
+pub const EXAMPLES: &str = "Examples:
+  llm-judge enqueue --transcript \"$T\" --hook stop --hit-if-all-true retracts \\
+      --prompt 'Does this reply retract an earlier claim? Reply {\"retracts\": true|false}'
+  printf '%s' \"$PROMPT\" | llm-judge enqueue --prompt-file - --transcript \"$T\" --wait 120
+  llm-judge enqueue --json job.json
 
-/// `enqueue` flags.
+Prints the job's id. With CATSTACK_LLM_JUDGE_CHILD set (inside a runner) it writes nothing.
+--wait prints the verdict as one JSON line and removes it; exit 124 when it times out.";
+
+/// Seconds `--wait` waits when given no value.
+const DEFAULT_WAIT_SECONDS: &str = "300";
+
+/// `enqueue` flags: one per job key, or a whole job with `--json`.
 #[derive(Args, Debug)]
-pub struct EnqueueArgs {}
+pub struct EnqueueArgs {
+    /// The question (or use --prompt-file, or "prompt" in --json).
+    #[arg(long, conflicts_with = "prompt_file")]
+    prompt: Option<String>,
+    /// Read the prompt from FILE, or stdin with -.
+    #[arg(long, value_name = "FILE|-")]
+    prompt_file: Option<PathBuf>,
+    /// The job id and file name (default: a random 32-hex id).
+    #[arg(long)]
+    id: Option<String>,
+    /// Copied to the verdict.
+    #[arg(long)]
+    hook: Option<String>,
+    /// The transcript whose drain gets the verdict.
+    #[arg(long)]
+    transcript: Option<String>,
+    /// Runner table.
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// Per-runner timeout in seconds.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    timeout: Option<f64>,
+    /// The runners' working folder (made absolute).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Hit when every such key of the answer is true (repeatable).
+    #[arg(long = "hit-if-all-true", value_name = "KEY")]
+    hit_if_all_true: Vec<String>,
+    /// Hit when any such key is true, with its notice (repeatable; wins over --hit-if-all-true).
+    #[arg(long = "hit-if-any-true", value_name = "KEY=NOTICE")]
+    hit_if_any_true: Vec<String>,
+    /// Copied to the verdict (replaced by the notices on an any-true hit).
+    #[arg(long)]
+    on_hit: Option<String>,
+    /// Copied to the verdict.
+    #[arg(long)]
+    rule_id: Option<String>,
+    /// A whole job object from FILE, or stdin with -; flags given too override its keys.
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<PathBuf>,
+    /// Wait for the verdict (default 300 s), print it and remove it.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = DEFAULT_WAIT_SECONDS)]
+    wait: Option<f64>,
+}
 
 /// True when a runner's hook is calling: write nothing.
 pub fn recursion_guard() -> bool {
@@ -18,6 +80,216 @@ pub fn recursion_guard() -> bool {
 }
 
 /// Writes the job; returns the exit code.
-pub fn main(_settings: &Settings, _args: EnqueueArgs) -> i32 {
-    EXIT_FAILURE
+pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
+    let wait = args.wait;
+    let job = match build_job(&args).and_then(|job| validate(settings, job)) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("llm-judge enqueue: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let state = StateDir::new(&settings.state_dir);
+    let id = job.id.clone();
+    if let Err(e) = publish(settings, &state, &job) {
+        eprintln!("llm-judge enqueue: {e}");
+        return EXIT_FAILURE;
+    }
+    println!("{id}");
+    match wait {
+        None => EXIT_OK,
+        Some(seconds) => wait_and_print(&state, &job, seconds),
+    }
+}
+
+/// A job ready to write.
+struct NewJob {
+    id: String,
+    transcript: String,
+    bytes: Vec<u8>,
+}
+
+fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
+    if args.json.as_deref() == Some(Path::new("-")) && args.prompt_file.as_deref() == Some(Path::new("-")) {
+        return Err("--json - and --prompt-file - cannot both read stdin".into());
+    }
+    let mut job = match &args.json {
+        Some(source) => match serde_json::from_str(&read_source(source, "--json")?) {
+            Ok(Value::Object(obj)) => obj,
+            Ok(_) => return Err("--json must hold one JSON object".into()),
+            Err(e) => return Err(format!("--json is not valid JSON: {e}")),
+        },
+        None => Map::new(),
+    };
+    let mut set = |key: &str, value: Option<Value>| {
+        if let Some(v) = value {
+            job.insert(key.to_string(), v);
+        }
+    };
+    let prompt = match &args.prompt_file {
+        Some(source) => Some(read_source(source, "--prompt-file")?),
+        None => args.prompt.clone(),
+    };
+    set("prompt", prompt.map(Value::String));
+    set("id", args.id.clone().map(Value::String));
+    set("hook", args.hook.clone().map(Value::String));
+    set("transcript", args.transcript.clone().map(Value::String));
+    set("on_hit", args.on_hit.clone().map(Value::String));
+    set("rule_id", args.rule_id.clone().map(Value::String));
+    if let Some(mode) = args.mode {
+        set("mode", matches!(mode, ModeArg::Investigate).then(|| Value::from("investigate")));
+    }
+    if let Some(t) = args.timeout {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(format!("--timeout {t} must be a number of seconds above 0"));
+        }
+        set("timeout_seconds", Some(Value::from(t)));
+    }
+    if let Some(cwd) = &args.cwd {
+        let abs = std::path::absolute(cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
+        set("cwd", Some(Value::String(abs.to_string_lossy().into_owned())));
+    }
+    if !args.hit_if_all_true.is_empty() {
+        set("hit_if_all_true", Some(Value::from(args.hit_if_all_true.clone())));
+    }
+    if !args.hit_if_any_true.is_empty() {
+        let mut notices = Map::new();
+        for pair in &args.hit_if_any_true {
+            let (key, notice) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("--hit-if-any-true {pair:?} must be KEY=NOTICE"))?;
+            notices.insert(key.to_string(), Value::String(notice.to_string()));
+        }
+        set("hit_if_any_true", Some(Value::Object(notices)));
+    }
+    Ok(job)
+}
+
+fn read_source(source: &Path, flag: &str) -> Result<String, String> {
+    let mut text = String::new();
+    let read = if source == Path::new("-") {
+        std::io::stdin().read_to_string(&mut text)
+    } else {
+        std::fs::File::open(source).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    read.map_err(|e| format!("{flag} {}: {e}", source.display()))?;
+    Ok(text)
+}
+
+/// Checks the job with the judge's own parser, so nothing it would refuse is written.
+fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, String> {
+    let id = match job.get("id") {
+        Some(Value::String(id)) => id.clone(),
+        Some(_) => return Err("\"id\" must be a string".into()),
+        None => random_id()?,
+    };
+    job.insert("id".into(), Value::String(id.clone()));
+    let bytes = serde_json::to_vec(&Value::Object(job)).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > settings.config.max_job_bytes {
+        return Err(format!(
+            "the job is {} bytes, over max_job_bytes ({}); shorten the prompt",
+            bytes.len(),
+            settings.config.max_job_bytes
+        ));
+    }
+    let parsed = parse_job(&bytes, &id, settings.config.timeouts()).map_err(|e| {
+        let why = e.reason.strip_prefix("judge error: ").unwrap_or(&e.reason);
+        format!("invalid job: {why}")
+    })?;
+    Ok(NewJob {
+        id,
+        transcript: parsed.transcript,
+        bytes,
+    })
+}
+
+fn random_id() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom for a job id: {e}; pass --id"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), String> {
+    state
+        .create()
+        .map_err(|e| format!("state folder {}: {e}", state.root.display()))?;
+    let target = state.jobs().join(format!("{}.json", job.id));
+    spool::publish(&target, &job.bytes, settings.config.fsync).map_err(|e| e.to_string())
+}
+
+/// Waits for the job's verdict without busy polling: a watch on its verdict folder
+/// wakes the wait, with a slow re-check in case an event is lost.
+fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
+    let dir = state.verdict_dir(&job.transcript);
+    let path = dir.join(format!("{}.json", job.id));
+    if let Err(e) = spool::create_dir(&dir) {
+        eprintln!("llm-judge enqueue: {e}");
+        return EXIT_FAILURE;
+    }
+    if crate::lock::holder(&state.lock()).is_none() {
+        eprintln!("llm-judge enqueue: no daemon is running for {}; waiting anyway", state.root.display());
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watcher = notify::recommended_watcher(move |_| {
+        let _ = tx.send(());
+    })
+    .and_then(|mut w| {
+        use notify::Watcher;
+        w.watch(&dir, notify::RecursiveMode::NonRecursive).map(|()| w)
+    });
+    let mut spinner = Spinner::new(&job.id);
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
+    let recheck = if watcher.is_ok() { Duration::from_secs(1) } else { Duration::from_millis(200) };
+    loop {
+        if let Some(taken) = outbox::take(&path) {
+            spinner.clear();
+            println!("{}", taken.verdict);
+            let _ = taken.done();
+            return EXIT_OK;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            spinner.clear();
+            eprintln!("llm-judge enqueue: no verdict for {} within {seconds}s; the job stays queued", job.id);
+            return EXIT_TIMEOUT;
+        }
+        let step = (deadline - now).min(if spinner.on { Duration::from_millis(120) } else { recheck });
+        let _ = rx.recv_timeout(step);
+        spinner.tick();
+    }
+}
+
+/// A one-line spinner on stderr, only when stderr is a terminal.
+struct Spinner {
+    on: bool,
+    frame: usize,
+    label: String,
+}
+
+impl Spinner {
+    fn new(id: &str) -> Self {
+        Spinner {
+            on: std::io::stderr().is_terminal(),
+            frame: 0,
+            label: format!("waiting for the verdict of {id}"),
+        }
+    }
+
+    fn tick(&mut self) {
+        if self.on {
+            const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+            self.frame = (self.frame + 1) % FRAMES.len();
+            eprint!("\r{} {}", FRAMES[self.frame], self.label);
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.on {
+            eprint!("\r{}\r", " ".repeat(self.label.len() + 2));
+            self.on = false;
+        }
+    }
 }

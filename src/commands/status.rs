@@ -1,9 +1,251 @@
-//! `llm-judge status`.
+//! `llm-judge status [--json]`: the daemon (from its lock and status record), the
+//! queue (from jobs/ itself, so it works with the daemon down) and running jobs
+//! (from live claims, which also shows `llm-judge run` at work).
 
-use crate::cli::{EXIT_FAILURE, StatusArgs};
+use std::io::IsTerminal;
+use std::time::UNIX_EPOCH;
+
+use serde_json::{Value, json};
+
+use crate::claim::{ClaimRecord, ClaimState};
+use crate::cli::{EXIT_OK, StatusArgs};
 use crate::config::Settings;
+use crate::process_tree::is_alive;
+use crate::spool::{StateDir, is_job_name, now_unix};
+use crate::status::StatusRecord;
 
 /// Shows status; returns the exit code.
-pub fn main(_settings: &Settings, _args: &StatusArgs) -> i32 {
-    EXIT_FAILURE
+pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
+    let report = collect(&StateDir::new(&settings.state_dir));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", render(&report, std::io::stdout().is_terminal()));
+    }
+    EXIT_OK
+}
+
+/// The whole report as the JSON of SPEC section 9.
+pub fn collect(state: &StateDir) -> Value {
+    let now = now_unix();
+    let holder = crate::lock::holder(&state.lock());
+    let record: Option<StatusRecord> = holder.and_then(|_| {
+        let bytes = std::fs::read(state.status()).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    });
+    let running = running_jobs(state, now);
+    let (waiting, oldest) = queue(state, running.len());
+    let daemon = json!({
+        "running": holder.is_some(),
+        "pid": holder,
+        "version": record.as_ref().map(|r| r.version.clone()),
+        "uptime_seconds": record.as_ref().map(|r| round(now - r.started_at)),
+        "workers": record.as_ref().map(|r| r.workers),
+        "draining": record.as_ref().map(|r| r.draining),
+    });
+    let runners: serde_json::Map<String, Value> = record
+        .as_ref()
+        .map(|r| {
+            r.runners
+                .iter()
+                .map(|(name, s)| {
+                    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+                    v["health"] = Value::Null;
+                    (name.clone(), v)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "state_dir": state.root,
+        "daemon": daemon,
+        "queue": {"waiting": waiting, "oldest_age_seconds": oldest.map(|t| round(now - t))},
+        "running": running,
+        "outcomes": record.map(|r| r.outcomes).unwrap_or_default(),
+        "runners": runners,
+    })
+}
+
+fn round(seconds: f64) -> f64 {
+    (seconds.max(0.0) * 10.0).round() / 10.0
+}
+
+/// Job files waiting (minus those being judged) and the oldest one's mtime.
+fn queue(state: &StateDir, running: usize) -> (usize, Option<f64>) {
+    let Ok(entries) = std::fs::read_dir(state.jobs()) else {
+        return (0, None);
+    };
+    let mut count: usize = 0;
+    let mut oldest: Option<f64> = None;
+    for entry in entries.flatten() {
+        if !is_job_name(&entry.file_name()) {
+            continue;
+        }
+        count += 1;
+        let mtime = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64());
+        if let Some(t) = mtime {
+            oldest = Some(oldest.map_or(t, |o| o.min(t)));
+        }
+    }
+    (count.saturating_sub(running), oldest)
+}
+
+/// Jobs whose claim holder is alive.
+fn running_jobs(state: &StateDir, now: f64) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(state.claims()) else {
+        return Vec::new();
+    };
+    let mut jobs: Vec<(f64, Value)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let record: ClaimRecord = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            let live = record.state != ClaimState::Queued && is_alive(record.owner_pid);
+            live.then(|| {
+                let job = json!({
+                    "id": record.id,
+                    "file": e.file_name().to_string_lossy(),
+                    "hook": record.hook,
+                    "runner": record.runner.map(|r| r.name),
+                    "age_seconds": round(now - record.claimed_at),
+                    "pid": record.owner_pid,
+                });
+                (record.claimed_at, job)
+            })
+        })
+        .collect();
+    jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    jobs.into_iter().map(|(_, j)| j).collect()
+}
+
+/// The report for a terminal.
+pub fn render(report: &Value, colour: bool) -> String {
+    let paint = |text: &str, code: &str| {
+        if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+    };
+    let d = &report["daemon"];
+    let mut out = String::new();
+    let daemon = if d["running"] == true {
+        format!(
+            "{}  pid {}  version {}  up {}  workers {}{}",
+            paint("running", "32"),
+            d["pid"],
+            d["version"].as_str().unwrap_or("?"),
+            duration(d["uptime_seconds"].as_f64()),
+            d["workers"],
+            if d["draining"] == true { "  (draining)" } else { "" }
+        )
+    } else {
+        format!("{}  (jobs wait until one starts: llm-judge daemon)", paint("not running", "31"))
+    };
+    out += &format!("{:<10}{daemon}\n", "daemon");
+    let q = &report["queue"];
+    out += &format!(
+        "{:<10}{} waiting{}\n",
+        "queue",
+        q["waiting"],
+        q["oldest_age_seconds"]
+            .as_f64()
+            .map_or(String::new(), |a| format!(", oldest {}", duration(Some(a))))
+    );
+    let running: Vec<Vec<String>> = report["running"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|j| {
+            vec![
+                text(&j["id"]),
+                text(&j["hook"]),
+                text(&j["runner"]),
+                duration(j["age_seconds"].as_f64()),
+            ]
+        })
+        .collect();
+    out += &section("running", &["ID", "HOOK", "RUNNER", "AGE"], &running);
+    let o = &report["outcomes"];
+    out += &format!(
+        "{:<10}hit {}  clean {}  unchecked {}\n",
+        "outcomes", o["hit"], o["clean"], o["unchecked"]
+    );
+    let runners: Vec<Vec<String>> = report["runners"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, s)| {
+            vec![
+                name.clone(),
+                format!("{}/{}", s["answered"], s["attempts"]),
+                s["answer_rate"].as_f64().map_or("-".into(), |r| format!("{:.0}%", r * 100.0)),
+                s["median_seconds"].as_f64().map_or("-".into(), |m| format!("{m:.1}s")),
+            ]
+        })
+        .collect();
+    out += &section("runners", &["NAME", "ANSWERED", "RATE", "MEDIAN"], &runners);
+    out
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// An aligned table under a left label; "none" when empty.
+fn section(label: &str, header: &[&str], rows: &[Vec<String>]) -> String {
+    if rows.is_empty() {
+        return format!("{label:<10}none\n");
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let mut out = format!("{label:<10}{}\n", line(header.iter().map(|h| h.to_string()).collect()));
+    for row in rows {
+        out += &format!("{:<10}{}\n", "", line(row.clone()));
+    }
+    out
+}
+
+fn duration(seconds: Option<f64>) -> String {
+    let Some(s) = seconds else { return "-".into() };
+    let s = s as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_aligned_without_colour() {
+        let report = json!({
+            "daemon": {"running": true, "pid": 7, "version": "0.1.0", "uptime_seconds": 75.0, "workers": 4, "draining": false},
+            "queue": {"waiting": 2, "oldest_age_seconds": 3.0},
+            "running": [{"id": "abc", "hook": "stop", "runner": "codex", "age_seconds": 4.0}],
+            "outcomes": {"hit": 1, "clean": 2, "unchecked": 0},
+            "runners": {"codex": {"attempts": 4, "answered": 3, "answer_rate": 0.75, "median_seconds": 2.25}},
+        });
+        let text = render(&report, false);
+        assert!(text.contains("daemon    running  pid 7  version 0.1.0  up 1m15s  workers 4\n"), "{text}");
+        assert!(text.contains("queue     2 waiting, oldest 3s\n"), "{text}");
+        assert!(text.contains("running   ID   HOOK  RUNNER  AGE\n          abc  stop  codex   4s\n"), "{text}");
+        assert!(text.contains("runners   NAME   ANSWERED  RATE  MEDIAN\n          codex  3/4       75%   2.2s\n"), "{text}");
+        assert!(!text.contains('\x1b'));
+    }
 }

@@ -1,0 +1,215 @@
+//! The test world shared by the daemon and command tests: a temp state folder,
+//! HOME and config, fake runners run as `/bin/sh <script>` (never exec'd, so no
+//! "Text file busy"), and a daemon guard that kills and reaps on drop.
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_llm-judge");
+/// Generous: proves nothing hangs, asserts no speed.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Polls `cond` until it holds or the deadline passes (then panics naming `what`).
+pub fn wait_until(what: &str, deadline: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(15));
+    }
+}
+
+/// One test's world: a state folder, a HOME, fake runners, a config file.
+pub struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> Self {
+        let w = World {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        for sub in ["state", "state/jobs", "home", "bin"] {
+            fs::create_dir_all(w.path(sub)).unwrap();
+            fs::set_permissions(w.path(sub), fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        w.config("");
+        w
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    /// Writes the config file: fsync off and a short rescan unless overridden.
+    pub fn config(&self, extra: &str) {
+        let text = format!("fsync = false\nkill_grace_seconds = 1\n{extra}\n");
+        fs::write(self.path("config.toml"), text).unwrap();
+    }
+
+    /// A fake runner: a shell script run as `/bin/sh <script>` (never exec'd, so no
+    /// "Text file busy"). Returns the override entry for it.
+    pub fn runner(&self, name: &str, body: &str) -> Value {
+        let script = self.path(&format!("bin/{name}.sh"));
+        fs::write(&script, format!("W={}\n{body}\n", self.dir.path().display())).unwrap();
+        json!([name, ["/bin/sh", script, "{prompt}"]])
+    }
+
+    pub fn command(&self, runners: &[Value]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("home/.config"))
+            .env("CATSTACK_LLM_JUDGE_RUNNERS", Value::Array(runners.to_vec()).to_string())
+            .arg("--state-dir")
+            .arg(self.state())
+            .arg("--config")
+            .arg(self.path("config.toml"))
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn start(&self, runners: &[Value]) -> Daemon {
+        self.start_with(self.command(runners))
+    }
+
+    pub fn start_with(&self, mut cmd: Command) -> Daemon {
+        let n = fs::read_dir(self.dir.path()).unwrap().count();
+        let err = self.path(&format!("daemon-{n}.err"));
+        let child = cmd
+            .arg("daemon")
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start daemon");
+        Daemon { child, err }
+    }
+
+    /// Publishes a job the way producers must: hidden temp file, then rename.
+    pub fn job(&self, name: &str, job: &Value) {
+        let jobs = self.state().join("jobs");
+        let temp = jobs.join(format!(".{name}.tmp"));
+        fs::write(&temp, job.to_string()).unwrap();
+        fs::rename(&temp, jobs.join(format!("{name}.json"))).unwrap();
+    }
+
+    pub fn jobs_left(&self) -> Vec<String> {
+        names(&self.state().join("jobs"))
+    }
+
+    /// Every verdict, as (folder, file name, content).
+    pub fn verdicts(&self) -> Vec<(String, String, Value)> {
+        let mut out = Vec::new();
+        let Ok(folders) = fs::read_dir(self.state().join("verdicts")) else {
+            return out;
+        };
+        for folder in folders.flatten() {
+            for file in fs::read_dir(folder.path()).unwrap().flatten() {
+                let name = file.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    continue;
+                }
+                let text = fs::read_to_string(file.path()).unwrap();
+                let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                out.push((folder.file_name().to_string_lossy().into_owned(), name, value));
+            }
+        }
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
+    }
+
+    pub fn verdict(&self, name: &str) -> Value {
+        let found: Vec<Value> = self
+            .verdicts()
+            .into_iter()
+            .filter(|(_, n, _)| n == &format!("{name}.json"))
+            .map(|(_, _, v)| v)
+            .collect();
+        assert_eq!(found.len(), 1, "verdicts for {name}: {found:?}");
+        found[0].clone()
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.state().join("judge.log")).unwrap_or_default()
+    }
+
+    pub fn wait_log(&self, what: &str) {
+        wait_until(&format!("judge.log line {what:?}"), DEADLINE, || self.log().contains(what));
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap_or_default()
+    }
+}
+
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A running daemon, killed and reaped when dropped.
+pub struct Daemon {
+    pub child: Child,
+    err: PathBuf,
+}
+
+impl Daemon {
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill -{sig}");
+    }
+
+    pub fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
+        let end = Instant::now() + deadline;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < end, "daemon did not exit; stderr: {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(&self.err).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+pub fn answer(json_line: &str) -> String {
+    format!("echo '{json_line}'")
+}
+
+pub fn is_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()).is_some_and(|st| st != "Z" && st != "X")
+    })
+}
+
+pub fn pids_in(text: &str) -> Vec<u32> {
+    text.split_whitespace().filter_map(|w| w.parse().ok()).collect()
+}
+
