@@ -32,7 +32,27 @@ pub struct Config {
     pub log_max_bytes: u64,
     pub undeliverable_days: f64,
     pub output_cap_bytes: usize,
+    pub single_flight: bool,
+    pub health: HealthConfig,
+    pub cache: CacheConfig,
     pub runners: Tables,
+}
+
+/// `[health]` (SPEC section 10).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    pub enabled: bool,
+    pub backoff_start_seconds: f64,
+    pub backoff_max_seconds: f64,
+}
+
+/// `[cache]` (SPEC section 10).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    pub ttl_seconds: f64,
+    pub max_entries: usize,
 }
 
 /// The two runner tables.
@@ -216,7 +236,12 @@ fn check(config: &Config) -> Result<(), String> {
         ("kill_grace_seconds", config.kill_grace_seconds),
         ("shutdown_grace_seconds", config.shutdown_grace_seconds),
         ("undeliverable_days", config.undeliverable_days),
+        ("cache.ttl_seconds", config.cache.ttl_seconds),
+        ("health.backoff_start_seconds", config.health.backoff_start_seconds),
     ];
+    if !(config.health.backoff_max_seconds >= config.health.backoff_start_seconds) {
+        return Err("key health.backoff_max_seconds is below health.backoff_start_seconds; raise it".into());
+    }
     for (key, value) in non_negative {
         if !(value.is_finite() && value >= 0.0) {
             return Err(format!("key {key} is {value}; give a number of 0 or more"));
@@ -249,6 +274,9 @@ mod tests {
         assert!(c.fsync);
         assert_eq!(c.log_max_bytes, 50 * 1024 * 1024);
         assert_eq!(c.undeliverable_days, 7.0);
+        assert!(c.single_flight && c.health.enabled);
+        assert_eq!((c.health.backoff_start_seconds, c.health.backoff_max_seconds), (60.0, 21600.0));
+        assert_eq!((c.cache.ttl_seconds, c.cache.max_entries), (86400.0, 10000));
         let names: Vec<&str> = c.runners.default.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["codex", "claude", "cursor"]);
         let names: Vec<&str> = c.runners.investigate.iter().map(|r| r.name.as_str()).collect();
@@ -291,6 +319,15 @@ mod tests {
         assert_eq!(c.runners.default.len(), 1);
         assert_eq!(c.runners.default[0].max_concurrent, Some(1));
         assert_eq!(c.runners.investigate.len(), 2);
+    }
+
+    #[test]
+    fn health_and_cache_tables_merge_key_by_key() {
+        let c = parse_config(Some("[health]\nbackoff_start_seconds = 1\n[cache]\nttl_seconds = 0\n")).unwrap();
+        assert_eq!(c.health.backoff_start_seconds, 1.0);
+        assert_eq!(c.health.backoff_max_seconds, 21600.0);
+        assert_eq!((c.cache.ttl_seconds, c.cache.max_entries), (0.0, 10000));
+        assert!(parse_config(Some("[cache]\nttl = 5\n")).unwrap_err().contains("ttl"));
     }
 
     #[test]
