@@ -91,6 +91,8 @@ pub struct Claim {
 }
 
 /// The result of trying to claim a job.
+// Built once per job: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Acquired {
     /// Ours now; `previous` is what an earlier holder left, if anything.
@@ -100,6 +102,7 @@ pub enum Acquired {
 }
 
 /// What an earlier holder left in the claim file.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Previous {
     /// No record: a fresh claim.
@@ -123,7 +126,12 @@ pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> io::Result<Acqui
             .mode(0o600)
             .custom_flags(nofollow_flag())
             .open(&path)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot open claim {}: {e}", path.display())))?;
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot open claim {}: {e}", path.display()),
+                )
+            })?;
         if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
             let holder_pid = read_record(&mut file).ok().and_then(|r| match r {
                 Previous::Record(r) => Some(r.owner_pid),
@@ -191,8 +199,12 @@ impl Claim {
 
     /// Removes the claim file while still holding it, then lets go.
     pub fn release(self) -> io::Result<()> {
-        std::fs::remove_file(&self.path)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot remove claim {}: {e}", self.path.display())))
+        std::fs::remove_file(&self.path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot remove claim {}: {e}", self.path.display()),
+            )
+        })
     }
 
     /// The claim file's path.
@@ -209,7 +221,11 @@ pub fn new_tag() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!("{}-{nanos:x}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 #[cfg(test)]

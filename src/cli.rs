@@ -19,7 +19,11 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_TIMEOUT: i32 = 124;
 
 #[derive(Parser, Debug)]
-#[command(name = "llm-judge", version, about = "Judges hook questions with model CLIs on a bounded pool")]
+#[command(
+    name = "llm-judge",
+    version,
+    about = "Judges hook questions with model CLIs on a bounded pool"
+)]
 struct Cli {
     /// State folder (jobs/, verdicts/, judge.log). Default: $CATSTACK_LLM_JUDGE_STATE_DIR, the config's state_dir, ~/.cache/catstack-llm-judge
     #[arg(long, global = true, value_name = "DIR")]
@@ -31,6 +35,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the daemon in the foreground: watch jobs/, judge on a bounded pool.
@@ -67,7 +73,9 @@ enum Command {
     #[command(after_help = commands::enqueue::EXAMPLES)]
     Enqueue(commands::enqueue::EnqueueArgs),
     /// Print a transcript's verdicts as JSON lines, oldest first, removing each once printed.
-    #[command(after_help = "Example:\n  llm-judge drain --transcript \"$TRANSCRIPT_PATH\" | while read -r v; do ...; done")]
+    #[command(
+        after_help = "Example:\n  llm-judge drain --transcript \"$TRANSCRIPT_PATH\" | while read -r v; do ...; done"
+    )]
     Drain {
         /// The transcript whose verdicts to take.
         #[arg(long)]
@@ -96,7 +104,9 @@ pub struct StatusArgs {
 #[derive(Subcommand, Debug, Clone, Copy)]
 pub enum ServiceAction {
     /// Write the unit or plist for this user, then enable and start it.
-    #[command(after_help = "Examples:\n  llm-judge service install --dry-run\n  llm-judge service install")]
+    #[command(
+        after_help = "Examples:\n  llm-judge service install --dry-run\n  llm-judge service install"
+    )]
     Install {
         /// Print what would be written and run, change nothing.
         #[arg(long)]
@@ -158,9 +168,16 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Daemon { workers } => crate::daemon::main(settings, sources, workers.map(usize::from)),
+        Command::Daemon { workers } => {
+            crate::daemon::main(settings, sources, workers.map(usize::from))
+        }
         Command::Run { job_file } => commands::run::main(&settings, job_file),
-        Command::Ask { mode, timeout, cwd, prompt } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt),
+        Command::Ask {
+            mode,
+            timeout,
+            cwd,
+            prompt,
+        } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt),
         Command::Enqueue(args) => commands::enqueue::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
@@ -172,12 +189,18 @@ pub fn main() -> i32 {
 /// Creates the state folder and starts judge.log; says why on failure.
 pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, String> {
     let state = StateDir::new(&settings.state_dir);
-    state
-        .create()
-        .map_err(|e| format!("state folder {}: {e}; fix its permissions or pass --state-dir", state.root.display()))?;
+    state.create().map_err(|e| {
+        format!(
+            "state folder {}: {e}; fix its permissions or pass --state-dir",
+            state.root.display()
+        )
+    })?;
     crate::logging::init(&state.log(), settings.config.log_max_bytes, also_stderr);
     if settings.runner_override.is_some() {
-        tracing::warn!("{} is set: it replaces every runner table (no safety check)", crate::runners::RUNNERS_VAR);
+        tracing::warn!(
+            "{} is set: it replaces every runner table (no safety check)",
+            crate::runners::RUNNERS_VAR
+        );
     }
     Ok(state)
 }

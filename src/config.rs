@@ -200,7 +200,9 @@ pub fn parse_config(file_text: Option<&str>) -> Result<Config, String> {
     }
     let config: Config = toml::Value::Table(merged)
         .try_into()
-        .map_err(|e: toml::de::Error| format!("{}; remove or rename that key", e.message().trim()))?;
+        .map_err(|e: toml::de::Error| {
+            format!("{}; remove or rename that key", e.message().trim())
+        })?;
     check(&config)?;
     Ok(config)
 }
@@ -237,15 +239,24 @@ fn check(config: &Config) -> Result<(), String> {
         ("shutdown_grace_seconds", config.shutdown_grace_seconds),
         ("undeliverable_days", config.undeliverable_days),
         ("cache.ttl_seconds", config.cache.ttl_seconds),
-        ("health.backoff_start_seconds", config.health.backoff_start_seconds),
+        (
+            "health.backoff_start_seconds",
+            config.health.backoff_start_seconds,
+        ),
+        (
+            "health.backoff_max_seconds",
+            config.health.backoff_max_seconds,
+        ),
     ];
-    if !(config.health.backoff_max_seconds >= config.health.backoff_start_seconds) {
-        return Err("key health.backoff_max_seconds is below health.backoff_start_seconds; raise it".into());
-    }
     for (key, value) in non_negative {
         if !(value.is_finite() && value >= 0.0) {
             return Err(format!("key {key} is {value}; give a number of 0 or more"));
         }
+    }
+    if config.health.backoff_max_seconds < config.health.backoff_start_seconds {
+        return Err(
+            "key health.backoff_max_seconds is below health.backoff_start_seconds; raise it".into(),
+        );
     }
     if config.workers == 0 {
         return Err("key workers is 0; give 1 or more".into());
@@ -266,7 +277,10 @@ mod tests {
     fn embedded_default_loads_with_spec_values() {
         let c = parse_config(None).unwrap();
         assert_eq!(c.workers, 4);
-        assert_eq!((c.default_timeout_seconds, c.max_timeout_seconds), (60.0, 600.0));
+        assert_eq!(
+            (c.default_timeout_seconds, c.max_timeout_seconds),
+            (60.0, 600.0)
+        );
         assert_eq!(c.kill_grace_seconds, 5.0);
         assert_eq!(c.shutdown_grace_seconds, 15.0);
         assert_eq!(c.rescan_seconds, 30.0);
@@ -275,11 +289,19 @@ mod tests {
         assert_eq!(c.log_max_bytes, 50 * 1024 * 1024);
         assert_eq!(c.undeliverable_days, 7.0);
         assert!(c.single_flight && c.health.enabled);
-        assert_eq!((c.health.backoff_start_seconds, c.health.backoff_max_seconds), (60.0, 21600.0));
+        assert_eq!(
+            (c.health.backoff_start_seconds, c.health.backoff_max_seconds),
+            (60.0, 21600.0)
+        );
         assert_eq!((c.cache.ttl_seconds, c.cache.max_entries), (86400.0, 10000));
         let names: Vec<&str> = c.runners.default.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["codex", "claude", "cursor"]);
-        let names: Vec<&str> = c.runners.investigate.iter().map(|r| r.name.as_str()).collect();
+        let names: Vec<&str> = c
+            .runners
+            .investigate
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
         assert_eq!(names, ["codex", "claude"]);
     }
 
@@ -299,7 +321,12 @@ mod tests {
     #[test]
     fn investigate_argv_are_pinned() {
         let c = parse_config(None).unwrap();
-        let argv: Vec<Vec<String>> = c.runners.investigate.iter().map(|r| r.argv.clone()).collect();
+        let argv: Vec<Vec<String>> = c
+            .runners
+            .investigate
+            .iter()
+            .map(|r| r.argv.clone())
+            .collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
             r#"[["codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
                 ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--", "{prompt}"]]"#,
@@ -323,26 +350,44 @@ mod tests {
 
     #[test]
     fn health_and_cache_tables_merge_key_by_key() {
-        let c = parse_config(Some("[health]\nbackoff_start_seconds = 1\n[cache]\nttl_seconds = 0\n")).unwrap();
+        let c = parse_config(Some(
+            "[health]\nbackoff_start_seconds = 1\n[cache]\nttl_seconds = 0\n",
+        ))
+        .unwrap();
         assert_eq!(c.health.backoff_start_seconds, 1.0);
         assert_eq!(c.health.backoff_max_seconds, 21600.0);
         assert_eq!((c.cache.ttl_seconds, c.cache.max_entries), (0.0, 10000));
-        assert!(parse_config(Some("[cache]\nttl = 5\n")).unwrap_err().contains("ttl"));
+        assert!(
+            parse_config(Some("[cache]\nttl = 5\n"))
+                .unwrap_err()
+                .contains("ttl")
+        );
     }
 
     #[test]
     fn unknown_keys_are_named() {
         let e = parse_config(Some("wrokers = 2\n")).unwrap_err();
         assert!(e.contains("wrokers"), "{e}");
-        let e = parse_config(Some("[[runners.default]]\nname = \"a\"\nargv = [\"a\"]\nshell = true\n")).unwrap_err();
+        let e = parse_config(Some(
+            "[[runners.default]]\nname = \"a\"\nargv = [\"a\"]\nshell = true\n",
+        ))
+        .unwrap_err();
         assert!(e.contains("shell"), "{e}");
     }
 
     #[test]
     fn bad_values_are_named() {
-        assert!(parse_config(Some("workers = 0")).unwrap_err().contains("workers"));
+        assert!(
+            parse_config(Some("workers = 0"))
+                .unwrap_err()
+                .contains("workers")
+        );
         assert!(parse_config(Some("workers = \"4\"")).is_err());
-        assert!(parse_config(Some("rescan_seconds = -1")).unwrap_err().contains("rescan_seconds"));
+        assert!(
+            parse_config(Some("rescan_seconds = -1"))
+                .unwrap_err()
+                .contains("rescan_seconds")
+        );
         assert!(parse_config(Some("not toml [")).is_err());
     }
 
@@ -357,14 +402,21 @@ mod tests {
 
     fn sources(env: &[(&str, &str)]) -> Sources {
         Sources {
-            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..Sources::default()
         }
     }
 
     #[test]
     fn state_dir_precedence() {
-        let s = load(&sources(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/nonexistent")])).unwrap();
+        let s = load(&sources(&[
+            ("HOME", "/h"),
+            ("XDG_CONFIG_HOME", "/nonexistent"),
+        ]))
+        .unwrap();
         assert_eq!(s.state_dir, PathBuf::from("/h/.cache/catstack-llm-judge"));
         let s = load(&sources(&[("HOME", "/h"), (STATE_DIR_VAR, "/env")])).unwrap();
         assert_eq!(s.state_dir, PathBuf::from("/env"));

@@ -85,7 +85,12 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn new(settings: Settings, sources: Sources, workers_flag: Option<usize>, state: StateDir) -> Self {
+    fn new(
+        settings: Settings,
+        sources: Sources,
+        workers_flag: Option<usize>,
+        state: StateDir,
+    ) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         Daemon {
             settings: Arc::new(settings),
@@ -137,11 +142,15 @@ impl Daemon {
         rescan.tick().await;
         self.write_status();
         self.notify(&format!("READY=1\nSTATUS={}", self.status_line()));
-        let mut watchdog = self.notifier.as_ref().and_then(|n| n.watchdog_every).map(|every| {
-            let mut t = tokio::time::interval(every);
-            t.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            t
-        });
+        let mut watchdog = self
+            .notifier
+            .as_ref()
+            .and_then(|n| n.watchdog_every)
+            .map(|every| {
+                let mut t = tokio::time::interval(every);
+                t.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                t
+            });
         let mut stop_at: Option<tokio::time::Instant> = None;
         let mut stop_deadline: Option<tokio::time::Instant> = None;
         loop {
@@ -150,7 +159,10 @@ impl Daemon {
                 break;
             }
             if stop_deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
-                tracing::error!(running = self.running.len(), "runners did not stop in time; exiting anyway");
+                tracing::error!(
+                    running = self.running.len(),
+                    "runners did not stop in time; exiting anyway"
+                );
                 break;
             }
             let status_due = tokio::time::Instant::from_std(self.status_written + STATUS_EVERY);
@@ -204,13 +216,18 @@ impl Daemon {
     /// Starts the oldest waiting jobs while workers are free.
     fn dispatch(&mut self) {
         while !self.draining && self.running.len() < self.workers() {
-            let Some(name) = self.queue.take() else { return };
+            let Some(name) = self.queue.take() else {
+                return;
+            };
             self.running.insert(name.clone(), Instant::now());
             self.status_dirty = true;
             let settings = self.settings.clone();
             let state = self.state.clone();
             let cancel = self.cancel_tx.subscribe();
-            let report = Report { name: Some(name.clone()), tx: self.done_tx.clone() };
+            let report = Report {
+                name: Some(name.clone()),
+                tx: self.done_tx.clone(),
+            };
             tokio::spawn(async move {
                 let path = state.jobs().join(&name);
                 let handled = job_file::handle(&settings, &state, &path, Some(cancel)).await;
@@ -223,7 +240,10 @@ impl Daemon {
         self.running.remove(&name);
         self.queue.finished(&name);
         self.status_dirty = true;
-        if let Handled::Judged { outcome, attempts, .. } = &handled {
+        if let Handled::Judged {
+            outcome, attempts, ..
+        } = &handled
+        {
             self.outcomes.add(*outcome);
             self.history.add(attempts);
         }
@@ -232,7 +252,9 @@ impl Daemon {
     fn scan(&mut self) {
         match self.queue.scan(&self.state.jobs()) {
             Ok(_) => self.status_dirty = true,
-            Err(e) => tracing::error!(folder = %self.state.jobs().display(), "cannot scan the inbox: {e}"),
+            Err(e) => {
+                tracing::error!(folder = %self.state.jobs().display(), "cannot scan the inbox: {e}")
+            }
         }
     }
 
@@ -243,14 +265,18 @@ impl Daemon {
             self.rewatch(watcher);
         }
         if watcher.rescan.swap(false, Ordering::SeqCst) {
-            tracing::info!("change events were lost (queue overflow or watch error): rescanning jobs/");
+            tracing::info!(
+                "change events were lost (queue overflow or watch error): rescanning jobs/"
+            );
         }
         self.scan();
     }
 
     fn rewatch(&mut self, watcher: &mut InboxWatcher) {
         match watcher.watch() {
-            Ok(()) => tracing::info!(folder = %self.state.jobs().display(), "watching the inbox again"),
+            Ok(()) => {
+                tracing::info!(folder = %self.state.jobs().display(), "watching the inbox again")
+            }
             Err(e) => tracing::error!("{e}; retrying at the next rescan"),
         }
     }
@@ -271,7 +297,9 @@ impl Daemon {
         self.notify("STOPPING=1");
         let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
         tracing::info!(
-            signal = name, running = self.running.len(), grace_seconds = grace.as_secs_f64(),
+            signal = name,
+            running = self.running.len(),
+            grace_seconds = grace.as_secs_f64(),
             "draining: no new jobs; running jobs get the shutdown grace"
         );
         *stop_at = Some(tokio::time::Instant::now() + grace);
@@ -292,9 +320,15 @@ impl Daemon {
         match config::load(&self.sources) {
             Ok(new) => {
                 if new.state_dir != self.state.root {
-                    tracing::warn!("config reload: state_dir changes need a restart; keeping {}", self.state.root.display());
+                    tracing::warn!(
+                        "config reload: state_dir changes need a restart; keeping {}",
+                        self.state.root.display()
+                    );
                 }
-                self.settings = Arc::new(Settings { state_dir: self.state.root.clone(), ..new });
+                self.settings = Arc::new(Settings {
+                    state_dir: self.state.root.clone(),
+                    ..new
+                });
                 self.status_dirty = true;
                 tracing::info!(workers = self.workers(), "config reloaded");
             }
@@ -318,7 +352,11 @@ impl Daemon {
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map(|d| d.as_secs_f64()),
             },
-            running: self.running.keys().map(|name| self.running_job(name)).collect(),
+            running: self
+                .running
+                .keys()
+                .map(|name| self.running_job(name))
+                .collect(),
             outcomes: self.outcomes.clone(),
             runners: self.history.stats(),
         };
@@ -332,7 +370,11 @@ impl Daemon {
     }
 
     fn status_line(&self) -> String {
-        format!("{} waiting, {} running", self.queue.waiting(), self.running.len())
+        format!(
+            "{} waiting, {} running",
+            self.queue.waiting(),
+            self.running.len()
+        )
     }
 
     fn notify(&self, message: &str) {
@@ -389,7 +431,9 @@ impl Drop for Report {
     fn drop(&mut self) {
         if let Some(name) = self.name.take() {
             tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
-            let _ = self.tx.send((name, Handled::Failed("worker stopped unexpectedly".into())));
+            let _ = self
+                .tx
+                .send((name, Handled::Failed("worker stopped unexpectedly".into())));
         }
     }
 }

@@ -158,11 +158,16 @@ impl InboxWatcher {
                 }
                 return;
             }
-            if !matches!(event.kind, EventKind::Create(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))) {
+            if !matches!(
+                event.kind,
+                EventKind::Create(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+            ) {
                 return;
             }
             for path in &event.paths {
-                let Some(name) = path.file_name() else { continue };
+                let Some(name) = path.file_name() else {
+                    continue;
+                };
                 if path.parent() == Some(jobs_dir.as_path())
                     && is_job_name(name)
                     && sender.try_send(Hint::Arrived(name.to_os_string())).is_err()
@@ -185,7 +190,12 @@ mod tests {
             let path = dir.path().join(name);
             std::fs::write(&path, b"{}").unwrap();
             let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-            std::fs::File::options().write(true).open(&path).unwrap().set_modified(t).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
         };
         set("b.json", 100);
         set("a.json", 100);

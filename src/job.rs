@@ -1,5 +1,8 @@
 //! Job files: parsing and validation (SPEC section 3). Pure: no I/O.
 
+// A bad job is rare: its error costs a copy of a few hundred bytes, not worth a Box.
+#![allow(clippy::result_large_err)]
+
 use serde_json::{Map, Value};
 
 /// Which runner table a job asks for.
@@ -350,9 +353,11 @@ mod tests {
 
     #[test]
     fn timeouts_follow_the_rules() {
-        let t = |v: &str| parse(&format!(r#"{{"prompt":"p","timeout_seconds":{v}}}"#))
-            .unwrap()
-            .timeout_seconds;
+        let t = |v: &str| {
+            parse(&format!(r#"{{"prompt":"p","timeout_seconds":{v}}}"#))
+                .unwrap()
+                .timeout_seconds
+        };
         assert_eq!(t("10"), 10.0);
         assert_eq!(t("0.25"), 0.25);
         assert_eq!(t("601"), 600.0);
@@ -373,8 +378,14 @@ mod tests {
 
     #[test]
     fn empty_rule_id_is_dropped() {
-        assert_eq!(parse(r#"{"prompt":"p","rule_id":""}"#).unwrap().rule_id, None);
-        assert_eq!(parse(r#"{"prompt":"p","rule_id":7}"#).unwrap().rule_id, None);
+        assert_eq!(
+            parse(r#"{"prompt":"p","rule_id":""}"#).unwrap().rule_id,
+            None
+        );
+        assert_eq!(
+            parse(r#"{"prompt":"p","rule_id":7}"#).unwrap().rule_id,
+            None
+        );
     }
 
     #[test]
@@ -400,15 +411,36 @@ mod tests {
         for (text, words) in [
             (r#"{"transcript":"T"}"#, "missing \"prompt\""),
             (r#"{"transcript":"T","prompt":5}"#, "\"prompt\" is a number"),
-            (r#"{"transcript":"T","prompt":"p","id":"a/b"}"#, "contains '/'"),
-            (r#"{"transcript":"T","prompt":"p","id":".x"}"#, "starts with '.'"),
+            (
+                r#"{"transcript":"T","prompt":"p","id":"a/b"}"#,
+                "contains '/'",
+            ),
+            (
+                r#"{"transcript":"T","prompt":"p","id":".x"}"#,
+                "starts with '.'",
+            ),
             (r#"{"transcript":"T","prompt":"p","id":"a\u0000b"}"#, "NUL"),
             (r#"{"transcript":"T","prompt":"p","id":""}"#, "empty"),
-            (r#"{"transcript":"T","prompt":"p","id":3}"#, "bad \"id\": a number"),
-            (r#"{"transcript":"T","prompt":"p","hit_if_all_true":"a"}"#, "hit_if_all_true"),
-            (r#"{"transcript":"T","prompt":"p","hit_if_all_true":[1]}"#, "hit_if_all_true"),
-            (r#"{"transcript":"T","prompt":"p","hit_if_any_true":["a"]}"#, "hit_if_any_true"),
-            (r#"{"transcript":"T","prompt":"p","hit_if_any_true":{"a":1}}"#, "hit_if_any_true"),
+            (
+                r#"{"transcript":"T","prompt":"p","id":3}"#,
+                "bad \"id\": a number",
+            ),
+            (
+                r#"{"transcript":"T","prompt":"p","hit_if_all_true":"a"}"#,
+                "hit_if_all_true",
+            ),
+            (
+                r#"{"transcript":"T","prompt":"p","hit_if_all_true":[1]}"#,
+                "hit_if_all_true",
+            ),
+            (
+                r#"{"transcript":"T","prompt":"p","hit_if_any_true":["a"]}"#,
+                "hit_if_any_true",
+            ),
+            (
+                r#"{"transcript":"T","prompt":"p","hit_if_any_true":{"a":1}}"#,
+                "hit_if_any_true",
+            ),
         ] {
             let e = error(text);
             assert!(e.reason.starts_with("judge error: "), "{}", e.reason);
@@ -420,7 +452,11 @@ mod tests {
     #[test]
     fn non_string_transcript_goes_to_the_empty_folder() {
         let e = error(r#"{"prompt":"p","transcript":42,"hook":"h"}"#);
-        assert!(e.reason.contains("\"transcript\" is a number"), "{}", e.reason);
+        assert!(
+            e.reason.contains("\"transcript\" is a number"),
+            "{}",
+            e.reason
+        );
         assert_eq!(e.transcript, "");
         assert_eq!(e.hook, Value::String("h".into()));
     }

@@ -2,6 +2,9 @@
 //! holder left, read and parse it, judge it, publish the verdict durably, remove
 //! the job, release the claim. Used by `llm-judge run` and by the daemon.
 
+// A bad job is rare: its error costs a copy of a few hundred bytes, not worth a Box.
+#![allow(clippy::result_large_err)]
+
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -46,7 +49,12 @@ pub enum Handled {
 pub type Cancel = tokio::sync::watch::Receiver<bool>;
 
 /// Judges the job file at `path` (normally `jobs/<name>`).
-pub async fn handle(settings: &Settings, state: &StateDir, path: &Path, cancel: Option<Cancel>) -> Handled {
+pub async fn handle(
+    settings: &Settings,
+    state: &StateDir,
+    path: &Path,
+    cancel: Option<Cancel>,
+) -> Handled {
     let Some(name) = path.file_name() else {
         return Handled::Failed(format!("{} has no file name", path.display()));
     };
@@ -79,7 +87,12 @@ async fn handle_named(
             claim.release()?;
             return Ok(Handled::Gone);
         }
-        Err(e) => return Err(io::Error::new(e.kind(), format!("cannot stat {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot stat {}: {e}", path.display()),
+            ));
+        }
     };
     let identity = FileIdentity::of(&meta);
     let interruptions = match recover(&previous, identity, path, fsync)? {
@@ -175,7 +188,9 @@ async fn judge_cancellable(
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
         }
     };
-    let judging = crate::judge::judge(settings, job, tag, |runner, pgid| record_runner(claim, runner, pgid));
+    let judging = crate::judge::judge(settings, job, tag, |runner, pgid| {
+        record_runner(claim, runner, pgid)
+    });
     let Some(mut cancel) = cancel else {
         return Some(judging.await);
     };
@@ -198,7 +213,12 @@ enum Recovery {
     Interruptions(u32),
 }
 
-fn recover(previous: &Previous, identity: FileIdentity, path: &Path, fsync: bool) -> io::Result<Recovery> {
+fn recover(
+    previous: &Previous,
+    identity: FileIdentity,
+    path: &Path,
+    fsync: bool,
+) -> io::Result<Recovery> {
     let record = match previous {
         Previous::Nothing => return Ok(Recovery::Interruptions(0)),
         Previous::Torn => {
@@ -300,7 +320,8 @@ fn remove_job(path: &Path) -> io::Result<()> {
 /// Reads a job file without following symlinks or blocking on FIFOs.
 fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
     let stem = stem_of(path.file_name().unwrap_or_default());
-    let unreadable = |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
+    let unreadable =
+        |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
     let file: File = OpenOptions::new()
         .read(true)
         .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
@@ -320,7 +341,9 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
         return Err(too_large());
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(unreadable)?;
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_large());
     }

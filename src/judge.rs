@@ -64,7 +64,8 @@ pub async fn judge(
     let mut attempts = Vec::new();
     let mut answer = None;
     for runner in settings.table(job.mode) {
-        let (attempt, found) = attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
+        let (attempt, found) =
+            attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
         attempts.push(attempt);
         if let Some(obj) = found {
             answer = Some((runner.name.clone(), obj));
@@ -88,7 +89,10 @@ async fn attempt_runner(
         CwdChoice::Temp { .. } => match tempfile::Builder::new().prefix("llm-judge-").tempdir() {
             Ok(dir) => Some(dir),
             Err(e) => {
-                let attempt = failed(runner, format!("{:?}: cannot create a temp folder: {e}", e.kind()));
+                let attempt = failed(
+                    runner,
+                    format!("{:?}: cannot create a temp folder: {e}", e.kind()),
+                );
                 return (attempt, None);
             }
         },
@@ -141,7 +145,10 @@ mod tests {
     fn cwd_rules() {
         let s = |v: &str| Some(Value::String(v.into()));
         assert_eq!(choose_cwd(None), CwdChoice::Temp { refused: None });
-        assert_eq!(choose_cwd(Some(&Value::Null)), CwdChoice::Temp { refused: None });
+        assert_eq!(
+            choose_cwd(Some(&Value::Null)),
+            CwdChoice::Temp { refused: None }
+        );
         assert_eq!(choose_cwd(s("/").as_ref()), CwdChoice::Given("/".into()));
         let refused = |v: Option<Value>| match choose_cwd(v.as_ref()) {
             CwdChoice::Temp { refused: Some(why) } => why,

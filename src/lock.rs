@@ -18,7 +18,8 @@ pub struct DaemonLock {
 pub fn acquire(path: &Path) -> Result<DaemonLock, String> {
     let mut file = open(path)?;
     if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-        let holder = holder_pid(&mut file).map_or("unknown pid".to_string(), |p| format!("pid {p}"));
+        let holder =
+            holder_pid(&mut file).map_or("unknown pid".to_string(), |p| format!("pid {p}"));
         return Err(format!(
             "another llm-judge daemon ({holder}) already serves this state folder (lock {}); \
              stop it first or use another --state-dir",

@@ -157,9 +157,15 @@ mod tests {
         let v = dir.path().join("a.json");
         fs::write(&v, r#"{"id":"a"}"#).unwrap();
         let taken = take(&v).unwrap();
-        assert!(take(&v).is_none(), "a claimed verdict cannot be taken twice");
+        assert!(
+            take(&v).is_none(),
+            "a claimed verdict cannot be taken twice"
+        );
         assert_eq!(taken.verdict["id"], "a");
-        assert!(pending(dir.path()).is_empty(), "our own live claim is not recovered");
+        assert!(
+            pending(dir.path()).is_empty(),
+            "our own live claim is not recovered"
+        );
         taken.give_back().unwrap();
         assert_eq!(pending(dir.path()), vec![v.clone()]);
         take(&v).unwrap().done().unwrap();
@@ -180,7 +186,12 @@ mod tests {
         fs::create_dir(&v).unwrap();
         let taken = take(&v).unwrap();
         assert_eq!(taken.verdict["outcome"], "unchecked");
-        assert!(taken.verdict["reason"].as_str().unwrap().starts_with("unreadable verdict file"));
+        assert!(
+            taken.verdict["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("unreadable verdict file")
+        );
         taken.done().unwrap();
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }

@@ -43,11 +43,18 @@ mod tests {
     #[test]
     fn modes() {
         let dir = tempfile::tempdir().unwrap();
-        let set = |mode| std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        let set = |mode| {
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap()
+        };
         set(0o700);
         assert_eq!(check_private(dir.path()).unwrap(), None);
         set(0o770);
-        assert!(check_private(dir.path()).unwrap().unwrap().contains("chmod g-w"));
+        assert!(
+            check_private(dir.path())
+                .unwrap()
+                .unwrap()
+                .contains("chmod g-w")
+        );
         set(0o777);
         assert!(check_private(dir.path()).unwrap_err().contains("chmod o-w"));
     }

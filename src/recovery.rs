@@ -22,11 +22,17 @@ pub fn sweep(state: &StateDir, fsync: bool, undeliverable_days: f64) -> Swept {
     let (claims_dropped, referenced) = sweep_claims(state, fsync);
     let temps_removed = remove_orphan_temps(&state.verdicts(), &referenced);
     let pruned = prune_undeliverable(state, undeliverable_days);
-    let swept = Swept { claims_dropped, temps_removed, pruned };
+    let swept = Swept {
+        claims_dropped,
+        temps_removed,
+        pruned,
+    };
     if swept != Swept::default() {
         tracing::info!(
-            claims_dropped = swept.claims_dropped, temps_removed = swept.temps_removed,
-            pruned = swept.pruned, "recovery sweep"
+            claims_dropped = swept.claims_dropped,
+            temps_removed = swept.temps_removed,
+            pruned = swept.pruned,
+            "recovery sweep"
         );
     }
     swept
@@ -59,7 +65,8 @@ fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
             }
         }
         if state.jobs().join(&name).symlink_metadata().is_err() {
-            if let Err(e) = finish_previous_publish(&previous, fsync).and_then(|()| claim.release()) {
+            if let Err(e) = finish_previous_publish(&previous, fsync).and_then(|()| claim.release())
+            {
                 tracing::error!("recovery: {e}");
             }
             dropped += 1;
@@ -75,12 +82,18 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
         return 0;
     };
     for folder in folders.flatten() {
-        let Ok(files) = std::fs::read_dir(folder.path()) else { continue };
+        let Ok(files) = std::fs::read_dir(folder.path()) else {
+            continue;
+        };
         for file in files.flatten() {
             let name = file.file_name();
             let name = name.to_string_lossy();
             let path = file.path();
-            if name.starts_with('.') && name.ends_with(".tmp") && !referenced.contains(&path) && std::fs::remove_file(&path).is_ok() {
+            if name.starts_with('.')
+                && name.ends_with(".tmp")
+                && !referenced.contains(&path)
+                && std::fs::remove_file(&path).is_ok()
+            {
                 removed += 1;
             }
         }
@@ -90,7 +103,8 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
 
 /// Removes verdicts nobody can drain (no transcript) once older than `days`.
 pub fn prune_undeliverable(state: &StateDir, days: f64) -> usize {
-    let Some(cutoff) = SystemTime::now().checked_sub(Duration::from_secs_f64(days * 86_400.0)) else {
+    let Some(cutoff) = SystemTime::now().checked_sub(Duration::from_secs_f64(days * 86_400.0))
+    else {
         return 0;
     };
     let Ok(files) = std::fs::read_dir(state.verdicts().join(transcript_hash(""))) else {
@@ -98,7 +112,11 @@ pub fn prune_undeliverable(state: &StateDir, days: f64) -> usize {
     };
     files
         .flatten()
-        .filter(|f| f.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff))
+        .filter(|f| {
+            f.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < cutoff)
+        })
         .filter(|f| std::fs::remove_file(f.path()).is_ok())
         .count()
 }

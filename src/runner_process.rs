@@ -70,8 +70,14 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let stdout = Tail::new(spec.output_cap);
     let stderr = Tail::new(spec.output_cap);
     let readers = [
-        child.stdout.take().map(|p| tokio::spawn(read_into(p, stdout.clone()))),
-        child.stderr.take().map(|p| tokio::spawn(read_into(p, stderr.clone()))),
+        child
+            .stdout
+            .take()
+            .map(|p| tokio::spawn(read_into(p, stdout.clone()))),
+        child
+            .stderr
+            .take()
+            .map(|p| tokio::spawn(read_into(p, stderr.clone()))),
     ];
     let writer = match (child.stdin.take(), spec.stdin) {
         (Some(mut pipe), Some(prompt)) => {
@@ -93,7 +99,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     }
     for reader in readers.into_iter().flatten() {
         if tokio::time::timeout(PIPE_DRAIN, reader).await.is_err() {
-            tracing::warn!(pgid, "runner pipes still open after its processes were stopped; output cut");
+            tracing::warn!(
+                pgid,
+                "runner pipes still open after its processes were stopped; output cut"
+            );
         }
     }
     RunOutput {
@@ -110,7 +119,11 @@ fn command(spec: &RunSpec<'_>, program: &Path) -> Command {
         .args(&spec.argv[1..])
         .current_dir(spec.cwd)
         .process_group(0)
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env(CHILD_VAR, "1")
@@ -118,7 +131,8 @@ fn command(spec: &RunSpec<'_>, program: &Path) -> Command {
         .kill_on_drop(false);
     for (key, _) in std::env::vars_os() {
         let supervisor = key.to_str().is_some_and(|k| {
-            matches!(k, "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC") || k.starts_with("LISTEN_")
+            matches!(k, "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC")
+                || k.starts_with("LISTEN_")
         });
         if supervisor {
             cmd.env_remove(key);
@@ -133,7 +147,10 @@ async fn wait_or_stop(child: &mut Child, pgid: u32, spec: &RunSpec<'_>) -> RunEn
         return exit_end(status);
     }
     signal_group(pgid, Signal::TERM);
-    if tokio::time::timeout(spec.kill_grace, child.wait()).await.is_err() {
+    if tokio::time::timeout(spec.kill_grace, child.wait())
+        .await
+        .is_err()
+    {
         signal_group(pgid, Signal::KILL);
         let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
     }
@@ -146,7 +163,10 @@ fn exit_end(status: std::io::Result<ExitStatus>) -> RunEnd {
     use std::os::unix::process::ExitStatusExt;
     match status {
         Ok(s) => RunEnd::Exited {
-            code: s.code().or_else(|| s.signal().map(|sig| -sig)).unwrap_or(-1),
+            code: s
+                .code()
+                .or_else(|| s.signal().map(|sig| -sig))
+                .unwrap_or(-1),
         },
         Err(e) => RunEnd::SpawnFailed {
             kind: format!("{:?}", e.kind()),
@@ -242,6 +262,9 @@ mod tests {
         assert!(resolve_program("no-such-program-77").is_none());
         assert!(resolve_program("/no/such/program").is_none());
         let plain = tempfile::NamedTempFile::new().unwrap();
-        assert!(resolve_program(plain.path().to_str().unwrap()).is_none(), "not executable");
+        assert!(
+            resolve_program(plain.path().to_str().unwrap()).is_none(),
+            "not executable"
+        );
     }
 }

@@ -90,8 +90,7 @@ pub fn parse_override(text: &str) -> Result<Vec<Runner>, String> {
 }
 
 fn override_entry(item: &Value) -> Result<Runner, String> {
-    let Some([Value::String(name), Value::Array(argv)]) = item.as_array().map(Vec::as_slice)
-    else {
+    let Some([Value::String(name), Value::Array(argv)]) = item.as_array().map(Vec::as_slice) else {
         return Err("not a [name, [argv...]] pair".into());
     };
     if argv.is_empty() {
@@ -113,7 +112,9 @@ fn override_entry(item: &Value) -> Result<Runner, String> {
 pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), String> {
     for (i, r) in runners.iter().enumerate() {
         if r.name.is_empty() {
-            return Err(format!("runners.{table}[{i}]: \"name\" is empty; give the runner a name"));
+            return Err(format!(
+                "runners.{table}[{i}]: \"name\" is empty; give the runner a name"
+            ));
         }
         if r.argv.first().is_none_or(|p| p.is_empty()) {
             return Err(format!(
@@ -157,7 +158,10 @@ mod tests {
     #[test]
     fn long_prompt_goes_to_stdin_without_the_dashes() {
         let fits = "a".repeat(MAX_ARG_BYTES);
-        assert_eq!(build_invocation(&v(&["x", "--", "{prompt}"]), &fits).stdin, None);
+        assert_eq!(
+            build_invocation(&v(&["x", "--", "{prompt}"]), &fits).stdin,
+            None
+        );
         let long = "a".repeat(MAX_ARG_BYTES + 1);
         let inv = build_invocation(&v(&["x", "-p", "--", "{prompt}"]), &long);
         assert_eq!(inv.argv, v(&["x", "-p"]));
@@ -203,8 +207,20 @@ mod tests {
             max_concurrent: mc,
         };
         assert!(check_table("default", &[r("a", &["x"], Some(2))]).is_ok());
-        assert!(check_table("default", &[r("", &["x"], None)]).unwrap_err().contains("name"));
-        assert!(check_table("default", &[r("a", &[], None)]).unwrap_err().contains("argv"));
-        assert!(check_table("default", &[r("a", &["x"], Some(0))]).unwrap_err().contains("max_concurrent"));
+        assert!(
+            check_table("default", &[r("", &["x"], None)])
+                .unwrap_err()
+                .contains("name")
+        );
+        assert!(
+            check_table("default", &[r("a", &[], None)])
+                .unwrap_err()
+                .contains("argv")
+        );
+        assert!(
+            check_table("default", &[r("a", &["x"], Some(0))])
+                .unwrap_err()
+                .contains("max_concurrent")
+        );
     }
 }

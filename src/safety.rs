@@ -131,26 +131,35 @@ fn check_claude(args: &[String]) -> Result<(), String> {
     let only_read_tools = |flag: &str, required: bool| -> Result<(), String> {
         let Some(f) = find(&flags, &[flag]) else {
             return if required {
-                Err(format!("flag {flag:?} is missing (it must name only Read, Grep, Glob)"))
+                Err(format!(
+                    "flag {flag:?} is missing (it must name only Read, Grep, Glob)"
+                ))
             } else {
                 Ok(())
             };
         };
         match tools(f).into_iter().find(|t| !READ_TOOLS.contains(t)) {
-            Some(t) => Err(format!("flag {flag:?} names tool {t:?} (only Read, Grep, Glob)")),
+            Some(t) => Err(format!(
+                "flag {flag:?} names tool {t:?} (only Read, Grep, Glob)"
+            )),
             None => Ok(()),
         }
     };
     only_read_tools("--tools", true)?;
     only_read_tools("--allowedTools", false)?;
-    let denied = find(&flags, &["--disallowedTools"]).map(tools).unwrap_or_default();
+    let denied = find(&flags, &["--disallowedTools"])
+        .map(tools)
+        .unwrap_or_default();
     if let Some(t) = MUST_DENY.iter().find(|t| !denied.contains(t)) {
         return Err(format!(
             "flag \"--disallowedTools\" must name Write, Edit, NotebookEdit and Bash; {t:?} is missing"
         ));
     }
     if find(&flags, &["--strict-mcp-config"]).is_none() {
-        return Err("flag \"--strict-mcp-config\" is missing (user MCP servers could add write tools)".into());
+        return Err(
+            "flag \"--strict-mcp-config\" is missing (user MCP servers could add write tools)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -166,19 +175,33 @@ fn check_codex(args: &[String]) -> Result<(), String> {
     })?;
     for pair in [["-m", "--model"], ["-s", "--sandbox"]] {
         if find(&flags, &[pair[0]]).is_some() && find(&flags, &[pair[1]]).is_some() {
-            return Err(format!("flag {:?} is given twice (as {} and {})", pair[1], pair[0], pair[1]));
+            return Err(format!(
+                "flag {:?} is given twice (as {} and {})",
+                pair[1], pair[0], pair[1]
+            ));
         }
     }
     match find(&flags, &["-s", "--sandbox"]) {
         Some(f) if f.values == ["read-only"] => {}
-        Some(f) => return Err(format!("flag {:?} must be \"read-only\", not {:?}", f.name, f.values)),
+        Some(f) => {
+            return Err(format!(
+                "flag {:?} must be \"read-only\", not {:?}",
+                f.name, f.values
+            ));
+        }
         None => return Err("flag \"--sandbox read-only\" is missing".into()),
     }
     if let Some(f) = find(&flags, &["-c"]).filter(|f| f.values != ["notify=[]"]) {
-        return Err(format!("flag \"-c\" may only be \"notify=[]\", not {:?}", f.values));
+        return Err(format!(
+            "flag \"-c\" may only be \"notify=[]\", not {:?}",
+            f.values
+        ));
     }
     if find(&flags, &["--ignore-user-config"]).is_none() {
-        return Err("flag \"--ignore-user-config\" is missing (user MCP servers run outside the sandbox)".into());
+        return Err(
+            "flag \"--ignore-user-config\" is missing (user MCP servers run outside the sandbox)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -200,14 +223,42 @@ mod tests {
     }
 
     const CLAUDE: &[&str] = &[
-        "claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}",
-        "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read",
-        "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash",
-        "--strict-mcp-config", "--", "{prompt}",
+        "claude",
+        "-p",
+        "--model",
+        "haiku",
+        "--settings",
+        "{\"disableAllHooks\": true}",
+        "--no-session-persistence",
+        "--tools",
+        "Read",
+        "Grep",
+        "Glob",
+        "--allowedTools",
+        "Read",
+        "Grep",
+        "Glob",
+        "--disallowedTools",
+        "Write",
+        "Edit",
+        "NotebookEdit",
+        "Bash",
+        "--strict-mcp-config",
+        "--",
+        "{prompt}",
     ];
     const CODEX: &[&str] = &[
-        "codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]",
-        "--ignore-user-config", "--ephemeral", "--", "{prompt}",
+        "codex",
+        "exec",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "read-only",
+        "-c",
+        "notify=[]",
+        "--ignore-user-config",
+        "--ephemeral",
+        "--",
+        "{prompt}",
     ];
 
     fn replaced(base: &[&str], from: &str, to: &[&str]) -> Vec<String> {
@@ -238,12 +289,36 @@ mod tests {
     #[test]
     fn equals_forms_and_commas_count_the_same() {
         check(&[
-            "/usr/bin/claude", "--print", "--tools=Read,Grep", "--disallowedTools=Write,Edit,NotebookEdit,Bash",
-            "--strict-mcp-config", "--", "{prompt}",
+            "/usr/bin/claude",
+            "--print",
+            "--tools=Read,Grep",
+            "--disallowedTools=Write,Edit,NotebookEdit,Bash",
+            "--strict-mcp-config",
+            "--",
+            "{prompt}",
         ])
         .unwrap();
-        check(&["codex", "exec", "-s", "read-only", "--ignore-user-config", "-m", "o4", "--", "{prompt}"]).unwrap();
-        check(&["codex", "exec", "--sandbox=read-only", "--ignore-user-config", "--", "{prompt}"]).unwrap();
+        check(&[
+            "codex",
+            "exec",
+            "-s",
+            "read-only",
+            "--ignore-user-config",
+            "-m",
+            "o4",
+            "--",
+            "{prompt}",
+        ])
+        .unwrap();
+        check(&[
+            "codex",
+            "exec",
+            "--sandbox=read-only",
+            "--ignore-user-config",
+            "--",
+            "{prompt}",
+        ])
+        .unwrap();
     }
 
     #[test]
@@ -252,14 +327,29 @@ mod tests {
             (replaced(CLAUDE, "Glob", &["Glob", "Write"]), "\"Write\""),
             (replaced(CLAUDE, "Glob", &["Glob,Bash"]), "\"Bash\""),
             (replaced(CLAUDE, "Bash", &[]), "\"Bash\" is missing"),
-            (replaced(CLAUDE, "--strict-mcp-config", &[]), "--strict-mcp-config"),
-            (replaced(CLAUDE, "-p", &["-p", "--dangerously-skip-permissions"]), "--dangerously-skip-permissions"),
-            (replaced(CLAUDE, "-p", &["-p", "--permission-mode", "acceptEdits"]), "--permission-mode"),
+            (
+                replaced(CLAUDE, "--strict-mcp-config", &[]),
+                "--strict-mcp-config",
+            ),
+            (
+                replaced(CLAUDE, "-p", &["-p", "--dangerously-skip-permissions"]),
+                "--dangerously-skip-permissions",
+            ),
+            (
+                replaced(CLAUDE, "-p", &["-p", "--permission-mode", "acceptEdits"]),
+                "--permission-mode",
+            ),
             (replaced(CLAUDE, "-p", &["-p", "--print"]), "twice"),
-            (replaced(CLAUDE, "--model", &["--model", "x", "--model"]), "twice"),
+            (
+                replaced(CLAUDE, "--model", &["--model", "x", "--model"]),
+                "twice",
+            ),
             (replaced(CLAUDE, "--", &[]), "must end with"),
             (replaced(CLAUDE, "haiku", &["{prompt}"]), "before the final"),
-            (replaced(CLAUDE, "{prompt}", &["{prompt}", "extra"]), "must end with"),
+            (
+                replaced(CLAUDE, "{prompt}", &["{prompt}", "extra"]),
+                "must end with",
+            ),
         ];
         for (argv, words) in cases {
             let e = check_owned(argv.clone()).unwrap_err();
@@ -273,23 +363,50 @@ mod tests {
             .filter(|(i, _)| !(7..=10).contains(i))
             .map(|(_, s)| s.to_string())
             .collect();
-        assert!(check_owned(no_tools).unwrap_err().contains("\"--tools\" is missing"));
+        assert!(
+            check_owned(no_tools)
+                .unwrap_err()
+                .contains("\"--tools\" is missing")
+        );
     }
 
     #[test]
     fn unsafe_codex_tables_are_refused_naming_the_flag() {
         let cases: Vec<(Vec<String>, &str)> = vec![
-            (replaced(CODEX, "read-only", &["workspace-write"]), "read-only"),
             (
-                CODEX.iter().filter(|a| !["--sandbox", "read-only"].contains(a)).map(|s| s.to_string()).collect(),
+                replaced(CODEX, "read-only", &["workspace-write"]),
+                "read-only",
+            ),
+            (
+                CODEX
+                    .iter()
+                    .filter(|a| !["--sandbox", "read-only"].contains(a))
+                    .map(|s| s.to_string())
+                    .collect(),
                 "--sandbox read-only\" is missing",
             ),
-            (replaced(CODEX, "--ignore-user-config", &[]), "--ignore-user-config"),
+            (
+                replaced(CODEX, "--ignore-user-config", &[]),
+                "--ignore-user-config",
+            ),
             (replaced(CODEX, "notify=[]", &["mcp_servers={}"]), "-c"),
-            (replaced(CODEX, "--ephemeral", &["--ephemeral", "--dangerously-bypass-approvals-and-sandbox"]), "--dangerously"),
-            (replaced(CODEX, "--ephemeral", &["--ephemeral", "--full-auto"]), "--full-auto"),
+            (
+                replaced(
+                    CODEX,
+                    "--ephemeral",
+                    &["--ephemeral", "--dangerously-bypass-approvals-and-sandbox"],
+                ),
+                "--dangerously",
+            ),
+            (
+                replaced(CODEX, "--ephemeral", &["--ephemeral", "--full-auto"]),
+                "--full-auto",
+            ),
             (replaced(CODEX, "exec", &["review"]), "codex exec"),
-            (replaced(CODEX, "--ephemeral", &["--ephemeral", "-s", "read-only"]), "twice"),
+            (
+                replaced(CODEX, "--ephemeral", &["--ephemeral", "-s", "read-only"]),
+                "twice",
+            ),
         ];
         for (argv, words) in cases {
             let e = check_owned(argv.clone()).unwrap_err();
@@ -299,7 +416,13 @@ mod tests {
 
     #[test]
     fn other_programs_are_refused() {
-        for program in ["cursor-agent", "sh", "/bin/bash", "python3", "claude-wrapper"] {
+        for program in [
+            "cursor-agent",
+            "sh",
+            "/bin/bash",
+            "python3",
+            "claude-wrapper",
+        ] {
             let e = check(&[program, "--", "{prompt}"]).unwrap_err();
             assert!(e.contains("is not allowed"), "{program}: {e}");
         }

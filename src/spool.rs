@@ -63,7 +63,12 @@ impl StateDir {
 
     /// Creates the root and its folders (0700) if missing.
     pub fn create(&self) -> io::Result<()> {
-        for dir in [self.root.clone(), self.jobs(), self.verdicts(), self.claims()] {
+        for dir in [
+            self.root.clone(),
+            self.jobs(),
+            self.verdicts(),
+            self.claims(),
+        ] {
             create_dir(&dir)?;
         }
         Ok(())
@@ -76,7 +81,12 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot create folder {}: {e}", dir.display())))
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot create folder {}: {e}", dir.display()),
+            )
+        })
 }
 
 /// First 16 lowercase hex digits of SHA-1 of the transcript string.
@@ -127,7 +137,10 @@ pub fn write_temp(dir: &Path, name: &OsStr, bytes: &[u8], fsync: bool) -> io::Re
         Ok(()) => Ok(TempFile { path }),
         Err(e) => {
             let _ = fs::remove_file(&path);
-            Err(io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+            Err(io::Error::new(
+                e.kind(),
+                format!("cannot write {}: {e}", path.display()),
+            ))
         }
     }
 }
@@ -135,7 +148,14 @@ pub fn write_temp(dir: &Path, name: &OsStr, bytes: &[u8], fsync: bool) -> io::Re
 /// Renames a temp file into place and syncs the folder.
 pub fn commit(temp: &Path, target: &Path, fsync: bool) -> io::Result<()> {
     fs::rename(temp, target).map_err(|e| {
-        io::Error::new(e.kind(), format!("cannot rename {} to {}: {e}", temp.display(), target.display()))
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot rename {} to {}: {e}",
+                temp.display(),
+                target.display()
+            ),
+        )
     })?;
     if fsync {
         sync_dir(target.parent().unwrap_or(Path::new(".")))?;
@@ -155,9 +175,12 @@ pub fn publish(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
 
 /// fsyncs a folder so renames and new names in it survive power loss.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot fsync folder {}: {e}", dir.display())))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot fsync folder {}: {e}", dir.display()),
+        )
+    })
 }
 
 /// A process-unique counter for temp names.
@@ -200,7 +223,10 @@ mod tests {
         publish(&target, b"one", true).unwrap();
         publish(&target, b"two", false).unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"two");
-        let names: Vec<_> = fs::read_dir(target.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(target.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![OsString::from("v.json")]);
     }
 }

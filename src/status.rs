@@ -117,7 +117,12 @@ mod tests {
     #[test]
     fn history_keeps_recent_attempts() {
         let mut h = RunnerHistory::default();
-        let a = |ok, ms| Attempt { runner: "r".into(), ok, reason: String::new(), elapsed_ms: Some(ms) };
+        let a = |ok, ms| Attempt {
+            runner: "r".into(),
+            ok,
+            reason: String::new(),
+            elapsed_ms: Some(ms),
+        };
         h.add(&[a(false, 10), a(true, 30), a(true, 20)]);
         let s = &h.stats()["r"];
         assert_eq!((s.attempts, s.answered), (3, 2));

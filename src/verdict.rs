@@ -44,13 +44,20 @@ pub fn judge_attempt(
 ) -> (Attempt, Option<Map<String, Value>>) {
     let tail = |primary: &str, fallback: &str| {
         let p = primary.trim();
-        if p.is_empty() { fallback.trim().to_string() } else { p.to_string() }
+        if p.is_empty() {
+            fallback.trim().to_string()
+        } else {
+            p.to_string()
+        }
     };
     let (reason, answer) = match end {
         RunEnd::NotInstalled => ("not installed".to_string(), None),
         RunEnd::SpawnFailed { kind, message } => (clip(kind, message), None),
         RunEnd::TimedOut { seconds } => (
-            clip(&format!("timed out after {}s", human_number(*seconds)), stderr),
+            clip(
+                &format!("timed out after {}s", human_number(*seconds)),
+                stderr,
+            ),
             None,
         ),
         RunEnd::Exited { code } if *code != 0 => {
@@ -232,7 +239,11 @@ pub fn decide(rule: &HitRule, answer: &Map<String, Value>) -> Decision {
             }
         }
         HitRule::AllTrue(keys) => {
-            let not_true: Vec<&str> = keys.iter().map(String::as_str).filter(|k| !is_true(k)).collect();
+            let not_true: Vec<&str> = keys
+                .iter()
+                .map(String::as_str)
+                .filter(|k| !is_true(k))
+                .collect();
             if not_true.is_empty() {
                 Decision {
                     outcome: Outcome::Hit,
@@ -269,17 +280,44 @@ mod tests {
     #[test]
     fn every_attempt_reason_is_pinned() {
         assert_eq!(reason(RunEnd::NotInstalled, "", ""), "not installed");
-        let spawn = RunEnd::SpawnFailed { kind: "PermissionDenied".into(), message: "Permission denied (os error 13)".into() };
-        assert_eq!(reason(spawn, "", ""), "PermissionDenied: Permission denied (os error 13)");
-        assert_eq!(reason(RunEnd::TimedOut { seconds: 60.0 }, "out", ""), "timed out after 60s");
-        assert_eq!(reason(RunEnd::TimedOut { seconds: 1.5 }, "", " slow\n"), "timed out after 1.5s: slow");
+        let spawn = RunEnd::SpawnFailed {
+            kind: "PermissionDenied".into(),
+            message: "Permission denied (os error 13)".into(),
+        };
+        assert_eq!(
+            reason(spawn, "", ""),
+            "PermissionDenied: Permission denied (os error 13)"
+        );
+        assert_eq!(
+            reason(RunEnd::TimedOut { seconds: 60.0 }, "out", ""),
+            "timed out after 60s"
+        );
+        assert_eq!(
+            reason(RunEnd::TimedOut { seconds: 1.5 }, "", " slow\n"),
+            "timed out after 1.5s: slow"
+        );
         assert_eq!(reason(RunEnd::Exited { code: 2 }, "", ""), "exit 2");
-        assert_eq!(reason(RunEnd::Exited { code: 1 }, "Not logged in", ""), "exit 1: Not logged in");
-        assert_eq!(reason(RunEnd::Exited { code: 1 }, "out", "err\nmore\n"), "exit 1: err\nmore");
+        assert_eq!(
+            reason(RunEnd::Exited { code: 1 }, "Not logged in", ""),
+            "exit 1: Not logged in"
+        );
+        assert_eq!(
+            reason(RunEnd::Exited { code: 1 }, "out", "err\nmore\n"),
+            "exit 1: err\nmore"
+        );
         assert_eq!(reason(RunEnd::Exited { code: -9 }, "", ""), "exit -9");
-        assert_eq!(reason(RunEnd::Exited { code: 0 }, "prose", ""), "no JSON object line in stdout: prose");
-        assert_eq!(reason(RunEnd::Exited { code: 0 }, "prose", "warn"), "no JSON object line in stdout: warn");
-        assert_eq!(reason(RunEnd::Exited { code: 0 }, "", ""), "no JSON object line in stdout");
+        assert_eq!(
+            reason(RunEnd::Exited { code: 0 }, "prose", ""),
+            "no JSON object line in stdout: prose"
+        );
+        assert_eq!(
+            reason(RunEnd::Exited { code: 0 }, "prose", "warn"),
+            "no JSON object line in stdout: warn"
+        );
+        assert_eq!(
+            reason(RunEnd::Exited { code: 0 }, "", ""),
+            "no JSON object line in stdout"
+        );
         let (a, answer) = judge_attempt("r", &RunEnd::Exited { code: 0 }, "{\"x\":true}", "noise");
         assert_eq!((a.ok, a.reason.as_str()), (true, "answered"));
         assert_eq!(answer, Some(obj(json!({"x": true}))));
@@ -315,9 +353,15 @@ mod tests {
     fn all_true_rules() {
         let rule = HitRule::AllTrue(vec!["a".into(), "b".into()]);
         let d = decide(&rule, &obj(json!({"a": true, "b": true})));
-        assert_eq!((d.outcome, d.reason.as_str()), (Outcome::Hit, "all true: a, b"));
+        assert_eq!(
+            (d.outcome, d.reason.as_str()),
+            (Outcome::Hit, "all true: a, b")
+        );
         let d = decide(&rule, &obj(json!({"a": true, "b": "true"})));
-        assert_eq!((d.outcome, d.reason.as_str()), (Outcome::Clean, "not true: b"));
+        assert_eq!(
+            (d.outcome, d.reason.as_str()),
+            (Outcome::Clean, "not true: b")
+        );
         let d = decide(&rule, &obj(json!({"a": 1})));
         assert_eq!(d.reason, "not true: a, b");
         let d = decide(&HitRule::AllTrue(vec![]), &obj(json!({})));
@@ -326,16 +370,39 @@ mod tests {
 
     #[test]
     fn any_true_rules() {
-        let rule = HitRule::AnyTrue(vec![("z".into(), "Z!".into()), ("m".into(), "M!".into()), ("a".into(), "A!".into())]);
+        let rule = HitRule::AnyTrue(vec![
+            ("z".into(), "Z!".into()),
+            ("m".into(), "M!".into()),
+            ("a".into(), "A!".into()),
+        ]);
         let d = decide(&rule, &obj(json!({"a": true, "z": true, "m": false})));
-        assert_eq!(d, Decision { outcome: Outcome::Hit, reason: "any true: z, a".into(), on_hit: Some("Z!\nA!".into()) });
+        assert_eq!(
+            d,
+            Decision {
+                outcome: Outcome::Hit,
+                reason: "any true: z, a".into(),
+                on_hit: Some("Z!\nA!".into())
+            }
+        );
         let d = decide(&rule, &obj(json!({"a": "true"})));
-        assert_eq!(d, Decision { outcome: Outcome::Clean, reason: "none true: z, m, a".into(), on_hit: None });
+        assert_eq!(
+            d,
+            Decision {
+                outcome: Outcome::Clean,
+                reason: "none true: z, m, a".into(),
+                on_hit: None
+            }
+        );
     }
 
     #[test]
     fn no_answer_lists_attempts_and_keeps_the_end() {
-        let a = |r: &str, why: &str| Attempt { runner: r.into(), ok: false, reason: why.into(), elapsed_ms: None };
+        let a = |r: &str, why: &str| Attempt {
+            runner: r.into(),
+            ok: false,
+            reason: why.into(),
+            elapsed_ms: None,
+        };
         assert_eq!(no_answer_reason(&[]), "no runner answered");
         assert_eq!(
             no_answer_reason(&[a("codex", "not installed"), a("claude", "exit 1: x")]),
@@ -350,9 +417,17 @@ mod tests {
     #[test]
     fn verdict_keys_are_in_spec_order() {
         let v = Verdict {
-            id: "i".into(), hook: Value::Null, transcript: "".into(), outcome: Outcome::Clean,
-            on_hit: Value::Null, reason: "r".into(), runner: None, answer: None, attempts: vec![],
-            finished_at: 1.5, rule_id: None,
+            id: "i".into(),
+            hook: Value::Null,
+            transcript: "".into(),
+            outcome: Outcome::Clean,
+            on_hit: Value::Null,
+            reason: "r".into(),
+            runner: None,
+            answer: None,
+            attempts: vec![],
+            finished_at: 1.5,
+            rule_id: None,
         };
         let text = serde_json::to_string(&v).unwrap();
         assert_eq!(

@@ -25,17 +25,32 @@ fn stderr(out: &Output) -> String {
 }
 
 fn lines(out: &Output) -> Vec<Value> {
-    stdout(out).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
 }
 
 /// Publishes a verdict file as the judge would.
 fn verdict_file(w: &World, transcript: &str, stem: &str, mtime_secs: u64) {
-    let dir = w.state().join("verdicts").join(llm_judge::spool::transcript_hash(transcript));
+    let dir = w
+        .state()
+        .join("verdicts")
+        .join(llm_judge::spool::transcript_hash(transcript));
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{stem}.json"));
-    fs::write(&path, json!({"id": stem, "transcript": transcript, "outcome": "clean"}).to_string()).unwrap();
+    fs::write(
+        &path,
+        json!({"id": stem, "transcript": transcript, "outcome": "clean"}).to_string(),
+    )
+    .unwrap();
     let t = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(mtime_secs);
-    fs::File::options().write(true).open(&path).unwrap().set_modified(t).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
 }
 
 #[test]
@@ -44,41 +59,85 @@ fn round_trip_enqueue_daemon_drain() {
     let fake = w.runner("fake", &answer(r#"{"retracts": true, "other": false}"#));
     let _d = w.start(std::slice::from_ref(&fake));
     let out = run(
-        w.command(&[fake.clone()]),
-        &["enqueue", "--prompt", "did it retract?", "--transcript", "/t/1.jsonl", "--hook", "stop",
-          "--hit-if-any-true", "retracts=It retracted.", "--hit-if-any-true", "other=Other.", "--rule-id", "r1"],
+        w.command(std::slice::from_ref(&fake)),
+        &[
+            "enqueue",
+            "--prompt",
+            "did it retract?",
+            "--transcript",
+            "/t/1.jsonl",
+            "--hook",
+            "stop",
+            "--hit-if-any-true",
+            "retracts=It retracted.",
+            "--hit-if-any-true",
+            "other=Other.",
+            "--rule-id",
+            "r1",
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let id = stdout(&out).trim().to_string();
     assert_eq!(id.len(), 32, "a random 32-hex id: {id}");
     assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
-    let dir = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("/t/1.jsonl"));
-    wait_until("verdict", DEADLINE, || dir.join(format!("{id}.json")).exists());
+    let dir = w
+        .state()
+        .join("verdicts")
+        .join(llm_judge::spool::transcript_hash("/t/1.jsonl"));
+    wait_until("verdict", DEADLINE, || {
+        dir.join(format!("{id}.json")).exists()
+    });
     let out = run(w.command(&[]), &["drain", "--transcript", "/t/1.jsonl"]);
     assert!(out.status.success());
     let got = lines(&out);
     assert_eq!(got.len(), 1);
     let v = &got[0];
-    assert_eq!((v["id"].as_str(), v["outcome"].as_str(), v["hook"].as_str()), (Some(id.as_str()), Some("hit"), Some("stop")));
+    assert_eq!(
+        (v["id"].as_str(), v["outcome"].as_str(), v["hook"].as_str()),
+        (Some(id.as_str()), Some("hit"), Some("stop"))
+    );
     assert_eq!(v["on_hit"], "It retracted.");
     assert_eq!(v["rule_id"], "r1");
     assert!(names(&dir).is_empty(), "drained verdicts are removed");
-    assert!(lines(&run(w.command(&[]), &["drain", "--transcript", "/t/1.jsonl"])).is_empty());
+    assert!(
+        lines(&run(
+            w.command(&[]),
+            &["drain", "--transcript", "/t/1.jsonl"]
+        ))
+        .is_empty()
+    );
 }
 
 #[test]
 fn enqueue_json_job_with_flags_over_it() {
     let w = World::new();
     let job = w.path("job.json");
-    fs::write(&job, r#"{"prompt": "from file", "id": "j1", "extra": [1, 2], "hit_if_all_true": ["x"]}"#).unwrap();
-    let out = run(w.command(&[]), &["enqueue", "--json", job.to_str().unwrap(), "--transcript", "T"]);
+    fs::write(
+        &job,
+        r#"{"prompt": "from file", "id": "j1", "extra": [1, 2], "hit_if_all_true": ["x"]}"#,
+    )
+    .unwrap();
+    let out = run(
+        w.command(&[]),
+        &[
+            "enqueue",
+            "--json",
+            job.to_str().unwrap(),
+            "--transcript",
+            "T",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "j1");
-    let written: Value = serde_json::from_str(&fs::read_to_string(w.state().join("jobs/j1.json")).unwrap()).unwrap();
+    let written: Value =
+        serde_json::from_str(&fs::read_to_string(w.state().join("jobs/j1.json")).unwrap()).unwrap();
     assert_eq!(written["prompt"], "from file");
     assert_eq!(written["transcript"], "T");
     assert_eq!(written["extra"], json!([1, 2]), "other keys are kept");
-    let hidden: Vec<String> = names(&w.state().join("jobs")).into_iter().filter(|n| n.starts_with('.')).collect();
+    let hidden: Vec<String> = names(&w.state().join("jobs"))
+        .into_iter()
+        .filter(|n| n.starts_with('.'))
+        .collect();
     assert!(hidden.is_empty(), "no temp file left: {hidden:?}");
 }
 
@@ -92,10 +151,16 @@ fn enqueue_prompt_from_stdin() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all("line one\n--version\n".as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all("line one\n--version\n".as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    let written: Value = serde_json::from_str(&fs::read_to_string(w.state().join("jobs/s.json")).unwrap()).unwrap();
+    let written: Value =
+        serde_json::from_str(&fs::read_to_string(w.state().join("jobs/s.json")).unwrap()).unwrap();
     assert_eq!(written["prompt"], "line one\n--version\n");
 }
 
@@ -104,23 +169,49 @@ fn enqueue_wait_prints_the_verdict_and_removes_it() {
     let w = World::new();
     let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
     let _d = w.start(std::slice::from_ref(&fake));
-    let out = run(w.command(&[]), &["enqueue", "--prompt", "p", "--id", "w1", "--transcript", "T", "--wait", "60"]);
+    let out = run(
+        w.command(&[]),
+        &[
+            "enqueue",
+            "--prompt",
+            "p",
+            "--id",
+            "w1",
+            "--transcript",
+            "T",
+            "--wait",
+            "60",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let mut it = text.lines();
     assert_eq!(it.next(), Some("w1"));
     let v: Value = serde_json::from_str(it.next().expect("the verdict line")).unwrap();
-    assert_eq!((v["id"].as_str(), v["outcome"].as_str()), (Some("w1"), Some("hit")));
-    assert!(w.verdicts().is_empty(), "the waited-for verdict was removed");
+    assert_eq!(
+        (v["id"].as_str(), v["outcome"].as_str()),
+        (Some("w1"), Some("hit"))
+    );
+    assert!(
+        w.verdicts().is_empty(),
+        "the waited-for verdict was removed"
+    );
 }
 
 #[test]
 fn enqueue_wait_times_out_with_124_and_leaves_the_job_queued() {
     let w = World::new();
-    let out = run(w.command(&[]), &["enqueue", "--prompt", "p", "--id", "w2", "--wait", "0.3"]);
+    let out = run(
+        w.command(&[]),
+        &["enqueue", "--prompt", "p", "--id", "w2", "--wait", "0.3"],
+    );
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "w2");
-    assert!(stderr(&out).contains("no verdict for w2"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no verdict for w2"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(w.jobs_left(), ["w2.json"]);
 }
 
@@ -133,7 +224,10 @@ fn enqueue_recursion_guard_writes_nothing() {
     let out = run(cmd, &["enqueue", "--prompt", "p"]);
     assert!(out.status.success());
     assert_eq!(stdout(&out), "");
-    assert!(!w.state().exists(), "nothing written, not even the state folder");
+    assert!(
+        !w.state().exists(),
+        "nothing written, not even the state folder"
+    );
 }
 
 #[test]
@@ -141,7 +235,11 @@ fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
     let w = World::new();
     fs::write(w.path("list.json"), "[1]").unwrap();
     fs::write(w.path("broken.json"), "{").unwrap();
-    fs::write(w.path("badshape.json"), r#"{"prompt": "p", "hit_if_all_true": "x"}"#).unwrap();
+    fs::write(
+        w.path("badshape.json"),
+        r#"{"prompt": "p", "hit_if_all_true": "x"}"#,
+    )
+    .unwrap();
     let list = w.path("list.json").display().to_string();
     let broken = w.path("broken.json").display().to_string();
     let badshape = w.path("badshape.json").display().to_string();
@@ -150,7 +248,10 @@ fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
         (vec!["--prompt", "p", "--id", "a/b"], "contains '/'"),
         (vec!["--prompt", "p", "--id", ".hidden"], "starts with '.'"),
         (vec!["--prompt", "p", "--id", ""], "empty"),
-        (vec!["--prompt", "p", "--hit-if-any-true", "novalue"], "KEY=NOTICE"),
+        (
+            vec!["--prompt", "p", "--hit-if-any-true", "novalue"],
+            "KEY=NOTICE",
+        ),
         (vec!["--prompt", "p", "--timeout", "0"], "--timeout"),
         (vec!["--prompt", "p", "--timeout", "-5"], "--timeout"),
         (vec!["--prompt", "p", "--timeout", "NaN"], "--timeout"),
@@ -159,7 +260,10 @@ fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
         (vec!["--json", &broken], "not valid JSON"),
         (vec!["--json", &badshape], "hit_if_all_true"),
         (vec!["--prompt-file", "/no/such/file"], "/no/such/file"),
-        (vec!["--prompt", "p", "--prompt-file", "-"], "cannot be used with"),
+        (
+            vec!["--prompt", "p", "--prompt-file", "-"],
+            "cannot be used with",
+        ),
         (vec!["--json", "-", "--prompt-file", "-"], "both read stdin"),
     ];
     for (args, words) in cases {
@@ -186,7 +290,9 @@ fn drain_is_oldest_first_and_many_drains_at_once_return_each_verdict_once() {
     let drains: Vec<_> = (0..8)
         .map(|_| {
             let mut cmd = w.command(&[]);
-            cmd.args(["drain", "--transcript", "T"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+            cmd.args(["drain", "--transcript", "T"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
             cmd.spawn().unwrap()
         })
         .collect();
@@ -194,7 +300,10 @@ fn drain_is_oldest_first_and_many_drains_at_once_return_each_verdict_once() {
     for child in drains {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
-        let ids: Vec<String> = lines(&out).iter().map(|v| v["id"].as_str().unwrap().to_string()).collect();
+        let ids: Vec<String> = lines(&out)
+            .iter()
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .collect();
         // Each drain's own output is oldest first.
         let mut sorted = ids.clone();
         sorted.sort_by(|a, b| b.cmp(a));
@@ -212,17 +321,29 @@ fn drain_is_oldest_first_and_many_drains_at_once_return_each_verdict_once() {
 fn a_crashed_drains_claim_is_recovered_and_a_closed_pipe_gives_back() {
     let w = World::new();
     verdict_file(&w, "T", "a", 1_000);
-    let dir = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("T"));
+    let dir = w
+        .state()
+        .join("verdicts")
+        .join(llm_judge::spool::transcript_hash("T"));
     // A drain that died holding "b": pid 999999999 does not exist.
-    fs::write(dir.join(".b.json.draining-999999999-12345"), json!({"id": "b"}).to_string()).unwrap();
+    fs::write(
+        dir.join(".b.json.draining-999999999-12345"),
+        json!({"id": "b"}).to_string(),
+    )
+    .unwrap();
     // First a drain whose stdout is closed before it starts: nothing is lost.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
     let mut cmd = w.command(&[]);
-    cmd.args(["drain", "--transcript", "T"]).stdout(Stdio::from(writer));
+    cmd.args(["drain", "--transcript", "T"])
+        .stdout(Stdio::from(writer));
     let status = cmd.status().unwrap();
     assert!(!status.success(), "a drain that cannot print fails");
-    assert_eq!(names(&dir), ["a.json", "b.json"], "the claim was recovered and the unprinted verdict given back");
+    assert_eq!(
+        names(&dir),
+        ["a.json", "b.json"],
+        "the claim was recovered and the unprinted verdict given back"
+    );
     let out = run(w.command(&[]), &["drain", "--transcript", "T"]);
     let ids: Vec<Value> = lines(&out).iter().map(|v| v["id"].clone()).collect();
     assert_eq!(ids.len(), 2);
@@ -233,7 +354,10 @@ fn a_crashed_drains_claim_is_recovered_and_a_closed_pipe_gives_back() {
 #[test]
 fn an_unreadable_verdict_file_comes_back_as_unchecked() {
     let w = World::new();
-    let dir = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("T"));
+    let dir = w
+        .state()
+        .join("verdicts")
+        .join(llm_judge::spool::transcript_hash("T"));
     fs::create_dir_all(dir.join("bad.json")).unwrap();
     fs::write(dir.join("torn.json"), "{\"id\": ").unwrap();
     let out = run(w.command(&[]), &["drain", "--transcript", "T"]);
@@ -242,7 +366,13 @@ fn an_unreadable_verdict_file_comes_back_as_unchecked() {
     assert_eq!(got.len(), 2);
     for v in &got {
         assert_eq!(v["outcome"], "unchecked");
-        assert!(v["reason"].as_str().unwrap().starts_with("unreadable verdict file"), "{v}");
+        assert!(
+            v["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("unreadable verdict file"),
+            "{v}"
+        );
     }
     assert!(names(&dir).is_empty());
 }
@@ -260,18 +390,28 @@ fn status_with_the_daemon_down_and_up() {
     assert!(s["queue"]["oldest_age_seconds"].as_f64().is_some());
     assert_eq!(s["running"], json!([]));
     let human = stdout(&run(w.command(&[]), &["status"]));
-    assert!(human.contains("not running") && human.contains("1 waiting"), "{human}");
+    assert!(
+        human.contains("not running") && human.contains("1 waiting"),
+        "{human}"
+    );
 
-    let blocker = w.runner("blocker", "touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\necho '{\"ok\": true}'");
+    let blocker = w.runner(
+        "blocker",
+        "touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\necho '{\"ok\": true}'",
+    );
     let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
     w.config("workers = 1");
     let d = w.start(&[blocker]);
     wait_until("runner started", DEADLINE, || w.path("started").exists());
     w.job("young", &json!({"prompt": "p", "hook": "stop"}));
-    let status = || -> Value { serde_json::from_str(&stdout(&run(w.command(&[]), &["status", "--json"]))).unwrap() };
+    let status = || -> Value {
+        serde_json::from_str(&stdout(&run(w.command(&[]), &["status", "--json"]))).unwrap()
+    };
     wait_until("status shows the running job", DEADLINE, || {
         let s = status();
-        s["running"].as_array().is_some_and(|r| r.len() == 1 && r[0]["runner"] == "blocker")
+        s["running"]
+            .as_array()
+            .is_some_and(|r| r.len() == 1 && r[0]["runner"] == "blocker")
     });
     let s = status();
     assert_eq!(s["daemon"]["running"], true);
@@ -289,7 +429,13 @@ fn status_with_the_daemon_down_and_up() {
         s["outcomes"]["hit"] == 2 && s["runners"]["blocker"]["answer_rate"] == 1.0
     });
     let s = status();
-    assert_eq!((s["outcomes"]["clean"].as_u64(), s["outcomes"]["unchecked"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (
+            s["outcomes"]["clean"].as_u64(),
+            s["outcomes"]["unchecked"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
     assert!(s["runners"]["blocker"]["median_seconds"].as_f64().is_some());
     assert!(s["runners"]["blocker"].get("health").is_some());
     drop(fake);
@@ -302,7 +448,11 @@ fn install_exe(w: &World, name: &str, body: &str) {
     fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     for _ in 0..200 {
-        match Command::new(&path).arg("--version").stdout(Stdio::null()).status() {
+        match Command::new(&path)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+        {
             Err(e) if e.raw_os_error() == Some(26) => std::thread::sleep(Duration::from_millis(10)),
             _ => return,
         }
@@ -314,7 +464,11 @@ fn doctor(w: &World, extra_path: bool) -> Output {
     let mut cmd = w.command(&[]);
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
     if extra_path {
-        let path = format!("{}:{}", w.path("bin").display(), std::env::var("PATH").unwrap_or_default());
+        let path = format!(
+            "{}:{}",
+            w.path("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         cmd.env("PATH", path);
     }
     run(cmd, &["doctor"])
@@ -329,9 +483,18 @@ fn doctor_finds_a_fake_runner_and_reports_a_missing_one() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     let codex = w.path("bin/codex").display().to_string();
-    assert!(text.contains(&format!("default runner codex: {codex} (codex-cli 9.9.9)")), "{text}");
-    assert!(text.contains("investigate runner claude:") && text.contains("(9.9.9 (Claude Code))"), "{text}");
-    assert!(text.contains("default runner cursor: \"cursor-agent\" not found on PATH"), "{text}");
+    assert!(
+        text.contains(&format!("default runner codex: {codex} (codex-cli 9.9.9)")),
+        "{text}"
+    );
+    assert!(
+        text.contains("investigate runner claude:") && text.contains("(9.9.9 (Claude Code))"),
+        "{text}"
+    );
+    assert!(
+        text.contains("default runner cursor: \"cursor-agent\" not found on PATH"),
+        "{text}"
+    );
     assert!(text.contains("passes the read-only safety check"), "{text}");
     assert!(text.contains("no daemon is running"), "{text}");
 }
@@ -341,7 +504,11 @@ fn doctor_fails_when_no_runner_is_installed() {
     let w = World::new();
     let out = doctor(&w, false);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("FAIL  default table: no runner is installed"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL  default table: no runner is installed"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -352,7 +519,10 @@ fn doctor_fails_on_an_unsafe_investigate_table() {
     let out = doctor(&w, true);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
-    assert!(text.contains("FAIL  config:") && text.contains("investigate runner \"cur\""), "{text}");
+    assert!(
+        text.contains("FAIL  config:") && text.contains("investigate runner \"cur\""),
+        "{text}"
+    );
 }
 
 #[test]
@@ -364,14 +534,22 @@ fn doctor_fails_on_a_world_writable_state_folder() {
     let out = doctor(&w, true);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
-    assert!(text.contains("FAIL  the daemon would refuse to start") && text.contains("chmod o-w"), "{text}");
+    assert!(
+        text.contains("FAIL  the daemon would refuse to start") && text.contains("chmod o-w"),
+        "{text}"
+    );
 }
 
 #[test]
 fn every_command_help_has_an_example() {
-    for cmd in ["daemon", "run", "ask", "enqueue", "drain", "status", "doctor"] {
+    for cmd in [
+        "daemon", "run", "ask", "enqueue", "drain", "status", "doctor",
+    ] {
         let out = Command::new(BIN).args([cmd, "--help"]).output().unwrap();
         assert!(out.status.success());
-        assert!(stdout(&out).contains("Example"), "{cmd} --help has no example");
+        assert!(
+            stdout(&out).contains("Example"),
+            "{cmd} --help has no example"
+        );
     }
 }

@@ -18,12 +18,18 @@ fn jobs_present_before_start_and_arriving_after_are_judged() {
     let w = World::new();
     let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
     for i in 0..3 {
-        w.job(&format!("pre{i}"), &json!({"prompt": format!("p{i}"), "transcript": "T", "hit_if_all_true": ["ok"]}));
+        w.job(
+            &format!("pre{i}"),
+            &json!({"prompt": format!("p{i}"), "transcript": "T", "hit_if_all_true": ["ok"]}),
+        );
     }
     let _d = w.start(&[fake]);
     wait_until("pre jobs judged", DEADLINE, || w.verdicts().len() == 3);
     for i in 0..3 {
-        w.job(&format!("post{i}"), &json!({"prompt": format!("q{i}"), "transcript": "T"}));
+        w.job(
+            &format!("post{i}"),
+            &json!({"prompt": format!("q{i}"), "transcript": "T"}),
+        );
     }
     wait_until("post jobs judged", DEADLINE, || w.verdicts().len() == 6);
     assert!(w.jobs_left().is_empty());
@@ -44,12 +50,19 @@ fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
     const N: usize = 20_000;
     for i in 0..N {
         // Plain writes: several events per file, more than the kernel's event queue holds.
-        fs::write(jobs.join(format!("j{i:05}.json")), format!(r#"{{"prompt":"p{i}","transcript":"T"}}"#)).unwrap();
+        fs::write(
+            jobs.join(format!("j{i:05}.json")),
+            format!(r#"{{"prompt":"p{i}","transcript":"T"}}"#),
+        )
+        .unwrap();
     }
     wait_until("inbox empty", Duration::from_secs(600), || {
         fs::read_dir(&jobs).map(|d| d.count() == 0).unwrap_or(false)
     });
-    let folder = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("T"));
+    let folder = w
+        .state()
+        .join("verdicts")
+        .join(llm_judge::spool::transcript_hash("T"));
     assert_eq!(names(&folder).len(), N, "one verdict per job");
     let finished = w.log().matches("job finished").count();
     assert_eq!(finished, N, "each job judged exactly once");
@@ -114,16 +127,32 @@ fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
         pids_in(&w.read("grandchild.pids")).len() == 1
     });
     d.kill9();
-    let leftovers: Vec<u32> = pids_in(&w.read("runner.pids")).into_iter().chain(pids_in(&w.read("grandchild.pids"))).collect();
-    assert!(leftovers.iter().all(|&p| is_alive(p)), "the crash left the runner running");
+    let leftovers: Vec<u32> = pids_in(&w.read("runner.pids"))
+        .into_iter()
+        .chain(pids_in(&w.read("grandchild.pids")))
+        .collect();
+    assert!(
+        leftovers.iter().all(|&p| is_alive(p)),
+        "the crash left the runner running"
+    );
     fs::write(w.path("answer"), "").unwrap();
     let _d2 = w.start(&[runner]);
-    wait_until("verdict after restart", DEADLINE, || w.verdicts().len() == 1);
+    wait_until("verdict after restart", DEADLINE, || {
+        w.verdicts().len() == 1
+    });
     assert_eq!(w.verdict("k")["outcome"], "hit");
-    wait_until("leftover runners stopped", DEADLINE, || leftovers.iter().all(|&p| !is_alive(p)));
-    assert!(w.log().contains("recovered: stopped runner processes"), "{}", w.log());
+    wait_until("leftover runners stopped", DEADLINE, || {
+        leftovers.iter().all(|&p| !is_alive(p))
+    });
+    assert!(
+        w.log().contains("recovered: stopped runner processes"),
+        "{}",
+        w.log()
+    );
     assert!(w.log().contains("interruptions=1"), "{}", w.log());
-    wait_until("claim released", DEADLINE, || names(&w.state().join("claims")).is_empty());
+    wait_until("claim released", DEADLINE, || {
+        names(&w.state().join("claims")).is_empty()
+    });
     assert!(w.jobs_left().is_empty());
 }
 
@@ -131,10 +160,15 @@ fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
 fn a_job_interrupted_three_times_gets_an_unchecked_verdict() {
     let w = World::new();
     let runner = blocking_runner(&w);
-    w.job("doomed", &json!({"prompt": "p", "transcript": "T", "hook": "h"}));
+    w.job(
+        "doomed",
+        &json!({"prompt": "p", "transcript": "T", "hook": "h"}),
+    );
     for round in 1..=3 {
         let mut d = w.start(std::slice::from_ref(&runner));
-        wait_until("runner started", DEADLINE, || pids_in(&w.read("runner.pids")).len() == round);
+        wait_until("runner started", DEADLINE, || {
+            pids_in(&w.read("runner.pids")).len() == round
+        });
         d.kill9();
     }
     let _d = w.start(&[runner]);
@@ -144,8 +178,15 @@ fn a_job_interrupted_three_times_gets_an_unchecked_verdict() {
     assert_eq!(v["hook"], "h");
     assert_eq!(v["attempts"], json!([]));
     let reason = v["reason"].as_str().unwrap();
-    assert!(reason.starts_with("judge error") && reason.contains("interrupted 3 times"), "{reason}");
-    assert_eq!(pids_in(&w.read("runner.pids")).len(), 3, "not run a fourth time");
+    assert!(
+        reason.starts_with("judge error") && reason.contains("interrupted 3 times"),
+        "{reason}"
+    );
+    assert_eq!(
+        pids_in(&w.read("runner.pids")).len(),
+        3,
+        "not run a fourth time"
+    );
 }
 
 /// Writes a claim as a judge killed mid-publish would have left it.
@@ -158,17 +199,32 @@ fn publishing_claim(w: &World, job: &str, temp: &Path, target: &Path) {
         "runner": null, "verdict_temp": temp, "verdict_path": target,
     });
     fs::create_dir_all(w.state().join("claims")).unwrap();
-    fs::write(w.state().join("claims").join(format!("{job}.json")), record.to_string()).unwrap();
+    fs::write(
+        w.state().join("claims").join(format!("{job}.json")),
+        record.to_string(),
+    )
+    .unwrap();
 }
 
 #[test]
 fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() {
     let w = World::new();
-    let fake = w.runner("fake", &format!("echo x >> $W/ran\n{}", answer(r#"{"ok": true}"#)));
+    let fake = w.runner(
+        "fake",
+        &format!("echo x >> $W/ran\n{}", answer(r#"{"ok": true}"#)),
+    );
     w.job("drained", &json!({"prompt": "p", "transcript": "T"}));
-    let folder = w.state().join("verdicts").join(llm_judge::spool::transcript_hash("T"));
+    let folder = w
+        .state()
+        .join("verdicts")
+        .join(llm_judge::spool::transcript_hash("T"));
     // Renamed into place, then drained (removed) by a hook, then the crash.
-    publishing_claim(&w, "drained", &folder.join(".drained.json.1.0.tmp"), &folder.join("drained.json"));
+    publishing_claim(
+        &w,
+        "drained",
+        &folder.join(".drained.json.1.0.tmp"),
+        &folder.join("drained.json"),
+    );
     // And one whose rename had not happened yet: the temp file is still there.
     w.job("pending", &json!({"prompt": "p", "transcript": "T"}));
     fs::create_dir_all(&folder).unwrap();
@@ -177,8 +233,14 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
     publishing_claim(&w, "pending", &temp, &folder.join("pending.json"));
     let _d = w.start(&[fake]);
     wait_until("both jobs removed", DEADLINE, || w.jobs_left().is_empty());
-    wait_until("claims released", DEADLINE, || names(&w.state().join("claims")).is_empty());
-    assert_eq!(names(&folder), ["pending.json"], "no verdict came back for the drained job");
+    wait_until("claims released", DEADLINE, || {
+        names(&w.state().join("claims")).is_empty()
+    });
+    assert_eq!(
+        names(&folder),
+        ["pending.json"],
+        "no verdict came back for the drained job"
+    );
     assert_eq!(w.verdict("pending")["outcome"], "clean");
     assert_eq!(w.read("ran"), "", "no runner ran again");
 }
@@ -187,7 +249,13 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
 fn sigterm_lets_a_running_job_finish_within_the_grace() {
     let w = World::new();
     w.config("shutdown_grace_seconds = 30");
-    let runner = w.runner("slowish", &format!("touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\n{}", answer(r#"{"ok": true}"#)));
+    let runner = w.runner(
+        "slowish",
+        &format!(
+            "touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\n{}",
+            answer(r#"{"ok": true}"#)
+        ),
+    );
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(&[runner]);
     wait_until("runner started", DEADLINE, || w.path("started").exists());
@@ -207,18 +275,31 @@ fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
     let runner = blocking_runner(&w);
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(std::slice::from_ref(&runner));
-    wait_until("runner started", DEADLINE, || pids_in(&w.read("grandchild.pids")).len() == 1);
+    wait_until("runner started", DEADLINE, || {
+        pids_in(&w.read("grandchild.pids")).len() == 1
+    });
     d.signal("TERM");
     let status = d.wait_exit(DEADLINE);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.jobs_left(), ["j.json"]);
     assert!(w.verdicts().is_empty());
-    let pids: Vec<u32> = pids_in(&w.read("runner.pids")).into_iter().chain(pids_in(&w.read("grandchild.pids"))).collect();
-    wait_until("runners stopped", DEADLINE, || pids.iter().all(|&p| !is_alive(p)));
+    let pids: Vec<u32> = pids_in(&w.read("runner.pids"))
+        .into_iter()
+        .chain(pids_in(&w.read("grandchild.pids")))
+        .collect();
+    wait_until("runners stopped", DEADLINE, || {
+        pids.iter().all(|&p| !is_alive(p))
+    });
     fs::write(w.path("answer"), "").unwrap();
     let _d = w.start(&[runner]);
-    wait_until("judged by the next daemon", DEADLINE, || w.verdicts().len() == 1);
-    assert!(w.log().contains("interruptions=0"), "a drain is not an interruption: {}", w.log());
+    wait_until("judged by the next daemon", DEADLINE, || {
+        w.verdicts().len() == 1
+    });
+    assert!(
+        w.log().contains("interruptions=0"),
+        "a drain is not an interruption: {}",
+        w.log()
+    );
     assert!(!w.log().contains("interruptions=1"));
 }
 
@@ -229,7 +310,9 @@ fn a_second_signal_stops_at_once() {
     let runner = blocking_runner(&w);
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(&[runner]);
-    wait_until("runner started", DEADLINE, || pids_in(&w.read("runner.pids")).len() == 1);
+    wait_until("runner started", DEADLINE, || {
+        pids_in(&w.read("runner.pids")).len() == 1
+    });
     d.signal("TERM");
     w.wait_log("draining");
     d.signal("INT");
@@ -246,7 +329,10 @@ fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
     let table = |name: &str| {
         let script = w.path(&format!("bin/{name}.sh"));
         fs::write(&script, answer(r#"{"ok": true}"#)).unwrap();
-        format!("[[runners.default]]\nname = \"{name}\"\nargv = [\"/bin/sh\", \"{}\"]\n", script.display())
+        format!(
+            "[[runners.default]]\nname = \"{name}\"\nargv = [\"/bin/sh\", \"{}\"]\n",
+            script.display()
+        )
     };
     w.config(&table("first"));
     let mut cmd = w.command(&[]);
@@ -264,7 +350,11 @@ fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
     w.config("wrokers = 2\n");
     d.signal("HUP");
     w.wait_log("config reload failed");
-    assert!(w.log().contains("wrokers"), "the error names the key: {}", w.log());
+    assert!(
+        w.log().contains("wrokers"),
+        "the error names the key: {}",
+        w.log()
+    );
     w.job("c", &json!({"prompt": "p"}));
     wait_until("c judged", DEADLINE, || w.verdicts().len() == 3);
     assert_eq!(w.verdict("c")["runner"], "second");
@@ -279,7 +369,11 @@ fn a_second_daemon_is_refused_naming_the_first() {
     let mut second = w.start(&[fake]);
     let status = second.wait_exit(DEADLINE);
     assert!(!status.success());
-    assert!(second.stderr().contains(&format!("pid {}", d.child.id())), "{}", second.stderr());
+    assert!(
+        second.stderr().contains(&format!("pid {}", d.child.id())),
+        "{}",
+        second.stderr()
+    );
 }
 
 #[test]
@@ -307,24 +401,47 @@ fn symlinks_folders_fifos_and_bad_files_in_jobs() {
     fs::write(w.path("target.json"), r#"{"prompt":"secret"}"#).unwrap();
     std::os::unix::fs::symlink(w.path("target.json"), jobs.join("link.json")).unwrap();
     fs::create_dir(jobs.join("folder.json")).unwrap();
-    let fifo = Command::new("mkfifo").arg(jobs.join("fifo.json")).status().unwrap();
+    let fifo = Command::new("mkfifo")
+        .arg(jobs.join("fifo.json"))
+        .status()
+        .unwrap();
     assert!(fifo.success());
     fs::write(jobs.join("empty.json"), "").unwrap();
     fs::write(jobs.join("invalid.json"), "{nope").unwrap();
-    fs::write(jobs.join("huge.json"), format!(r#"{{"prompt":"{}"}}"#, "x".repeat(2000))).unwrap();
+    fs::write(
+        jobs.join("huge.json"),
+        format!(r#"{{"prompt":"{}"}}"#, "x".repeat(2000)),
+    )
+    .unwrap();
     let _d = w.start(&[fake]);
     wait_until("inbox emptied", DEADLINE, || w.jobs_left().is_empty());
-    assert_eq!(names(&w.state().join("rejected")), ["fifo.json", "folder.json", "link.json"]);
-    assert!(w.path("target.json").exists(), "the symlink's target was not touched");
+    assert_eq!(
+        names(&w.state().join("rejected")),
+        ["fifo.json", "folder.json", "link.json"]
+    );
+    assert!(
+        w.path("target.json").exists(),
+        "the symlink's target was not touched"
+    );
     let verdicts = w.verdicts();
-    let got: Vec<(&str, &str)> = verdicts.iter().map(|(f, n, _)| (f.as_str(), n.as_str())).collect();
+    let got: Vec<(&str, &str)> = verdicts
+        .iter()
+        .map(|(f, n, _)| (f.as_str(), n.as_str()))
+        .collect();
     assert_eq!(
         got,
-        [("da39a3ee5e6b4b0d", "empty.json"), ("da39a3ee5e6b4b0d", "huge.json"), ("da39a3ee5e6b4b0d", "invalid.json")]
+        [
+            ("da39a3ee5e6b4b0d", "empty.json"),
+            ("da39a3ee5e6b4b0d", "huge.json"),
+            ("da39a3ee5e6b4b0d", "invalid.json")
+        ]
     );
     for (_, name, v) in &verdicts {
         assert_eq!(v["outcome"], "unchecked", "{name}");
-        assert!(v["reason"].as_str().unwrap().starts_with("judge error"), "{v}");
+        assert!(
+            v["reason"].as_str().unwrap().starts_with("judge error"),
+            "{v}"
+        );
     }
     assert!(w.log().contains("moved to rejected/"));
 }

@@ -8,13 +8,22 @@ use crate::job::{HitRule, Job, Mode, timeout_of};
 use crate::verdict::Outcome;
 
 /// Asks and prints `{"outcome", "runner", "answer", "attempts"}`; exit 0 when answered.
-pub fn main(settings: &Settings, mode: Mode, timeout: Option<f64>, cwd: Option<String>, prompt: String) -> i32 {
+pub fn main(
+    settings: &Settings,
+    mode: Mode,
+    timeout: Option<f64>,
+    cwd: Option<String>,
+    prompt: String,
+) -> i32 {
     let job = Job {
         id: "ask".into(),
         prompt,
         mode,
         mode_warning: None,
-        timeout_seconds: timeout_of(timeout.map(Value::from).as_ref(), settings.config.timeouts()),
+        timeout_seconds: timeout_of(
+            timeout.map(Value::from).as_ref(),
+            settings.config.timeouts(),
+        ),
         cwd: cwd.map(Value::String),
         transcript: String::new(),
         hook: Value::Null,
@@ -23,7 +32,12 @@ pub fn main(settings: &Settings, mode: Mode, timeout: Option<f64>, cwd: Option<S
         rule: HitRule::AllTrue(Vec::new()),
     };
     let verdict = match open_state(settings, false).and_then(|_| runtime()) {
-        Ok(rt) => rt.block_on(crate::judge::judge(settings, &job, &crate::claim::new_tag(), |_, _| {})),
+        Ok(rt) => rt.block_on(crate::judge::judge(
+            settings,
+            &job,
+            &crate::claim::new_tag(),
+            |_, _| {},
+        )),
         Err(e) => {
             eprintln!("llm-judge: {e}");
             return EXIT_FAILURE;
@@ -36,5 +50,9 @@ pub fn main(settings: &Settings, mode: Mode, timeout: Option<f64>, cwd: Option<S
         "attempts": verdict.attempts,
     });
     println!("{out}");
-    if verdict.outcome == Outcome::Unchecked { EXIT_FAILURE } else { EXIT_OK }
+    if verdict.outcome == Outcome::Unchecked {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
+    }
 }

@@ -50,7 +50,11 @@ impl Report {
                 Level::Warn => ("warn", "33"),
                 Level::Fail => ("FAIL", "31"),
             };
-            let tag = if self.colour { format!("\x1b[{code}m{tag}\x1b[0m") } else { tag.to_string() };
+            let tag = if self.colour {
+                format!("\x1b[{code}m{tag}\x1b[0m")
+            } else {
+                tag.to_string()
+            };
             println!("{tag}  {}", text.replace('\n', "\n      "));
         }
         if failed {
@@ -68,7 +72,9 @@ pub fn main(settings: &Settings) -> i32 {
     let source = settings
         .config_path
         .as_ref()
-        .map_or("embedded default (no config file)".to_string(), |p| p.display().to_string());
+        .map_or("embedded default (no config file)".to_string(), |p| {
+            p.display().to_string()
+        });
     report.add(Level::Ok, format!("config: {source}"));
     check_tables(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
@@ -102,25 +108,41 @@ fn check_tables(settings: &Settings, report: &mut Report) {
                     let version = version_of(&path);
                     report.add(
                         Level::Ok,
-                        format!("{} runner {}: {} ({version})", mode.name(), runner.name, path.display()),
+                        format!(
+                            "{} runner {}: {} ({version})",
+                            mode.name(),
+                            runner.name,
+                            path.display()
+                        ),
                     );
                 }
                 None => report.add(
                     Level::Warn,
-                    format!("{} runner {}: {:?} not found on PATH", mode.name(), runner.name, runner.argv[0]),
+                    format!(
+                        "{} runner {}: {:?} not found on PATH",
+                        mode.name(),
+                        runner.name,
+                        runner.argv[0]
+                    ),
                 ),
             }
         }
         if found == 0 {
             report.add(
                 Level::Fail,
-                format!("{} table: no runner is installed, so its jobs end unchecked", mode.name()),
+                format!(
+                    "{} table: no runner is installed, so its jobs end unchecked",
+                    mode.name()
+                ),
             );
         }
     }
     if settings.runner_override.is_none() {
         match check_investigate_table(settings.table(Mode::Investigate)) {
-            Ok(()) => report.add(Level::Ok, "investigate table passes the read-only safety check"),
+            Ok(()) => report.add(
+                Level::Ok,
+                "investigate table passes the read-only safety check",
+            ),
             Err(e) => report.add(Level::Fail, e),
         }
     }
@@ -155,13 +177,21 @@ fn version_of(path: &Path) -> String {
         use std::io::Read;
         let _ = stdout.by_ref().take(4096).read_to_string(&mut out);
     }
-    out.lines().next().map_or("no --version output".into(), |l| l.trim().to_string())
+    out.lines()
+        .next()
+        .map_or("no --version output".into(), |l| l.trim().to_string())
 }
 
 fn check_state(state: &StateDir, report: &mut Report) {
     let root = &state.root;
     if !root.exists() {
-        report.add(Level::Ok, format!("state folder {} does not exist yet (created on first use)", root.display()));
+        report.add(
+            Level::Ok,
+            format!(
+                "state folder {} does not exist yet (created on first use)",
+                root.display()
+            ),
+        );
     } else {
         for dir in [root.clone(), state.jobs()] {
             if !dir.exists() {
@@ -170,13 +200,19 @@ fn check_state(state: &StateDir, report: &mut Report) {
             match crate::permissions::check_private(&dir) {
                 Ok(None) => report.add(Level::Ok, format!("{} is private", dir.display())),
                 Ok(Some(warning)) => report.add(Level::Warn, warning),
-                Err(e) => report.add(Level::Fail, format!("the daemon would refuse to start: {e}")),
+                Err(e) => report.add(
+                    Level::Fail,
+                    format!("the daemon would refuse to start: {e}"),
+                ),
             }
         }
     }
     match crate::lock::holder(&state.lock()) {
         Some(pid) => report.add(Level::Ok, format!("daemon running (pid {pid})")),
-        None => report.add(Level::Warn, "no daemon is running: queued jobs wait (start: llm-judge daemon)"),
+        None => report.add(
+            Level::Warn,
+            "no daemon is running: queued jobs wait (start: llm-judge daemon)",
+        ),
     }
     if cfg!(target_os = "macos") {
         for warning in protected_cwds(state) {
@@ -194,7 +230,8 @@ fn protected_cwds(state: &StateDir) -> Vec<String> {
     entries
         .flatten()
         .filter_map(|e| {
-            let job: serde_json::Value = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            let job: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
             let cwd = job.get("cwd")?.as_str()?.to_string();
             is_protected(Path::new(&cwd), home.as_deref()).then(|| {
                 format!(

@@ -27,7 +27,10 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
             return EXIT_FAILURE;
         }
         if let Err(e) = taken.done() {
-            eprintln!("llm-judge: printed {} but cannot remove it: {e}", path.display());
+            eprintln!(
+                "llm-judge: printed {} but cannot remove it: {e}",
+                path.display()
+            );
         }
     }
     EXIT_OK

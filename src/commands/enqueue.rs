@@ -110,7 +110,9 @@ struct NewJob {
 }
 
 fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
-    if args.json.as_deref() == Some(Path::new("-")) && args.prompt_file.as_deref() == Some(Path::new("-")) {
+    if args.json.as_deref() == Some(Path::new("-"))
+        && args.prompt_file.as_deref() == Some(Path::new("-"))
+    {
         return Err("--json - and --prompt-file - cannot both read stdin".into());
     }
     let mut job = match &args.json {
@@ -137,7 +139,10 @@ fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
     set("on_hit", args.on_hit.clone().map(Value::String));
     set("rule_id", args.rule_id.clone().map(Value::String));
     if let Some(mode) = args.mode {
-        set("mode", matches!(mode, ModeArg::Investigate).then(|| Value::from("investigate")));
+        set(
+            "mode",
+            matches!(mode, ModeArg::Investigate).then(|| Value::from("investigate")),
+        );
     }
     if let Some(t) = args.timeout {
         if !(t.is_finite() && t > 0.0) {
@@ -147,10 +152,16 @@ fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
     }
     if let Some(cwd) = &args.cwd {
         let abs = std::path::absolute(cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
-        set("cwd", Some(Value::String(abs.to_string_lossy().into_owned())));
+        set(
+            "cwd",
+            Some(Value::String(abs.to_string_lossy().into_owned())),
+        );
     }
     if !args.hit_if_all_true.is_empty() {
-        set("hit_if_all_true", Some(Value::from(args.hit_if_all_true.clone())));
+        set(
+            "hit_if_all_true",
+            Some(Value::from(args.hit_if_all_true.clone())),
+        );
     }
     if !args.hit_if_any_true.is_empty() {
         let mut notices = Map::new();
@@ -229,7 +240,10 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         return EXIT_FAILURE;
     }
     if crate::lock::holder(&state.lock()).is_none() {
-        eprintln!("llm-judge enqueue: no daemon is running for {}; waiting anyway", state.root.display());
+        eprintln!(
+            "llm-judge enqueue: no daemon is running for {}; waiting anyway",
+            state.root.display()
+        );
     }
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let watcher = notify::recommended_watcher(move |_| {
@@ -237,11 +251,16 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     })
     .and_then(|mut w| {
         use notify::Watcher;
-        w.watch(&dir, notify::RecursiveMode::NonRecursive).map(|()| w)
+        w.watch(&dir, notify::RecursiveMode::NonRecursive)
+            .map(|()| w)
     });
     let mut spinner = Spinner::new(&job.id);
     let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
-    let recheck = if watcher.is_ok() { Duration::from_secs(1) } else { Duration::from_millis(200) };
+    let recheck = if watcher.is_ok() {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_millis(200)
+    };
     loop {
         if let Some(taken) = outbox::take(&path) {
             spinner.clear();
@@ -252,10 +271,17 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         let now = Instant::now();
         if now >= deadline {
             spinner.clear();
-            eprintln!("llm-judge enqueue: no verdict for {} within {seconds}s; the job stays queued", job.id);
+            eprintln!(
+                "llm-judge enqueue: no verdict for {} within {seconds}s; the job stays queued",
+                job.id
+            );
             return EXIT_TIMEOUT;
         }
-        let step = (deadline - now).min(if spinner.on { Duration::from_millis(120) } else { recheck });
+        let step = (deadline - now).min(if spinner.on {
+            Duration::from_millis(120)
+        } else {
+            recheck
+        });
         let _ = rx.recv_timeout(step);
         spinner.tick();
     }

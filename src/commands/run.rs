@@ -14,12 +14,19 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
     });
     match result {
         Ok(Handled::Busy { holder_pid }) => {
-            let holder = holder_pid.map_or("another process".to_string(), |p| format!("process {p}"));
-            eprintln!("llm-judge: {} is being judged by {holder}; not judging it twice", job_file.display());
+            let holder =
+                holder_pid.map_or("another process".to_string(), |p| format!("process {p}"));
+            eprintln!(
+                "llm-judge: {} is being judged by {holder}; not judging it twice",
+                job_file.display()
+            );
             EXIT_OK
         }
         Ok(Handled::Gone) => {
-            eprintln!("llm-judge: {} does not exist (already judged?)", job_file.display());
+            eprintln!(
+                "llm-judge: {} does not exist (already judged?)",
+                job_file.display()
+            );
             EXIT_OK
         }
         Ok(Handled::Failed(e)) => {

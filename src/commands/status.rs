@@ -18,7 +18,10 @@ use crate::status::StatusRecord;
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let report = collect(&StateDir::new(&settings.state_dir));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
     } else {
         print!("{}", render(&report, std::io::stdout().is_terminal()));
     }
@@ -103,7 +106,8 @@ fn running_jobs(state: &StateDir, now: f64) -> Vec<Value> {
     let mut jobs: Vec<(f64, Value)> = entries
         .flatten()
         .filter_map(|e| {
-            let record: ClaimRecord = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            let record: ClaimRecord =
+                serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
             let live = record.state != ClaimState::Queued && is_alive(record.owner_pid);
             live.then(|| {
                 let job = json!({
@@ -125,7 +129,11 @@ fn running_jobs(state: &StateDir, now: f64) -> Vec<Value> {
 /// The report for a terminal.
 pub fn render(report: &Value, colour: bool) -> String {
     let paint = |text: &str, code: &str| {
-        if colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+        if colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
     };
     let d = &report["daemon"];
     let mut out = String::new();
@@ -137,10 +145,17 @@ pub fn render(report: &Value, colour: bool) -> String {
             d["version"].as_str().unwrap_or("?"),
             duration(d["uptime_seconds"].as_f64()),
             d["workers"],
-            if d["draining"] == true { "  (draining)" } else { "" }
+            if d["draining"] == true {
+                "  (draining)"
+            } else {
+                ""
+            }
         )
     } else {
-        format!("{}  (jobs wait until one starts: llm-judge daemon)", paint("not running", "31"))
+        format!(
+            "{}  (jobs wait until one starts: llm-judge daemon)",
+            paint("not running", "31")
+        )
     };
     out += &format!("{:<10}{daemon}\n", "daemon");
     let q = &report["queue"];
@@ -179,8 +194,12 @@ pub fn render(report: &Value, colour: bool) -> String {
             vec![
                 name.clone(),
                 format!("{}/{}", s["answered"], s["attempts"]),
-                s["answer_rate"].as_f64().map_or("-".into(), |r| format!("{:.0}%", r * 100.0)),
-                s["median_seconds"].as_f64().map_or("-".into(), |m| format!("{m:.1}s")),
+                s["answer_rate"]
+                    .as_f64()
+                    .map_or("-".into(), |r| format!("{:.0}%", r * 100.0)),
+                s["median_seconds"]
+                    .as_f64()
+                    .map_or("-".into(), |m| format!("{m:.1}s")),
             ]
         })
         .collect();
@@ -208,10 +227,17 @@ fn section(label: &str, header: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let line = |cells: Vec<String>| {
-        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         padded.join("  ").trim_end().to_string()
     };
-    let mut out = format!("{label:<10}{}\n", line(header.iter().map(|h| h.to_string()).collect()));
+    let mut out = format!(
+        "{label:<10}{}\n",
+        line(header.iter().map(|h| h.to_string()).collect())
+    );
     for row in rows {
         out += &format!("{:<10}{}\n", "", line(row.clone()));
     }
@@ -242,10 +268,21 @@ mod tests {
             "runners": {"codex": {"attempts": 4, "answered": 3, "answer_rate": 0.75, "median_seconds": 2.25}},
         });
         let text = render(&report, false);
-        assert!(text.contains("daemon    running  pid 7  version 0.1.0  up 1m15s  workers 4\n"), "{text}");
+        assert!(
+            text.contains("daemon    running  pid 7  version 0.1.0  up 1m15s  workers 4\n"),
+            "{text}"
+        );
         assert!(text.contains("queue     2 waiting, oldest 3s\n"), "{text}");
-        assert!(text.contains("running   ID   HOOK  RUNNER  AGE\n          abc  stop  codex   4s\n"), "{text}");
-        assert!(text.contains("runners   NAME   ANSWERED  RATE  MEDIAN\n          codex  3/4       75%   2.2s\n"), "{text}");
+        assert!(
+            text.contains("running   ID   HOOK  RUNNER  AGE\n          abc  stop  codex   4s\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "runners   NAME   ANSWERED  RATE  MEDIAN\n          codex  3/4       75%   2.2s\n"
+            ),
+            "{text}"
+        );
         assert!(!text.contains('\x1b'));
     }
 }

@@ -60,7 +60,11 @@ impl World {
     /// "Text file busy"). Returns the override entry for it.
     pub fn runner(&self, name: &str, body: &str) -> Value {
         let script = self.path(&format!("bin/{name}.sh"));
-        fs::write(&script, format!("W={}\n{body}\n", self.dir.path().display())).unwrap();
+        fs::write(
+            &script,
+            format!("W={}\n{body}\n", self.dir.path().display()),
+        )
+        .unwrap();
         json!([name, ["/bin/sh", script, "{prompt}"]])
     }
 
@@ -70,7 +74,10 @@ impl World {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.path("home"))
             .env("XDG_CONFIG_HOME", self.path("home/.config"))
-            .env("CATSTACK_LLM_JUDGE_RUNNERS", Value::Array(runners.to_vec()).to_string())
+            .env(
+                "CATSTACK_LLM_JUDGE_RUNNERS",
+                Value::Array(runners.to_vec()).to_string(),
+            )
             .arg("--state-dir")
             .arg(self.state())
             .arg("--config")
@@ -121,7 +128,11 @@ impl World {
                 }
                 let text = fs::read_to_string(file.path()).unwrap();
                 let value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                out.push((folder.file_name().to_string_lossy().into_owned(), name, value));
+                out.push((
+                    folder.file_name().to_string_lossy().into_owned(),
+                    name,
+                    value,
+                ));
             }
         }
         out.sort_by(|a, b| a.1.cmp(&b.1));
@@ -144,7 +155,9 @@ impl World {
     }
 
     pub fn wait_log(&self, what: &str) {
-        wait_until(&format!("judge.log line {what:?}"), DEADLINE, || self.log().contains(what));
+        wait_until(&format!("judge.log line {what:?}"), DEADLINE, || {
+            self.log().contains(what)
+        });
     }
 
     pub fn read(&self, rel: &str) -> String {
@@ -154,7 +167,11 @@ impl World {
 
 pub fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -168,7 +185,10 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn signal(&self, sig: &str) {
-        let status = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status();
+        let status = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status();
         assert!(status.is_ok_and(|s| s.success()), "kill -{sig}");
     }
 
@@ -178,7 +198,11 @@ impl Daemon {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < end, "daemon did not exit; stderr: {}", self.stderr());
+            assert!(
+                Instant::now() < end,
+                "daemon did not exit; stderr: {}",
+                self.stderr()
+            );
             std::thread::sleep(Duration::from_millis(15));
         }
     }
@@ -205,11 +229,14 @@ pub fn answer(json_line: &str) -> String {
 
 pub fn is_alive(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()).is_some_and(|st| st != "Z" && st != "X")
+        s.rfind(')')
+            .and_then(|i| s[i + 1..].split_whitespace().next())
+            .is_some_and(|st| st != "Z" && st != "X")
     })
 }
 
 pub fn pids_in(text: &str) -> Vec<u32> {
-    text.split_whitespace().filter_map(|w| w.parse().ok()).collect()
+    text.split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
 }
-
