@@ -82,7 +82,9 @@ enum Command {
         transcript: String,
     },
     /// The daemon and the queue at a glance.
-    #[command(after_help = "Examples:\n  llm-judge status\n  llm-judge status --json | jq .queue")]
+    #[command(
+        after_help = "Examples:\n  llm-judge status\n  llm-judge status --json | jq .queue\n  llm-judge status --reset-health"
+    )]
     Status(StatusArgs),
     /// Check runners, config, safety and the state folder; exit 1 when jobs could not be judged.
     #[command(after_help = "Example:\n  llm-judge doctor")]
@@ -98,6 +100,9 @@ pub struct StatusArgs {
     /// Machine-readable JSON.
     #[arg(long)]
     pub json: bool,
+    /// Forget all runner health (benched runners go back to their table order).
+    #[arg(long)]
+    pub reset_health: bool,
 }
 
 /// `service` subcommands (SPEC section 11).

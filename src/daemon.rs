@@ -14,6 +14,7 @@ use crate::cli::{EXIT_FAILURE, EXIT_OK, open_state};
 use crate::config::{self, Settings, Sources};
 use crate::inbox::{Hint, InboxWatcher, Queue};
 use crate::job_file::{self, Handled};
+use crate::judge::Extras;
 use crate::sd_notify::Notifier;
 use crate::spool::{StateDir, now_unix};
 use crate::status::{OutcomeCounts, QueueStatus, RunnerHistory, RunningJob, StatusRecord};
@@ -67,6 +68,8 @@ fn check_folders(state: &StateDir) -> Result<(), String> {
 
 struct Daemon {
     settings: Arc<Settings>,
+    /// Health, cache, runner limits and single-flight, shared by every worker.
+    extras: Extras,
     sources: Sources,
     workers_flag: Option<usize>,
     state: StateDir,
@@ -92,7 +95,12 @@ impl Daemon {
         state: StateDir,
     ) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let extras = Extras {
+            flights: settings.config.single_flight.then(Arc::default),
+            ..Extras::for_state(&settings, &state)
+        };
         Daemon {
+            extras,
             settings: Arc::new(settings),
             sources,
             workers_flag,
@@ -109,6 +117,19 @@ impl Daemon {
             status_dirty: true,
             status_written: Instant::now(),
             notifier: Notifier::from_env(),
+        }
+    }
+
+    /// Extras for `settings`, keeping the live runner limits and flights.
+    fn extras_for(&self, settings: &Settings) -> Extras {
+        let flights = settings
+            .config
+            .single_flight
+            .then(|| self.extras.flights.clone().unwrap_or_default());
+        Extras {
+            limits: self.extras.limits.clone(),
+            flights,
+            ..Extras::for_state(settings, &self.state)
         }
     }
 
@@ -223,6 +244,7 @@ impl Daemon {
             self.status_dirty = true;
             let settings = self.settings.clone();
             let state = self.state.clone();
+            let extras = self.extras.clone();
             let cancel = self.cancel_tx.subscribe();
             let report = Report {
                 name: Some(name.clone()),
@@ -230,7 +252,8 @@ impl Daemon {
             };
             tokio::spawn(async move {
                 let path = state.jobs().join(&name);
-                let handled = job_file::handle(&settings, &state, &path, Some(cancel)).await;
+                let handled =
+                    job_file::handle(&settings, &state, &path, Some(cancel), &extras).await;
                 report.send(handled);
             });
         }
@@ -329,6 +352,7 @@ impl Daemon {
                     state_dir: self.state.root.clone(),
                     ..new
                 });
+                self.extras = self.extras_for(&self.settings);
                 self.status_dirty = true;
                 tracing::info!(workers = self.workers(), "config reloaded");
             }

@@ -12,12 +12,15 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Instant;
 
+use crate::cache;
 use crate::claim::{self, Acquired, Claim, ClaimState, FileIdentity, Previous, RunnerRecord};
 use crate::config::Settings;
-use crate::job::{JobError, parse_job, unreadable_job};
+use crate::flight::{self, Flight, FlightResult};
+use crate::job::{Job, JobError, Mode, parse_job, unreadable_job};
+use crate::judge::Extras;
 use crate::process_tree::{kill_recorded_group, kill_tagged, start_time};
 use crate::spool::{self, StateDir, now_unix, stem_of};
-use crate::verdict::{Outcome, Verdict, error_verdict};
+use crate::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
 pub const MAX_INTERRUPTIONS: u32 = 3;
@@ -54,11 +57,12 @@ pub async fn handle(
     state: &StateDir,
     path: &Path,
     cancel: Option<Cancel>,
+    extras: &Extras,
 ) -> Handled {
     let Some(name) = path.file_name() else {
         return Handled::Failed(format!("{} has no file name", path.display()));
     };
-    match handle_named(settings, state, path, name, cancel).await {
+    match handle_named(settings, state, path, name, cancel, extras).await {
         Ok(handled) => handled,
         Err(e) => {
             tracing::error!(file = %path.display(), "job left queued after an error: {e}");
@@ -73,6 +77,7 @@ async fn handle_named(
     path: &Path,
     name: &OsStr,
     cancel: Option<Cancel>,
+    extras: &Extras,
 ) -> io::Result<Handled> {
     let fsync = settings.config.fsync;
     spool::create_dir(&state.claims())?;
@@ -143,7 +148,7 @@ async fn handle_named(
         }
         Ok(job) => {
             let tag = claim.record.tag.clone();
-            let judged = judge_cancellable(settings, &job, &tag, &mut claim, cancel).await;
+            let judged = decide(settings, &job, &tag, &mut claim, cancel, extras).await;
             match judged {
                 Some(verdict) => verdict,
                 None => {
@@ -171,12 +176,86 @@ async fn handle_named(
 }
 
 /// Judges, unless `cancel` fires first (then the runners are stopped and `None` returned).
-async fn judge_cancellable(
+/// The verdict of a parsed job: from the cache, from an identical job running now,
+/// or from the runners. `None` when shutdown stopped it.
+async fn decide(
     settings: &Settings,
-    job: &crate::job::Job,
+    job: &Job,
     tag: &str,
     claim: &mut Claim,
     cancel: Option<Cancel>,
+    extras: &Extras,
+) -> Option<Verdict> {
+    let table = settings.table(job.mode);
+    let cache_key = (job.mode == Mode::Default).then(|| cache::key(job.mode, table, &job.prompt));
+    if let (Some(cache), Some(key)) = (&extras.cache, &cache_key)
+        && let Some(hit) = cache.get(key)
+    {
+        tracing::info!(id = %job.id, runner = %hit.runner, "cache hit: answer reused");
+        let attempt = Attempt {
+            runner: "cache".into(),
+            ok: true,
+            reason: "answered".into(),
+            elapsed_ms: None,
+        };
+        return Some(verdict_for(
+            job,
+            Some((hit.runner, hit.answer)),
+            vec![attempt],
+            now_unix(),
+        ));
+    }
+    let leader = match extras
+        .flights
+        .as_ref()
+        .map(|f| f.join(flight::key(job, table)))
+    {
+        Some(Flight::Follower(slot)) => {
+            tracing::info!(id = %job.id, "an identical job is running: waiting for its answer");
+            match until_cancelled(flight::follow(slot), cancel.clone()).await? {
+                Some(shared) => {
+                    return Some(verdict_for(job, shared.answer, shared.attempts, now_unix()));
+                }
+                None => None, // The leader stopped without a result: ask ourselves.
+            }
+        }
+        Some(Flight::Leader(leader)) => Some(leader),
+        None => None,
+    };
+    let verdict = judge_runners(settings, job, tag, claim, cancel, extras).await?;
+    if let Some(leader) = leader {
+        leader.finish(FlightResult {
+            answer: verdict.runner.clone().zip(verdict.answer.clone()),
+            attempts: verdict.attempts.clone(),
+        });
+    }
+    if let (Some(cache), Some(key), Some(runner), Some(answer)) =
+        (&extras.cache, &cache_key, &verdict.runner, &verdict.answer)
+    {
+        cache.put(key, runner, answer);
+    }
+    Some(verdict)
+}
+
+/// Runs `fut` unless `cancel` fires first.
+async fn until_cancelled<T>(fut: impl Future<Output = T>, cancel: Option<Cancel>) -> Option<T> {
+    let Some(mut cancel) = cancel else {
+        return Some(fut.await);
+    };
+    tokio::select! {
+        value = fut => Some(value),
+        _ = cancel.wait_for(|stop| *stop) => None,
+    }
+}
+
+/// Judges with the runners, unless `cancel` fires first (then the runners are stopped).
+async fn judge_runners(
+    settings: &Settings,
+    job: &Job,
+    tag: &str,
+    claim: &mut Claim,
+    cancel: Option<Cancel>,
+    extras: &Extras,
 ) -> Option<Verdict> {
     let record_runner = |claim: &mut Claim, runner: &str, pgid: u32| {
         claim.record.runner = Some(RunnerRecord {
@@ -188,16 +267,10 @@ async fn judge_cancellable(
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
         }
     };
-    let judging = crate::judge::judge(settings, job, tag, |runner, pgid| {
+    let judging = crate::judge::judge(settings, job, tag, extras, |runner, pgid| {
         record_runner(claim, runner, pgid)
     });
-    let Some(mut cancel) = cancel else {
-        return Some(judging.await);
-    };
-    let verdict = tokio::select! {
-        verdict = judging => Some(verdict),
-        _ = cancel.wait_for(|stop| *stop) => None,
-    };
+    let verdict = until_cancelled(judging, cancel).await;
     if verdict.is_none() {
         // Dropping the judging future left its runner running: stop the whole tree.
         stop_leftovers(&claim.record);
@@ -350,7 +423,7 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
     Ok(bytes)
 }
 
-fn as_error(job: &crate::job::Job, reason: String) -> JobError {
+fn as_error(job: &Job, reason: String) -> JobError {
     JobError {
         reason,
         id: job.id.clone(),

@@ -6,12 +6,18 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::cache::Cache;
 use crate::config::Settings;
+use crate::flight::Flights;
+use crate::health::{HealthStore, sign_of};
 use crate::job::Job;
+use crate::limits::RunnerLimits;
 use crate::runner_process::{self, RunSpec};
 use crate::runners::{Runner, build_invocation};
+use crate::spool::StateDir;
 use crate::spool::now_unix;
-use crate::verdict::{Attempt, Verdict, judge_attempt, verdict_for};
+use crate::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
+use std::sync::Arc;
 
 /// Where the runners of a job work.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,12 +52,39 @@ pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
     }
 }
 
+/// What a judge may use beyond its runners (SPEC section 10). `ask` uses none.
+#[derive(Clone, Default)]
+pub struct Extras {
+    /// Benched runners go last; attempts update it.
+    pub health: Option<HealthStore>,
+    /// Answers reused within the TTL (default mode only).
+    pub cache: Option<Cache>,
+    /// Per-runner `max_concurrent` slots.
+    pub limits: Arc<RunnerLimits>,
+    /// Identical jobs running at once share one set of runner starts (daemon only).
+    pub flights: Option<Arc<Flights>>,
+}
+
+impl Extras {
+    /// Health and cache of the state folder as configured, with fresh limits.
+    pub fn for_state(settings: &Settings, state: &StateDir) -> Self {
+        let c = &settings.config;
+        Extras {
+            health: HealthStore::open(state, &c.health),
+            cache: Cache::open(state, &c.cache, c.fsync),
+            limits: Arc::default(),
+            flights: None,
+        }
+    }
+}
+
 /// Tries the runners for `job` and returns its verdict. `on_spawn` gets each
 /// runner's name and process group id as it starts.
 pub async fn judge(
     settings: &Settings,
     job: &Job,
     tag: &str,
+    extras: &Extras,
     mut on_spawn: impl FnMut(&str, u32),
 ) -> Verdict {
     let cwd = choose_cwd(job.cwd.as_ref());
@@ -63,9 +96,18 @@ pub async fn judge(
     }
     let mut attempts = Vec::new();
     let mut answer = None;
-    for runner in settings.table(job.mode) {
-        let (attempt, found) =
+    let table = settings.table(job.mode);
+    let ordered = match &extras.health {
+        Some(health) => health.order(table),
+        None => table.iter().collect(),
+    };
+    for runner in ordered {
+        let _slot = extras.limits.acquire(runner, &job.id).await;
+        let (attempt, found, end) =
             attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
+        if let Some(health) = &extras.health {
+            health.record(runner, sign_of(&end, found.is_some()), &attempt.reason);
+        }
         attempts.push(attempt);
         if let Some(obj) = found {
             answer = Some((runner.name.clone(), obj));
@@ -82,7 +124,7 @@ async fn attempt_runner(
     cwd: &CwdChoice,
     tag: &str,
     on_spawn: &mut impl FnMut(&str, u32),
-) -> (Attempt, Option<Map<String, Value>>) {
+) -> (Attempt, Option<Map<String, Value>>, RunEnd) {
     // The temp folder lives until the attempt ends, then is removed with its content.
     let temp = match cwd {
         CwdChoice::Given(_) => None,
@@ -93,7 +135,14 @@ async fn attempt_runner(
                     runner,
                     format!("{:?}: cannot create a temp folder: {e}", e.kind()),
                 );
-                return (attempt, None);
+                return (
+                    attempt,
+                    None,
+                    RunEnd::SpawnFailed {
+                        kind: "TempDir".into(),
+                        message: String::new(),
+                    },
+                );
             }
         },
     };
@@ -125,7 +174,7 @@ async fn attempt_runner(
         id = %job.id, runner = %runner.name, ok = attempt.ok, reason = ?attempt.reason,
         elapsed_ms = attempt.elapsed_ms.unwrap_or(0), "runner end"
     );
-    (attempt, found)
+    (attempt, found, out.end)
 }
 
 fn failed(runner: &Runner, reason: String) -> Attempt {

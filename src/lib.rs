@@ -2,15 +2,19 @@
 //! safety, answer, verdict, config) has no I/O; the rest are thin edges around it.
 
 pub mod answer;
+pub mod cache;
 pub mod claim;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod daemon;
+pub mod flight;
+pub mod health;
 pub mod inbox;
 pub mod job;
 pub mod job_file;
 pub mod judge;
+pub mod limits;
 pub mod lock;
 pub mod logging;
 pub mod outbox;

@@ -36,6 +36,7 @@ pub fn main(
             settings,
             &job,
             &crate::claim::new_tag(),
+            &crate::judge::Extras::default(),
             |_, _| {},
         )),
         Err(e) => {

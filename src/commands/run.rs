@@ -10,7 +10,8 @@ use crate::job_file::{self, Handled};
 pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
     let result = open_state(settings, false).and_then(|state| {
         let rt = runtime()?;
-        Ok(rt.block_on(job_file::handle(settings, &state, &job_file, None)))
+        let extras = crate::judge::Extras::for_state(settings, &state);
+        Ok(rt.block_on(job_file::handle(settings, &state, &job_file, None, &extras)))
     });
     match result {
         Ok(Handled::Busy { holder_pid }) => {

@@ -8,7 +8,7 @@ use std::time::UNIX_EPOCH;
 use serde_json::{Value, json};
 
 use crate::claim::{ClaimRecord, ClaimState};
-use crate::cli::{EXIT_OK, StatusArgs};
+use crate::cli::{EXIT_FAILURE, EXIT_OK, StatusArgs};
 use crate::config::Settings;
 use crate::process_tree::is_alive;
 use crate::spool::{StateDir, is_job_name, now_unix};
@@ -16,7 +16,18 @@ use crate::status::StatusRecord;
 
 /// Shows status; returns the exit code.
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
-    let report = collect(&StateDir::new(&settings.state_dir));
+    let state = StateDir::new(&settings.state_dir);
+    if args.reset_health {
+        if let Err(e) = crate::health::reset(&state) {
+            eprintln!(
+                "llm-judge status: cannot reset runner health in {}: {e}",
+                state.root.display()
+            );
+            return EXIT_FAILURE;
+        }
+        eprintln!("runner health reset: every runner is back in its table order");
+    }
+    let report = collect(&state);
     if args.json {
         println!(
             "{}",
@@ -46,7 +57,7 @@ pub fn collect(state: &StateDir) -> Value {
         "workers": record.as_ref().map(|r| r.workers),
         "draining": record.as_ref().map(|r| r.draining),
     });
-    let runners: serde_json::Map<String, Value> = record
+    let mut runners: serde_json::Map<String, Value> = record
         .as_ref()
         .map(|r| {
             r.runners
@@ -59,6 +70,18 @@ pub fn collect(state: &StateDir) -> Value {
                 .collect()
         })
         .unwrap_or_default();
+    for h in crate::health::read(state).into_values() {
+        let entry = runners
+            .entry(h.name.clone())
+            .or_insert_with(|| json!({"health": null}));
+        entry["health"] = json!({
+            "benched": h.benched_until > now,
+            "benched_until": h.benched_until,
+            "backoff_seconds": h.backoff_seconds,
+            "timeouts_in_a_row": h.timeouts_in_a_row,
+            "last_reason": h.last_reason,
+        });
+    }
     json!({
         "state_dir": state.root,
         "daemon": daemon,
@@ -193,18 +216,37 @@ pub fn render(report: &Value, colour: bool) -> String {
         .map(|(name, s)| {
             vec![
                 name.clone(),
-                format!("{}/{}", s["answered"], s["attempts"]),
+                format!("{}/{}", text(&s["answered"]), text(&s["attempts"])),
                 s["answer_rate"]
                     .as_f64()
                     .map_or("-".into(), |r| format!("{:.0}%", r * 100.0)),
                 s["median_seconds"]
                     .as_f64()
                     .map_or("-".into(), |m| format!("{m:.1}s")),
+                health_text(&s["health"]),
             ]
         })
         .collect();
-    out += &section("runners", &["NAME", "ANSWERED", "RATE", "MEDIAN"], &runners);
+    out += &section(
+        "runners",
+        &["NAME", "ANSWERED", "RATE", "MEDIAN", "HEALTH"],
+        &runners,
+    );
     out
+}
+
+fn health_text(h: &Value) -> String {
+    if h["benched"] == true {
+        format!(
+            "benched {}s ({})",
+            h["backoff_seconds"],
+            text(&h["last_reason"])
+        )
+    } else if h["timeouts_in_a_row"].as_u64().is_some_and(|n| n > 0) {
+        format!("{} timeout(s) in a row", h["timeouts_in_a_row"])
+    } else {
+        "ok".into()
+    }
 }
 
 fn text(v: &Value) -> String {
@@ -279,7 +321,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "runners   NAME   ANSWERED  RATE  MEDIAN\n          codex  3/4       75%   2.2s\n"
+                "runners   NAME   ANSWERED  RATE  MEDIAN  HEALTH\n          codex  3/4       75%   2.2s    ok\n"
             ),
             "{text}"
         );

@@ -102,6 +102,21 @@ impl Default for World {
     }
 }
 
+/// Turns runner health and the answer cache off unless `text` configures them: tests
+/// of other features must not be changed by them (SPEC section 10 has its own tests).
+pub fn with_test_defaults(text: &str) -> String {
+    let mut out = text.to_string();
+    for (table, body) in [
+        ("[health]", "enabled = false"),
+        ("[cache]", "ttl_seconds = 0"),
+    ] {
+        if !text.contains(table) {
+            out.push_str(&format!("\n{table}\n{body}\n"));
+        }
+    }
+    out
+}
+
 impl World {
     pub fn new() -> World {
         let dir = tempfile::Builder::new()
@@ -138,6 +153,13 @@ impl World {
             .mode(0o700)
             .create(world.jobs())
             .expect("create jobs/");
+        // The config read when a test passes no --config.
+        fs::create_dir_all(world.xdg.join("llm-judge")).expect("create config folder");
+        fs::write(
+            world.xdg.join("llm-judge/config.toml"),
+            with_test_defaults(""),
+        )
+        .expect("write default test config");
         world
     }
 
@@ -226,10 +248,12 @@ impl World {
         path
     }
 
-    /// Writes a config file and returns its path.
+    /// Writes a config file (with runner health and the answer cache off unless
+    /// the text sets them, so repeated prompts and failing runners behave alike in
+    /// every test) and returns its path.
     pub fn config(&self, name: &str, text: &str) -> PathBuf {
         let path = self.root.join(name);
-        fs::write(&path, text).expect("write config");
+        fs::write(&path, with_test_defaults(text)).expect("write config");
         path
     }
 

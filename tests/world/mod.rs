@@ -52,7 +52,16 @@ impl World {
 
     /// Writes the config file: fsync off and a short rescan unless overridden.
     pub fn config(&self, extra: &str) {
-        let text = format!("fsync = false\nkill_grace_seconds = 1\n{extra}\n");
+        // Health and cache off unless a test sets them (they have their own tests).
+        let mut text = format!("fsync = false\nkill_grace_seconds = 1\n{extra}\n");
+        for (table, body) in [
+            ("[health]", "enabled = false"),
+            ("[cache]", "ttl_seconds = 0"),
+        ] {
+            if !extra.contains(table) {
+                text.push_str(&format!("\n{table}\n{body}\n"));
+            }
+        }
         fs::write(self.path("config.toml"), text).unwrap();
     }
 

@@ -1,0 +1,201 @@
+//! The answer cache (SPEC section 10): `<state>/cache/<key>.json`, keyed by mode,
+//! runner table and prompt; default-mode answers only, reused within the TTL.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha1::{Digest, Sha1};
+
+use crate::config::CacheConfig;
+use crate::job::Mode;
+use crate::runners::Runner;
+use crate::spool::{StateDir, now_unix};
+
+/// Stores between two checks of the entry count.
+const PRUNE_EVERY: u64 = 64;
+
+/// A cached answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub created_at: f64,
+    pub runner: String,
+    pub answer: Map<String, Value>,
+}
+
+/// The cache key of a question: mode, the whole table (names and argv) and the prompt.
+pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
+    let table: Vec<(&str, &[String])> = table
+        .iter()
+        .map(|r| (r.name.as_str(), r.argv.as_slice()))
+        .collect();
+    let text = json!([mode.name(), table, prompt]).to_string();
+    Sha1::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The cache of a state folder.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+    cfg: CacheConfig,
+    fsync: bool,
+}
+
+static STORES: AtomicU64 = AtomicU64::new(0);
+
+impl Cache {
+    /// The cache, or `None` when `cache.ttl_seconds` is 0.
+    pub fn open(state: &StateDir, cfg: &CacheConfig, fsync: bool) -> Option<Self> {
+        (cfg.ttl_seconds > 0.0).then(|| Cache {
+            dir: state.root.join("cache"),
+            cfg: cfg.clone(),
+            fsync,
+        })
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+
+    /// A fresh answer for `key`; expired and corrupt entries are removed (corrupt: logged).
+    pub fn get(&self, key: &str) -> Option<Entry> {
+        let path = self.path(key);
+        let bytes = std::fs::read(&path).ok()?;
+        let entry: Entry = match serde_json::from_slice(&bytes) {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::warn!(file = %path.display(), "corrupt cache entry ignored and removed: {e}");
+                let _ = std::fs::remove_file(&path);
+                return None;
+            }
+        };
+        if now_unix() - entry.created_at > self.cfg.ttl_seconds {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Some(entry)
+    }
+
+    /// Stores an answer; failures are logged, never fatal.
+    pub fn put(&self, key: &str, runner: &str, answer: &Map<String, Value>) {
+        let entry = Entry {
+            created_at: now_unix(),
+            runner: runner.to_string(),
+            answer: answer.clone(),
+        };
+        let bytes = serde_json::to_vec(&entry).unwrap_or_default();
+        let stored = crate::spool::create_dir(&self.dir)
+            .and_then(|()| crate::spool::publish(&self.path(key), &bytes, self.fsync));
+        if let Err(e) = stored {
+            tracing::error!("cannot store a cache entry: {e}");
+            return;
+        }
+        if STORES.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == 0 {
+            self.prune();
+        }
+    }
+
+    /// Keeps at most `max_entries`, dropping the oldest.
+    pub fn prune(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut files: Vec<(SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| {
+                (
+                    e.metadata()
+                        .and_then(|m| m.modified())
+                        .unwrap_or(SystemTime::UNIX_EPOCH),
+                    e.path(),
+                )
+            })
+            .collect();
+        if files.len() <= self.cfg.max_entries {
+            return;
+        }
+        files.sort();
+        let excess = files.len() - self.cfg.max_entries;
+        for (_, path) in files.into_iter().take(excess) {
+            let _ = std::fs::remove_file(path);
+        }
+        tracing::info!(removed = excess, "cache pruned to max_entries");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str, argv: &[&str]) -> Runner {
+        Runner {
+            name: name.into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            max_concurrent: None,
+        }
+    }
+
+    #[test]
+    fn the_key_covers_mode_table_and_prompt() {
+        let t = [r("a", &["x", "{prompt}"])];
+        let k = key(Mode::Default, &t, "p");
+        assert_eq!(k, key(Mode::Default, &t, "p"));
+        assert_ne!(k, key(Mode::Investigate, &t, "p"));
+        assert_ne!(k, key(Mode::Default, &t, "q"));
+        assert_ne!(
+            k,
+            key(Mode::Default, &[r("a", &["x", "-v", "{prompt}"])], "p")
+        );
+        assert_ne!(k, key(Mode::Default, &[r("b", &["x", "{prompt}"])], "p"));
+    }
+
+    #[test]
+    fn store_get_expire_corrupt_and_prune() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let cache = Cache::open(
+            &state,
+            &CacheConfig {
+                ttl_seconds: 100.0,
+                max_entries: 2,
+            },
+            false,
+        )
+        .unwrap();
+        let answer: Map<String, Value> = serde_json::from_str(r#"{"ok": true}"#).unwrap();
+        cache.put("k1", "codex", &answer);
+        assert_eq!(cache.get("k1").unwrap().runner, "codex");
+        let old = Entry {
+            created_at: now_unix() - 1000.0,
+            runner: "c".into(),
+            answer: answer.clone(),
+        };
+        std::fs::write(cache.path("k2"), serde_json::to_vec(&old).unwrap()).unwrap();
+        assert_eq!(cache.get("k2"), None, "expired");
+        std::fs::write(cache.path("k3"), b"{torn").unwrap();
+        assert_eq!(cache.get("k3"), None, "corrupt");
+        assert!(!cache.path("k3").exists());
+        for k in ["a", "b", "c", "d"] {
+            cache.put(k, "codex", &answer);
+        }
+        cache.prune();
+        assert_eq!(std::fs::read_dir(&cache.dir).unwrap().count(), 2);
+        assert!(
+            Cache::open(
+                &state,
+                &CacheConfig {
+                    ttl_seconds: 0.0,
+                    max_entries: 2
+                },
+                false
+            )
+            .is_none()
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! Single-flight (SPEC section 10): a job identical to one already running (same
+//! mode, table, cwd and prompt) waits for that one's result instead of starting
+//! runners again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+use sha1::{Digest, Sha1};
+use tokio::sync::watch;
+
+use crate::job::Job;
+use crate::runners::Runner;
+use crate::verdict::Attempt;
+
+/// What a leader found: the answer (runner and object), if any, and its attempts.
+#[derive(Debug, Clone)]
+pub struct FlightResult {
+    pub answer: Option<(String, Map<String, Value>)>,
+    pub attempts: Vec<Attempt>,
+}
+
+type Slot = watch::Receiver<Option<FlightResult>>;
+
+/// The questions being asked right now.
+#[derive(Default)]
+pub struct Flights {
+    running: Mutex<HashMap<String, Slot>>,
+}
+
+/// Either ask the runners (and tell the others), or wait for who does.
+pub enum Flight {
+    Leader(Leader),
+    Follower(Slot),
+}
+
+/// The job asking the runners; dropping it without `finish` lets followers ask themselves.
+pub struct Leader {
+    key: String,
+    tx: watch::Sender<Option<FlightResult>>,
+    flights: Arc<Flights>,
+}
+
+/// The single-flight key of a job under a table.
+pub fn key(job: &Job, table: &[Runner]) -> String {
+    let table: Vec<(&str, &[String])> = table
+        .iter()
+        .map(|r| (r.name.as_str(), r.argv.as_slice()))
+        .collect();
+    let text = json!([job.mode.name(), table, job.cwd, job.prompt]).to_string();
+    Sha1::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Flights {
+    /// Joins the flight for `key`: the first job leads, later ones follow.
+    pub fn join(self: &Arc<Self>, key: String) -> Flight {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = running.get(&key) {
+            return Flight::Follower(slot.clone());
+        }
+        let (tx, rx) = watch::channel(None);
+        running.insert(key.clone(), rx);
+        Flight::Leader(Leader {
+            key,
+            tx,
+            flights: self.clone(),
+        })
+    }
+}
+
+impl Leader {
+    /// Hands the result to every follower.
+    pub fn finish(self, result: FlightResult) {
+        let _ = self.tx.send(Some(result));
+    }
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        let mut running = self
+            .flights
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        running.remove(&self.key);
+    }
+}
+
+/// Waits for the leader; `None` when it went away without a result.
+pub async fn follow(mut slot: Slot) -> Option<FlightResult> {
+    slot.wait_for(Option::is_some)
+        .await
+        .ok()
+        .and_then(|r| r.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn followers_get_the_leaders_result_and_a_dropped_leader_frees_them() {
+        let flights = Arc::new(Flights::default());
+        let Flight::Leader(leader) = flights.join("k".into()) else {
+            panic!("first leads")
+        };
+        let Flight::Follower(slot) = flights.join("k".into()) else {
+            panic!("second follows")
+        };
+        leader.finish(FlightResult {
+            answer: None,
+            attempts: vec![],
+        });
+        assert!(follow(slot).await.is_some());
+        let Flight::Leader(leader) = flights.join("k".into()) else {
+            panic!("a finished flight is gone")
+        };
+        let Flight::Follower(slot) = flights.join("k".into()) else {
+            panic!()
+        };
+        drop(leader);
+        assert!(follow(slot).await.is_none());
+    }
+}

@@ -1,0 +1,331 @@
+//! Runner health (SPEC section 10): a runner that exits non-zero, or times out on 2
+//! jobs in a row, is benched (moved to the end of its table) for a backoff that
+//! doubles up to a cap; an answer clears it. The rules are pure; `HealthStore` keeps
+//! them in `<state>/health.json` under a lock, shared by the daemon and `run`.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+use rustix::fs::{FlockOperation, flock};
+use serde::{Deserialize, Serialize};
+use sha1::{Digest, Sha1};
+
+use crate::config::HealthConfig;
+use crate::runners::Runner;
+use crate::spool::{StateDir, now_unix};
+use crate::verdict::RunEnd;
+
+/// Timeouts in a row that bench a runner.
+pub const TIMEOUTS_TO_BENCH: u32 = 2;
+
+/// One runner's health.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerHealth {
+    pub name: String,
+    /// The backoff of the last bench (0 when never benched since the last answer).
+    pub backoff_seconds: f64,
+    /// Unix seconds; benched while in the future.
+    pub benched_until: f64,
+    pub timeouts_in_a_row: u32,
+    pub last_reason: String,
+}
+
+/// Every runner's health, keyed by name and argv.
+pub type HealthFile = BTreeMap<String, RunnerHealth>;
+
+/// What an attempt says about a runner.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sign {
+    Answered,
+    Failed,
+    TimedOut,
+    /// Not installed, spawn errors, prose without JSON: no health change.
+    Neutral,
+}
+
+/// Classifies an attempt.
+pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
+    match end {
+        _ if answered => Sign::Answered,
+        RunEnd::Exited { code } if *code != 0 => Sign::Failed,
+        RunEnd::TimedOut { .. } => Sign::TimedOut,
+        _ => Sign::Neutral,
+    }
+}
+
+/// The key of a runner: its name and a hash of its argv (a changed argv starts fresh).
+pub fn key(runner: &Runner) -> String {
+    let digest = Sha1::digest(runner.argv.join("\0").as_bytes());
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}@{hex}", runner.name)
+}
+
+/// The next health of a runner after an attempt (`None`: healthy, forget it).
+pub fn update(
+    prev: Option<&RunnerHealth>,
+    runner: &str,
+    sign: Sign,
+    reason: &str,
+    now: f64,
+    cfg: &HealthConfig,
+) -> Option<RunnerHealth> {
+    let mut next = prev.cloned().unwrap_or(RunnerHealth {
+        name: runner.to_string(),
+        backoff_seconds: 0.0,
+        benched_until: 0.0,
+        timeouts_in_a_row: 0,
+        last_reason: String::new(),
+    });
+    match sign {
+        Sign::Answered => return None,
+        Sign::Neutral => return prev.cloned(),
+        Sign::TimedOut => {
+            next.timeouts_in_a_row += 1;
+            if next.timeouts_in_a_row < TIMEOUTS_TO_BENCH {
+                next.last_reason = reason.to_string();
+                return Some(next);
+            }
+        }
+        Sign::Failed => {}
+    }
+    next.backoff_seconds = if next.backoff_seconds > 0.0 {
+        (next.backoff_seconds * 2.0).min(cfg.backoff_max_seconds)
+    } else {
+        cfg.backoff_start_seconds
+    };
+    next.benched_until = now + next.backoff_seconds;
+    next.last_reason = reason.to_string();
+    Some(next)
+}
+
+/// The table in trying order: healthy runners in table order, then benched ones.
+pub fn order<'a>(table: &'a [Runner], health: &HealthFile, now: f64) -> Vec<&'a Runner> {
+    let benched = |r: &Runner| health.get(&key(r)).is_some_and(|h| h.benched_until > now);
+    let (late, early): (Vec<&Runner>, Vec<&Runner>) = table.iter().partition(|r| benched(r));
+    early.into_iter().chain(late).collect()
+}
+
+/// Health kept in the state folder.
+#[derive(Debug, Clone)]
+pub struct HealthStore {
+    path: PathBuf,
+    lock: PathBuf,
+    cfg: HealthConfig,
+}
+
+impl HealthStore {
+    /// The store of a state folder, or `None` when health is turned off.
+    pub fn open(state: &StateDir, cfg: &HealthConfig) -> Option<Self> {
+        cfg.enabled.then(|| HealthStore {
+            path: health_path(state),
+            lock: state.root.join("health.lock"),
+            cfg: cfg.clone(),
+        })
+    }
+
+    /// The current health of every runner (empty when unreadable; logged).
+    pub fn load(&self) -> HealthFile {
+        load(&self.path)
+    }
+
+    /// The table in trying order.
+    pub fn order<'a>(&self, table: &'a [Runner]) -> Vec<&'a Runner> {
+        order(table, &self.load(), now_unix())
+    }
+
+    /// Records an attempt; logs benching and clearing.
+    pub fn record(&self, runner: &Runner, sign: Sign, reason: &str) {
+        if sign == Sign::Neutral {
+            return;
+        }
+        let _guard = lock(&self.lock);
+        let mut file = self.load();
+        let k = key(runner);
+        let prev = file.get(&k).cloned();
+        let next = update(
+            prev.as_ref(),
+            &runner.name,
+            sign,
+            reason,
+            now_unix(),
+            &self.cfg,
+        );
+        if next == prev {
+            return;
+        }
+        match &next {
+            Some(h)
+                if prev
+                    .as_ref()
+                    .is_none_or(|p| p.benched_until != h.benched_until)
+                    && h.benched_until > 0.0 =>
+            {
+                tracing::warn!(
+                    runner = %runner.name, backoff_seconds = h.backoff_seconds, reason = ?reason,
+                    "runner benched: tried last until its backoff ends"
+                );
+            }
+            None => tracing::info!(runner = %runner.name, "runner answered: health cleared"),
+            _ => {}
+        }
+        match next {
+            Some(h) => file.insert(k, h),
+            None => file.remove(&k),
+        };
+        save(&self.path, &file);
+    }
+}
+
+fn health_path(state: &StateDir) -> PathBuf {
+    state.root.join("health.json")
+}
+
+/// Forgets all runner health (`status --reset-health`).
+pub fn reset(state: &StateDir) -> std::io::Result<()> {
+    let _guard = lock(&state.root.join("health.lock"));
+    match std::fs::remove_file(health_path(state)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The health file of a state folder, for `status`.
+pub fn read(state: &StateDir) -> HealthFile {
+    load(&health_path(state))
+}
+
+fn load(path: &std::path::Path) -> HealthFile {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            tracing::warn!(file = %path.display(), "runner health file is corrupt, starting afresh: {e}");
+            HealthFile::new()
+        }),
+        Err(_) => HealthFile::new(),
+    }
+}
+
+fn save(path: &std::path::Path, file: &HealthFile) {
+    let bytes = serde_json::to_vec_pretty(file).unwrap_or_default();
+    // Health is advice: losing the last update on power loss is harmless, so no fsync.
+    if let Err(e) = crate::spool::publish(path, &bytes, false) {
+        tracing::error!("cannot save runner health: {e}");
+    }
+}
+
+/// An exclusive lock held while the guard lives (updates are read-modify-write).
+fn lock(path: &std::path::Path) -> Option<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .ok()?;
+    flock(&file, FlockOperation::LockExclusive).ok()?;
+    Some(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: HealthConfig = HealthConfig {
+        enabled: true,
+        backoff_start_seconds: 60.0,
+        backoff_max_seconds: 300.0,
+    };
+
+    fn step(prev: Option<RunnerHealth>, sign: Sign, now: f64) -> Option<RunnerHealth> {
+        update(prev.as_ref(), "r", sign, "why", now, &CFG)
+    }
+
+    #[test]
+    fn failures_bench_with_a_doubling_capped_backoff() {
+        let h = step(None, Sign::Failed, 1000.0).unwrap();
+        assert_eq!((h.backoff_seconds, h.benched_until), (60.0, 1060.0));
+        let h = step(Some(h), Sign::Failed, 2000.0).unwrap();
+        assert_eq!((h.backoff_seconds, h.benched_until), (120.0, 2120.0));
+        let h = step(Some(h), Sign::Failed, 3000.0).unwrap();
+        assert_eq!(h.backoff_seconds, 240.0);
+        let h = step(Some(h), Sign::Failed, 4000.0).unwrap();
+        assert_eq!(h.backoff_seconds, 300.0, "capped");
+        assert_eq!(
+            step(Some(h), Sign::Answered, 5000.0),
+            None,
+            "an answer clears it"
+        );
+    }
+
+    #[test]
+    fn two_timeouts_in_a_row_bench() {
+        let h = step(None, Sign::TimedOut, 10.0).unwrap();
+        assert_eq!((h.timeouts_in_a_row, h.benched_until), (1, 0.0));
+        let h = step(Some(h), Sign::TimedOut, 20.0).unwrap();
+        assert_eq!((h.timeouts_in_a_row, h.benched_until), (2, 80.0));
+    }
+
+    #[test]
+    fn neutral_attempts_change_nothing() {
+        assert_eq!(step(None, Sign::Neutral, 1.0), None);
+        let h = step(None, Sign::Failed, 1.0);
+        assert_eq!(step(h.clone(), Sign::Neutral, 2.0), h);
+    }
+
+    #[test]
+    fn signs() {
+        assert_eq!(sign_of(&RunEnd::Exited { code: 0 }, true), Sign::Answered);
+        assert_eq!(sign_of(&RunEnd::Exited { code: 1 }, false), Sign::Failed);
+        assert_eq!(sign_of(&RunEnd::Exited { code: -9 }, false), Sign::Failed);
+        assert_eq!(
+            sign_of(&RunEnd::TimedOut { seconds: 1.0 }, false),
+            Sign::TimedOut
+        );
+        assert_eq!(sign_of(&RunEnd::Exited { code: 0 }, false), Sign::Neutral);
+        assert_eq!(sign_of(&RunEnd::NotInstalled, false), Sign::Neutral);
+    }
+
+    #[test]
+    fn benched_runners_go_last_and_all_benched_keep_table_order() {
+        let r = |n: &str| Runner {
+            name: n.into(),
+            argv: vec![n.into()],
+            max_concurrent: None,
+        };
+        let table = [r("a"), r("b"), r("c")];
+        let mut health = HealthFile::new();
+        let benched = |until| RunnerHealth {
+            name: String::new(),
+            backoff_seconds: 60.0,
+            benched_until: until,
+            timeouts_in_a_row: 0,
+            last_reason: String::new(),
+        };
+        health.insert(key(&table[0]), benched(100.0));
+        let names = |v: Vec<&Runner>| v.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(order(&table, &health, 50.0)), ["b", "c", "a"]);
+        assert_eq!(
+            names(order(&table, &health, 150.0)),
+            ["a", "b", "c"],
+            "backoff over"
+        );
+        health.insert(key(&table[1]), benched(100.0));
+        health.insert(key(&table[2]), benched(100.0));
+        assert_eq!(names(order(&table, &health, 50.0)), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_changed_argv_is_another_runner() {
+        let a = Runner {
+            name: "x".into(),
+            argv: vec!["x".into()],
+            max_concurrent: None,
+        };
+        let b = Runner {
+            argv: vec!["x".into(), "-v".into()],
+            ..a.clone()
+        };
+        assert_ne!(key(&a), key(&b));
+    }
+}
