@@ -1,0 +1,342 @@
+//! Integration tests of SPEC section 10: runner health, answer cache, single-flight
+//! and per-runner limits, through `llm-judge run`, `status` and the daemon.
+
+mod world;
+
+use std::fs;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use world::*;
+
+/// Judges one job with `llm-judge run` and returns its verdict.
+fn run_job(w: &World, runners: &[Value], name: &str, job: &Value) -> Value {
+    w.job(name, job);
+    let path = w.state().join("jobs").join(format!("{name}.json"));
+    let out = w.command(runners).arg("run").arg(path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    w.verdict(name)
+}
+
+fn attempts(v: &Value) -> Vec<(String, String)> {
+    v["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["runner"].as_str().unwrap().to_string(),
+                a["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn status(w: &World, extra: &[&str]) -> (Output, Value) {
+    let out = w
+        .command(&[])
+        .arg("status")
+        .arg("--json")
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, v)
+}
+
+fn runner_health(w: &World, name: &str) -> Value {
+    status(w, &[]).1["runners"][name]["health"].clone()
+}
+
+#[test]
+fn backoff_doubles_up_to_the_cap_all_benched_runners_are_tried_and_reset_clears() {
+    let w = World::new();
+    w.config("[health]\nbackoff_start_seconds = 1\nbackoff_max_seconds = 3\n");
+    let table = [
+        w.runner("a", "echo a-broke >&2; exit 1"),
+        w.runner("b", "exit 2"),
+    ];
+    for (i, expected) in [1.0, 2.0, 3.0, 3.0].into_iter().enumerate() {
+        let v = run_job(
+            &w,
+            &table,
+            &format!("j{i}"),
+            &json!({"prompt": format!("p{i}")}),
+        );
+        assert_eq!(v["outcome"], "unchecked");
+        let names: Vec<String> = attempts(&v).into_iter().map(|a| a.0).collect();
+        assert_eq!(names, ["a", "b"], "all benched: all tried, in table order");
+        for r in ["a", "b"] {
+            let h = runner_health(&w, r);
+            assert_eq!(h["backoff_seconds"], expected, "{r} after job {i}: {h}");
+        }
+    }
+    assert_eq!(runner_health(&w, "a")["last_reason"], "exit 1: a-broke");
+    assert!(w.log().contains("runner benched"), "{}", w.log());
+    let (out, after) = status(&w, &["--reset-health"]);
+    assert!(out.status.success());
+    assert!(
+        after["runners"]["a"].is_null() || after["runners"]["a"]["health"].is_null(),
+        "{after}"
+    );
+    assert!(!w.state().join("health.json").exists());
+}
+
+#[test]
+fn a_benched_runner_is_tried_last_not_skipped_and_health_survives_a_restart() {
+    let w = World::new();
+    w.config("[health]\nbackoff_start_seconds = 600\n");
+    let a = w.runner(
+        "a",
+        "if [ -e $W/a_ok ]; then echo '{\"ok\": true}'; else exit 1; fi",
+    );
+    let b = w.runner(
+        "b",
+        "if [ -e $W/b_fails ]; then exit 1; fi; echo '{\"ok\": true}'",
+    );
+    let table = [a, b];
+    let v = run_job(&w, &table, "first", &json!({"prompt": "1"}));
+    assert_eq!(
+        attempts(&v),
+        [
+            ("a".into(), "exit 1".into()),
+            ("b".into(), "answered".into())
+        ]
+    );
+    assert_eq!(runner_health(&w, "a")["benched"], true);
+    // A new process (health is kept in the state folder): a goes last, b answers.
+    let v = run_job(&w, &table, "second", &json!({"prompt": "2"}));
+    assert_eq!(attempts(&v), [("b".to_string(), "answered".to_string())]);
+    // b now fails: benched a is still tried, last, and its answer clears it.
+    fs::write(w.path("b_fails"), "").unwrap();
+    fs::write(w.path("a_ok"), "").unwrap();
+    let v = run_job(&w, &table, "third", &json!({"prompt": "3"}));
+    assert_eq!(
+        attempts(&v),
+        [
+            ("b".into(), "exit 1".into()),
+            ("a".into(), "answered".into())
+        ]
+    );
+    assert!(
+        runner_health(&w, "a").is_null(),
+        "an answer clears a's health"
+    );
+    assert_eq!(runner_health(&w, "b")["benched"], true);
+    // A daemon started now reads the kept health: b (benched) goes last.
+    let _d = w.start(&table);
+    w.job("fourth", &json!({"prompt": "4"}));
+    wait_until("daemon verdict", DEADLINE, || {
+        w.verdicts().iter().any(|(_, n, _)| n == "fourth.json")
+    });
+    assert_eq!(
+        attempts(&w.verdict("fourth")),
+        [("a".to_string(), "answered".to_string())]
+    );
+}
+
+#[test]
+fn a_runner_that_becomes_installed_is_checked_again() {
+    let w = World::new();
+    w.config("[health]\nbackoff_start_seconds = 600\n");
+    let link = w.path("bin/late-runner");
+    let script = w.path("bin/late.sh");
+    fs::write(&script, "echo '{\"ok\": true}'\n").unwrap();
+    let late = json!(["late", [link, script, "{prompt}"]]);
+    let b = w.runner("b", &answer(r#"{"ok": true}"#));
+    let table = [late, b];
+    let v = run_job(&w, &table, "before", &json!({"prompt": "1"}));
+    assert_eq!(
+        attempts(&v),
+        [
+            ("late".into(), "not installed".into()),
+            ("b".into(), "answered".into())
+        ]
+    );
+    // "Installing" it: a symlink to the shell (never opened for writing: no Text file busy).
+    std::os::unix::fs::symlink("/bin/sh", &link).unwrap();
+    let v = run_job(&w, &table, "after", &json!({"prompt": "2"}));
+    assert_eq!(attempts(&v), [("late".to_string(), "answered".to_string())]);
+}
+
+fn counting_runner(w: &World, name: &str) -> Value {
+    w.runner(
+        name,
+        &format!(
+            "echo x >> $W/count\n{}",
+            answer(r#"{"ok": true, "other": false}"#)
+        ),
+    )
+}
+
+fn count(w: &World) -> usize {
+    w.read("count").lines().count()
+}
+
+#[test]
+fn the_cache_hits_misses_expires_and_survives_a_corrupt_entry() {
+    let w = World::new();
+    w.config("[cache]\nttl_seconds = 3600\n");
+    let table = [counting_runner(&w, "r")];
+    let v = run_job(
+        &w,
+        &table,
+        "miss",
+        &json!({"prompt": "P", "hit_if_all_true": ["ok"]}),
+    );
+    assert_eq!((v["outcome"].as_str(), count(&w)), (Some("hit"), 1));
+    // Same mode, table and prompt: the answer is reused, the verdict uses this job's keys.
+    let v = run_job(
+        &w,
+        &table,
+        "hit",
+        &json!({"prompt": "P", "hit_if_all_true": ["other"], "transcript": "T"}),
+    );
+    assert_eq!(count(&w), 1, "no runner started");
+    assert_eq!(
+        (v["outcome"].as_str(), v["reason"].as_str()),
+        (Some("clean"), Some("not true: other"))
+    );
+    assert_eq!(v["runner"], "r");
+    assert_eq!(
+        v["attempts"],
+        json!([{"runner": "cache", "ok": true, "reason": "answered"}])
+    );
+    assert!(w.log().contains("cache hit"));
+    run_job(&w, &table, "other-prompt", &json!({"prompt": "P2"}));
+    assert_eq!(count(&w), 2, "a changed prompt misses");
+    run_job(
+        &w,
+        &[counting_runner(&w, "renamed")],
+        "other-table",
+        &json!({"prompt": "P"}),
+    );
+    assert_eq!(count(&w), 3, "a changed table misses");
+    // Expiry: age every entry past the TTL.
+    let cache = w.state().join("cache");
+    for name in names(&cache) {
+        let path = cache.join(name);
+        let mut entry: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        entry["created_at"] = json!(1.0);
+        fs::write(&path, entry.to_string()).unwrap();
+    }
+    run_job(&w, &table, "expired", &json!({"prompt": "P"}));
+    assert_eq!(count(&w), 4, "an expired entry misses");
+    for name in names(&cache) {
+        fs::write(cache.join(name), "{corrupt").unwrap();
+    }
+    let v = run_job(&w, &table, "corrupt", &json!({"prompt": "P"}));
+    assert_eq!(
+        (v["outcome"].as_str(), count(&w)),
+        (Some("hit"), 5),
+        "a corrupt entry is ignored"
+    );
+    assert!(w.log().contains("corrupt cache entry"), "{}", w.log());
+}
+
+#[test]
+fn the_cache_is_never_used_for_investigate_jobs_and_never_stores_unchecked() {
+    let w = World::new();
+    w.config("[cache]\nttl_seconds = 3600\n");
+    let table = [counting_runner(&w, "r")];
+    for i in 0..2 {
+        run_job(
+            &w,
+            &table,
+            &format!("inv{i}"),
+            &json!({"prompt": "P", "mode": "investigate"}),
+        );
+    }
+    assert_eq!(count(&w), 2, "investigate jobs always ask the runners");
+    assert!(names(&w.state().join("cache")).is_empty());
+    let failing = [w.runner("f", "echo x >> $W/count; exit 1")];
+    for i in 0..2 {
+        let v = run_job(&w, &failing, &format!("bad{i}"), &json!({"prompt": "Q"}));
+        assert_eq!(v["outcome"], "unchecked");
+    }
+    assert_eq!(count(&w), 4, "unchecked results are not stored");
+    assert!(names(&w.state().join("cache")).is_empty());
+}
+
+#[test]
+fn ten_identical_jobs_start_one_runner() {
+    let w = World::new();
+    w.config("workers = 10");
+    let runner = w.runner(
+        "slow",
+        &format!(
+            "echo x >> $W/count\nwhile [ ! -e $W/go ]; do sleep 0.02; done\n{}",
+            answer(r#"{"ok": true}"#)
+        ),
+    );
+    for i in 0..10 {
+        w.job(
+            &format!("same{i}"),
+            &json!({"prompt": "the same question", "hook": i}),
+        );
+    }
+    let _d = w.start(&[runner]);
+    wait_until("nine jobs wait for the first", DEADLINE, || {
+        w.log().matches("an identical job is running").count() == 9
+    });
+    fs::write(w.path("go"), "").unwrap();
+    wait_until("ten verdicts", DEADLINE, || w.verdicts().len() == 10);
+    assert_eq!(count(&w), 1, "one runner start for ten identical jobs");
+    for i in 0..10 {
+        let v = w.verdict(&format!("same{i}"));
+        assert_eq!(
+            (v["id"].as_str(), v["outcome"].as_str(), &v["hook"]),
+            (Some(format!("same{i}").as_str()), Some("hit"), &json!(i))
+        );
+    }
+}
+
+#[test]
+fn a_runner_limit_of_one_never_overlaps_across_eight_workers() {
+    let w = World::new();
+    let script = w.path("bin/limited.sh");
+    fs::write(
+        &script,
+        format!(
+            "W={}\necho \"start $(date +%s%N)\" >> $W/spans\nsleep 0.1\necho \"end $(date +%s%N)\" >> $W/spans\necho '{{\"ok\": true}}'\n",
+            w.path("").display()
+        ),
+    )
+    .unwrap();
+    w.config(&format!(
+        "workers = 8\n[[runners.default]]\nname = \"limited\"\nargv = [\"/bin/sh\", \"{}\"]\nmax_concurrent = 1\n",
+        script.display()
+    ));
+    for i in 0..8 {
+        w.job(&format!("l{i}"), &json!({"prompt": format!("p{i}")}));
+    }
+    let mut cmd: Command = w.command(&[]);
+    cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
+    let _d = w.start_with(cmd);
+    wait_until("eight verdicts", DEADLINE, || w.verdicts().len() == 8);
+    let mut events: Vec<(u128, i32)> = w
+        .read("spans")
+        .lines()
+        .map(|l| {
+            let (kind, t) = l.split_once(' ').unwrap();
+            (t.parse().unwrap(), if kind == "start" { 1 } else { -1 })
+        })
+        .collect();
+    assert_eq!(events.len(), 16);
+    events.sort();
+    let (mut now, mut peak) = (0, 0);
+    for (_, delta) in events {
+        now += delta;
+        peak = peak.max(now);
+    }
+    assert_eq!(peak, 1, "max_concurrent = 1 across workers");
+    assert!(
+        w.log().contains("waiting for a free runner slot"),
+        "{}",
+        w.log()
+    );
+}
