@@ -130,6 +130,10 @@ impl<'a> MakeWriter<'a> for RotatingLog {
 
 /// Sends tracing events to judge.log, and to stderr too when `also_stderr`.
 pub fn init(log_path: &Path, max_total_bytes: u64, also_stderr: bool) {
+    // LLM_JUDGE_STDERR_LOG=off keeps log lines off stderr: the launchd agent sets it,
+    // because judge.log is rotated and launchd's own log file is not.
+    let also_stderr =
+        also_stderr && std::env::var_os("LLM_JUDGE_STDERR_LOG").is_none_or(|v| v != "off");
     let file_layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_target(false)
