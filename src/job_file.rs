@@ -122,8 +122,51 @@ async fn handle_named(
         claimed_at: now_unix(),
         ..Default::default()
     };
-    claim.save()?;
+    if let Err(e) = claim.save() {
+        // A record we could not write (disk full) must not later read as a crash.
+        let _ = claim.release();
+        return Err(e);
+    }
+    crate::failpoint::crash("after_claim");
     let started = Instant::now();
+    let verdict = match judge_claimed(settings, state, path, name, &mut claim, cancel, extras).await
+    {
+        Ok(Some(verdict)) => verdict,
+        Ok(None) => return Ok(Handled::Stopped),
+        Err(e) => {
+            // Not judged (a full disk, say): queued again, not counted as an interruption.
+            claim.record.state = ClaimState::Queued;
+            claim.record.runner = None;
+            let _ = claim.save();
+            return Err(e);
+        }
+    };
+    remove_job(path)?;
+    crate::failpoint::crash("job_removed");
+    claim.release()?;
+    tracing::info!(
+        id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
+        duration_ms = started.elapsed().as_millis() as u64, "job finished"
+    );
+    Ok(Handled::Judged {
+        outcome: verdict.outcome,
+        runner: verdict.runner,
+        attempts: verdict.attempts,
+    })
+}
+
+/// Reads, judges and publishes a claimed job. `Ok(None)`: shutdown stopped it (the
+/// claim is marked queued); `Err`: nothing was published.
+async fn judge_claimed(
+    settings: &Settings,
+    state: &StateDir,
+    path: &Path,
+    name: &OsStr,
+    claim: &mut Claim,
+    cancel: Option<Cancel>,
+    extras: &Extras,
+) -> io::Result<Option<Verdict>> {
+    let interruptions = claim.record.interruptions;
     let stem = stem_of(name);
     let parsed = read_job(path, settings.config.max_job_bytes)
         .and_then(|bytes| parse_job(&bytes, &stem, settings.config.timeouts()));
@@ -148,31 +191,20 @@ async fn handle_named(
         }
         Ok(job) => {
             let tag = claim.record.tag.clone();
-            let judged = decide(settings, &job, &tag, &mut claim, cancel, extras).await;
-            match judged {
+            match decide(settings, &job, &tag, claim, cancel, extras).await {
                 Some(verdict) => verdict,
                 None => {
                     claim.record.state = ClaimState::Queued;
                     claim.record.runner = None;
                     claim.save()?;
                     tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
-                    return Ok(Handled::Stopped);
+                    return Ok(None);
                 }
             }
         }
     };
-    publish(state, &mut claim, path, name, &verdict, fsync)?;
-    remove_job(path)?;
-    claim.release()?;
-    tracing::info!(
-        id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
-        duration_ms = started.elapsed().as_millis() as u64, "job finished"
-    );
-    Ok(Handled::Judged {
-        outcome: verdict.outcome,
-        runner: verdict.runner,
-        attempts: verdict.attempts,
-    })
+    publish(state, claim, path, name, &verdict, settings.config.fsync)?;
+    Ok(Some(verdict))
 }
 
 /// Judges, unless `cancel` fires first (then the runners are stopped and `None` returned).
@@ -266,6 +298,7 @@ async fn judge_runners(
         if let Err(e) = claim.save() {
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
         }
+        crate::failpoint::crash("runner_started");
     };
     let judging = crate::judge::judge(settings, job, tag, extras, |runner, pgid| {
         record_runner(claim, runner, pgid)
@@ -368,6 +401,7 @@ fn publish(
     let mut bytes = serde_json::to_vec(verdict).map_err(io::Error::other)?;
     bytes.push(b'\n');
     let temp = spool::write_temp(&dir, &file_name, &bytes, fsync)?;
+    crate::failpoint::crash("verdict_temp_written");
     claim.record.state = ClaimState::Publishing;
     claim.record.verdict_temp = Some(temp.path.clone());
     claim.record.verdict_path = Some(target.clone());
@@ -375,7 +409,19 @@ fn publish(
         let _ = fs::remove_file(&temp.path);
         return Err(e);
     }
-    spool::commit(&temp.path, &target, fsync)?;
+    crate::failpoint::crash("publishing_recorded");
+    if let Err(e) = fs::rename(&temp.path, &target) {
+        let _ = fs::remove_file(&temp.path);
+        return Err(io::Error::new(
+            e.kind(),
+            format!("cannot rename {} into place: {e}", temp.path.display()),
+        ));
+    }
+    crate::failpoint::crash("verdict_renamed");
+    // Published now, whatever happens next: a failed folder sync must not requeue it.
+    if fsync && let Err(e) = spool::sync_dir(&dir) {
+        tracing::error!("verdict published but not synced to disk: {e}");
+    }
     tracing::debug!(file = %path.display(), verdict = %target.display(), "verdict published");
     Ok(())
 }

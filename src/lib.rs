@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod daemon;
+pub mod failpoint;
 pub mod flight;
 pub mod health;
 pub mod inbox;

@@ -16,6 +16,7 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
         let Some(taken) = outbox::take(&path) else {
             continue; // Another drain took it.
         };
+        crate::failpoint::crash("drain_claimed");
         let printed = writeln!(out, "{}", taken.verdict).and_then(|()| out.flush());
         if let Err(e) = printed {
             // Nobody read it (closed pipe): it goes back for the next drain.
@@ -26,6 +27,7 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
             }
             return EXIT_FAILURE;
         }
+        crate::failpoint::crash("drain_printed");
         if let Err(e) = taken.done() {
             eprintln!(
                 "llm-judge: printed {} but cannot remove it: {e}",
