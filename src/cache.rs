@@ -43,18 +43,16 @@ pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
 pub struct Cache {
     dir: PathBuf,
     cfg: CacheConfig,
-    fsync: bool,
 }
 
 static STORES: AtomicU64 = AtomicU64::new(0);
 
 impl Cache {
     /// The cache, or `None` when `cache.ttl_seconds` is 0.
-    pub fn open(state: &StateDir, cfg: &CacheConfig, fsync: bool) -> Option<Self> {
+    pub fn open(state: &StateDir, cfg: &CacheConfig) -> Option<Self> {
         (cfg.ttl_seconds > 0.0).then(|| Cache {
             dir: state.root.join("cache"),
             cfg: cfg.clone(),
-            fsync,
         })
     }
 
@@ -81,7 +79,8 @@ impl Cache {
         Some(entry)
     }
 
-    /// Stores an answer; failures are logged, never fatal.
+    /// Stores an answer; failures are logged, never fatal. Not synced: a cache entry
+    /// lost on power loss costs one runner call, so it is not worth an fsync per job.
     pub fn put(&self, key: &str, runner: &str, answer: &Map<String, Value>) {
         let entry = Entry {
             created_at: now_unix(),
@@ -90,7 +89,7 @@ impl Cache {
         };
         let bytes = serde_json::to_vec(&entry).unwrap_or_default();
         let stored = crate::spool::create_dir(&self.dir)
-            .and_then(|()| crate::spool::publish(&self.path(key), &bytes, self.fsync));
+            .and_then(|()| crate::spool::publish(&self.path(key), &bytes, false));
         if let Err(e) = stored {
             tracing::error!("cannot store a cache entry: {e}");
             return;
@@ -165,7 +164,6 @@ mod tests {
                 ttl_seconds: 100.0,
                 max_entries: 2,
             },
-            false,
         )
         .unwrap();
         let answer: Map<String, Value> = serde_json::from_str(r#"{"ok": true}"#).unwrap();
@@ -193,7 +191,6 @@ mod tests {
                     ttl_seconds: 0.0,
                     max_entries: 2
                 },
-                false
             )
             .is_none()
         );

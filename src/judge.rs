@@ -71,7 +71,7 @@ impl Extras {
         let c = &settings.config;
         Extras {
             health: HealthStore::open(state, &c.health),
-            cache: Cache::open(state, &c.cache, c.fsync),
+            cache: Cache::open(state, &c.cache),
             limits: Arc::default(),
             flights: None,
         }
