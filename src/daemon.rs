@@ -1,7 +1,7 @@
 //! The daemon (SPEC section 6): one per state folder, watches jobs/, judges on a
 //! bounded pool, oldest first, drains on SIGTERM/SIGINT, reloads on SIGHUP.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -74,9 +74,12 @@ struct Daemon {
     workers_flag: Option<usize>,
     state: StateDir,
     queue: Queue,
+    /// Jobs being judged or published.
     running: HashMap<OsString, Instant>,
-    done_tx: mpsc::UnboundedSender<(OsString, Handled)>,
-    done_rx: mpsc::UnboundedReceiver<(OsString, Handled)>,
+    /// Jobs holding a worker slot (judging; a job gives its slot back before publishing).
+    slots: HashSet<OsString>,
+    done_tx: mpsc::UnboundedSender<WorkerEvent>,
+    done_rx: mpsc::UnboundedReceiver<WorkerEvent>,
     cancel_tx: watch::Sender<bool>,
     outcomes: OutcomeCounts,
     history: RunnerHistory,
@@ -107,6 +110,7 @@ impl Daemon {
             state,
             queue: Queue::default(),
             running: HashMap::new(),
+            slots: HashSet::new(),
             done_tx,
             done_rx,
             cancel_tx: watch::channel(false).0,
@@ -200,7 +204,12 @@ impl Daemon {
                     self.scan();
                     crate::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
                 }
-                Some((name, handled)) = self.done_rx.recv() => self.finished(name, handled),
+                Some(event) = self.done_rx.recv() => match event {
+                    WorkerEvent::SlotFree(name) => {
+                        self.slots.remove(&name);
+                    }
+                    WorkerEvent::Finished(name, handled) => self.finished(name, handled),
+                },
                 _ = term.recv() => self.on_stop_signal("SIGTERM", &mut stop_at, &mut stop_deadline),
                 _ = int.recv() => self.on_stop_signal("SIGINT", &mut stop_at, &mut stop_deadline),
                 _ = hup.recv() => self.reload(),
@@ -236,11 +245,12 @@ impl Daemon {
 
     /// Starts the oldest waiting jobs while workers are free.
     fn dispatch(&mut self) {
-        while !self.draining && self.running.len() < self.workers() {
+        while !self.draining && self.slots.len() < self.workers() {
             let Some(name) = self.queue.take() else {
                 return;
             };
             self.running.insert(name.clone(), Instant::now());
+            self.slots.insert(name.clone());
             self.status_dirty = true;
             let settings = self.settings.clone();
             let state = self.state.clone();
@@ -252,8 +262,15 @@ impl Daemon {
             };
             tokio::spawn(async move {
                 let path = state.jobs().join(&name);
-                let handled =
-                    job_file::handle(&settings, &state, &path, Some(cancel), &extras).await;
+                let release_tx = report.tx.clone();
+                let release_name = name.clone();
+                let link = job_file::WorkerLink {
+                    cancel: Some(cancel),
+                    release_slot: Some(Box::new(move || {
+                        let _ = release_tx.send(WorkerEvent::SlotFree(release_name));
+                    })),
+                };
+                let handled = job_file::handle(&settings, &state, &path, &extras, link).await;
                 report.send(handled);
             });
         }
@@ -261,6 +278,7 @@ impl Daemon {
 
     fn finished(&mut self, name: OsString, handled: Handled) {
         self.running.remove(&name);
+        self.slots.remove(&name);
         self.queue.finished(&name);
         self.status_dirty = true;
         if let Handled::Judged {
@@ -437,16 +455,24 @@ fn far_future() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
+/// What a worker tells the daemon loop.
+enum WorkerEvent {
+    /// The job's runners are done; its slot may serve the next job.
+    SlotFree(OsString),
+    /// The job is done (published, failed, stopped...).
+    Finished(OsString, Handled),
+}
+
 /// Reports a worker's result once, even if the worker panics.
 struct Report {
     name: Option<OsString>,
-    tx: mpsc::UnboundedSender<(OsString, Handled)>,
+    tx: mpsc::UnboundedSender<WorkerEvent>,
 }
 
 impl Report {
     fn send(mut self, handled: Handled) {
         if let Some(name) = self.name.take() {
-            let _ = self.tx.send((name, handled));
+            let _ = self.tx.send(WorkerEvent::Finished(name, handled));
         }
     }
 }
@@ -455,9 +481,8 @@ impl Drop for Report {
     fn drop(&mut self) {
         if let Some(name) = self.name.take() {
             tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
-            let _ = self
-                .tx
-                .send((name, Handled::Failed("worker stopped unexpectedly".into())));
+            let failed = Handled::Failed("worker stopped unexpectedly".into());
+            let _ = self.tx.send(WorkerEvent::Finished(name, failed));
         }
     }
 }

@@ -51,18 +51,28 @@ pub enum Handled {
 /// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
 pub type Cancel = tokio::sync::watch::Receiver<bool>;
 
+/// How a daemon worker steers a job; `run` uses the default (no cancel, no slot).
+#[derive(Default)]
+pub struct WorkerLink {
+    /// Fires on shutdown past the grace.
+    pub cancel: Option<Cancel>,
+    /// Called once the runners are done, before the verdict is published, so the
+    /// worker slot serves the next job while this one's fsyncs complete.
+    pub release_slot: Option<Box<dyn FnOnce() + Send>>,
+}
+
 /// Judges the job file at `path` (normally `jobs/<name>`).
 pub async fn handle(
     settings: &Settings,
     state: &StateDir,
     path: &Path,
-    cancel: Option<Cancel>,
     extras: &Extras,
+    mut link: WorkerLink,
 ) -> Handled {
     let Some(name) = path.file_name() else {
         return Handled::Failed(format!("{} has no file name", path.display()));
     };
-    match handle_named(settings, state, path, name, cancel, extras).await {
+    match handle_named(settings, state, path, name, extras, &mut link).await {
         Ok(handled) => handled,
         Err(e) => {
             tracing::error!(file = %path.display(), "job left queued after an error: {e}");
@@ -76,8 +86,8 @@ async fn handle_named(
     state: &StateDir,
     path: &Path,
     name: &OsStr,
-    cancel: Option<Cancel>,
     extras: &Extras,
+    link: &mut WorkerLink,
 ) -> io::Result<Handled> {
     let fsync = settings.config.fsync;
     spool::create_dir(&state.claims())?;
@@ -129,8 +139,7 @@ async fn handle_named(
     }
     crate::failpoint::crash("after_claim");
     let started = Instant::now();
-    let verdict = match judge_claimed(settings, state, path, name, &mut claim, cancel, extras).await
-    {
+    let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(Some(verdict)) => verdict,
         Ok(None) => return Ok(Handled::Stopped),
         Err(e) => {
@@ -163,8 +172,8 @@ async fn judge_claimed(
     path: &Path,
     name: &OsStr,
     claim: &mut Claim,
-    cancel: Option<Cancel>,
     extras: &Extras,
+    link: &mut WorkerLink,
 ) -> io::Result<Option<Verdict>> {
     let interruptions = claim.record.interruptions;
     let stem = stem_of(name);
@@ -191,7 +200,7 @@ async fn judge_claimed(
         }
         Ok(job) => {
             let tag = claim.record.tag.clone();
-            match decide(settings, &job, &tag, claim, cancel, extras).await {
+            match decide(settings, &job, &tag, claim, link.cancel.take(), extras).await {
                 Some(verdict) => verdict,
                 None => {
                     claim.record.state = ClaimState::Queued;
@@ -203,7 +212,13 @@ async fn judge_claimed(
             }
         }
     };
-    publish(state, claim, path, name, &verdict, settings.config.fsync)?;
+    if let Some(release) = link.release_slot.take() {
+        release();
+    }
+    let fsync = settings.config.fsync;
+    // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
+    // fsyncs of jobs finishing together overlap (and the journal commits them together).
+    blocking(|| publish(state, claim, path, name, &verdict, fsync))?;
     Ok(Some(verdict))
 }
 
@@ -267,6 +282,14 @@ async fn decide(
         cache.put(key, runner, answer);
     }
     Some(verdict)
+}
+
+/// Runs blocking file work, off the async worker when the runtime allows it.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }
 
 /// Runs `fut` unless `cancel` fires first.

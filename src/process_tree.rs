@@ -2,6 +2,8 @@
 //! Linux every process whose environment carries the job's tag (which survives
 //! `setsid` and re-parenting, also after a daemon crash).
 
+use std::ops::RangeInclusive;
+
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 /// The environment variable that tags every process started for one claim.
@@ -53,8 +55,18 @@ pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
     same
 }
 
-/// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`.
-pub fn tagged_processes(tag: &str) -> Vec<u32> {
+/// The last pid the kernel handed out (Linux), to bound later searches.
+pub fn last_pid() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`, among the
+/// pids in `range` (all when `None`).
+pub fn tagged_processes(tag: &str, range: Option<RangeInclusive<u32>>) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -62,7 +74,7 @@ pub fn tagged_processes(tag: &str) -> Vec<u32> {
     let me = std::process::id();
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me)
+        .filter(|&pid| pid != me && range.as_ref().is_none_or(|r| r.contains(&pid)))
         .filter(|&pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_slice()))
@@ -74,9 +86,21 @@ pub fn tagged_processes(tag: &str) -> Vec<u32> {
 /// SIGKILLs every tagged process until none is left (bounded passes, for forkers).
 /// Returns how many were signalled.
 pub fn kill_tagged(tag: &str) -> usize {
+    kill_tagged_since(tag, None)
+}
+
+/// As `kill_tagged`, searching only pids created after `since` (a `last_pid()` read
+/// before the tagged processes started). Pids grow until they wrap around, so a
+/// process started later has a larger pid unless the counter wrapped: then (and
+/// without `since`) every process is searched.
+pub fn kill_tagged_since(tag: &str, since: Option<u32>) -> usize {
     let mut killed = 0;
     for _ in 0..50 {
-        let pids = tagged_processes(tag);
+        let range = match (since, last_pid()) {
+            (Some(low), Some(high)) if high >= low => Some(low..=high),
+            _ => None,
+        };
+        let pids = tagged_processes(tag, range);
         if pids.is_empty() {
             break;
         }
@@ -108,7 +132,8 @@ mod tests {
 
     #[test]
     fn unknown_tag_finds_nothing() {
-        assert!(tagged_processes("no-such-tag-4f1c").is_empty());
+        assert!(tagged_processes("no-such-tag-4f1c", None).is_empty());
+        assert_eq!(kill_tagged_since("no-such-tag-4f1c", last_pid()), 0);
         assert_eq!(kill_tagged("no-such-tag-4f1c"), 0);
     }
 }

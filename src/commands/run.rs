@@ -11,7 +11,13 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
     let result = open_state(settings, false).and_then(|state| {
         let rt = runtime()?;
         let extras = crate::judge::Extras::for_state(settings, &state);
-        Ok(rt.block_on(job_file::handle(settings, &state, &job_file, None, &extras)))
+        Ok(rt.block_on(job_file::handle(
+            settings,
+            &state,
+            &job_file,
+            &extras,
+            job_file::WorkerLink::default(),
+        )))
     });
     match result {
         Ok(Handled::Busy { holder_pid }) => {

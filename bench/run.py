@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""llm-judge benchmarks: the daemon side by side with the spawn floor, in one run.
+
+    python3 bench/run.py                 # every workload, median of 3 runs
+    python3 bench/run.py --quick         # smaller sizes, 1 run, 10 s idle (a smoke test)
+    python3 bench/run.py --only backlog latency --runs 5 --json out.json
+
+Builds the release binary and a tiny C fake runner (bench/fake_runner.c) that prints one
+JSON line. Workloads (docs/performance.md explains each and the targets):
+  backlog   N jobs already in jobs/, workers W: jobs/s, against `xargs -P W` starting the
+            same fake runner N times (the floor), with fsync on and off
+  latency   jobs published one at a time (rename into jobs/) 100 ms apart: publish to
+            runner start and to verdict on disk, p50 and p99
+  idle      the daemon idle with an empty inbox: CPU time, wake-ups (context switches), RSS
+  scale     time per job while 1k, 10k, 100k jobs wait, and peak RSS
+  slow      64 jobs of a 250 ms runner, workers 8: wall time against the ideal 2.0 s
+Only Python's standard library is used. Nothing here is a test: it asserts nothing.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "llm-judge")
+RUNNER = os.path.join(ROOT, "target", "bench", "fake-runner")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    os.makedirs(os.path.dirname(RUNNER), exist_ok=True)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    subprocess.run([cc, "-O2", "-o", RUNNER, os.path.join(ROOT, "bench", "fake_runner.c")], check=True)
+
+
+def wait_until(cond, timeout, what):
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise TimeoutError(what)
+        time.sleep(0.005)
+
+
+def count(path):
+    try:
+        with os.scandir(path) as it:
+            return sum(1 for e in it if not e.name.startswith("."))
+    except FileNotFoundError:
+        return 0
+
+
+class World:
+    """A state folder, a config, and at most one daemon."""
+
+    def __init__(self, config="", runner_env=None):
+        self.dir = tempfile.mkdtemp(prefix="llm-judge-bench-")
+        self.state = os.path.join(self.dir, "state")
+        self.jobs = os.path.join(self.state, "jobs")
+        os.makedirs(self.jobs, mode=0o700)
+        os.chmod(self.state, 0o700)
+        self.config = os.path.join(self.dir, "config.toml")
+        with open(self.config, "w") as f:
+            f.write(config + "\n[cache]\nttl_seconds = 0\n")
+        self.env = dict(os.environ, HOME=self.dir, XDG_CONFIG_HOME=self.dir, **(runner_env or {}))
+        self.env["CATSTACK_LLM_JUDGE_RUNNERS"] = json.dumps([["fake", [RUNNER, "{prompt}"]]])
+        self.daemon = None
+        # Every job has transcript "" (fast to check), so verdicts land in one folder.
+        self.verdicts = os.path.join(self.state, "verdicts", "da39a3ee5e6b4b0d")
+
+    def write_jobs(self, n, prefix="j"):
+        for i in range(n):
+            fd = os.open(os.path.join(self.jobs, f"{prefix}{i:06d}.json"), os.O_WRONLY | os.O_CREAT, 0o600)
+            os.write(fd, json.dumps({"prompt": f"{prefix}{i}"}).encode())
+            os.close(fd)
+
+    def publish_job(self, name):
+        temp = os.path.join(self.jobs, f".{name}.tmp")
+        with open(temp, "w") as f:
+            f.write(json.dumps({"prompt": name}))
+        os.rename(temp, os.path.join(self.jobs, f"{name}.json"))
+
+    def start(self, workers):
+        cmd = [BIN, "--state-dir", self.state, "--config", self.config, "daemon", "--workers", str(workers)]
+        self.daemon = subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self.daemon.pid
+
+    def stop(self):
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                self.daemon.wait(60)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+        self.daemon = None
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def proc_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def context_switches(pid):
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    total += int(line.split()[1])
+    return total
+
+
+def floor_jobs_per_second(n, workers):
+    """The physical floor: the same runner started n times, `workers` at once, by xargs."""
+    t0 = time.monotonic()
+    seq = subprocess.Popen(["seq", str(n)], stdout=subprocess.PIPE)
+    subprocess.run(["xargs", "-P", str(workers), "-n", "1", RUNNER], stdin=seq.stdout,
+                   stdout=subprocess.DEVNULL, check=True)
+    seq.wait()
+    return n / (time.monotonic() - t0)
+
+
+def backlog(n, workers, fsync):
+    w = World(config=f"fsync = {'true' if fsync else 'false'}")
+    try:
+        w.write_jobs(n)
+        t0 = time.monotonic()
+        w.start(workers)
+        wait_until(lambda: count(w.jobs) == 0 and count(w.verdicts) == n, 3600, "backlog")
+        return n / (time.monotonic() - t0)
+    finally:
+        w.close()
+
+
+def latency(jobs, gap):
+    w = World(runner_env={"BENCH_LOG": "/dev/null"})
+    log = os.path.join(w.dir, "starts.log")
+    w.env["BENCH_LOG"] = log
+    try:
+        w.start(2)
+        wait_until(lambda: os.path.exists(os.path.join(w.state, "status.json")), 30, "daemon ready")
+        published = {}
+        for i in range(jobs):
+            name = f"l{i:04d}"
+            published[name] = time.time_ns()
+            w.publish_job(name)
+            time.sleep(gap)
+        wait_until(lambda: count(w.verdicts) == jobs, 120, "latency verdicts")
+        starts = {}
+        with open(log) as f:
+            for line in f:
+                name, ns = line.split()
+                starts.setdefault(name, int(ns))
+        to_start = sorted((starts[n] - t) / 1e6 for n, t in published.items())
+        to_verdict = sorted((os.stat(os.path.join(w.verdicts, n + ".json")).st_mtime_ns - t) / 1e6
+                            for n, t in published.items())
+        return {"start_p50_ms": pct(to_start, 50), "start_p99_ms": pct(to_start, 99),
+                "verdict_p50_ms": pct(to_verdict, 50), "verdict_p99_ms": pct(to_verdict, 99)}
+    finally:
+        w.close()
+
+
+def pct(sorted_values, p):
+    k = max(0, min(len(sorted_values) - 1, round(p / 100 * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+def idle(seconds):
+    w = World()
+    try:
+        pid = w.start(4)
+        wait_until(lambda: os.path.exists(os.path.join(w.state, "status.json")), 30, "daemon ready")
+        time.sleep(2)
+        ticks0, ctx0 = cpu_ticks(pid), context_switches(pid)
+        time.sleep(seconds)
+        ticks1, ctx1 = cpu_ticks(pid), context_switches(pid)
+        return {"cpu_percent": (ticks1 - ticks0) / CLK_TCK / seconds * 100,
+                "wakeups_per_second": (ctx1 - ctx0) / seconds,
+                "rss_mb": proc_status(pid, "VmRSS") / 1024}
+    finally:
+        w.close()
+
+
+def scale(waiting, measured):
+    """Seconds per job while `waiting` jobs wait (steady state: verdicts 100 to 100+measured)."""
+    w = World()
+    try:
+        w.write_jobs(waiting)
+        pid = w.start(8)
+        wait_until(lambda: count(w.verdicts) >= 100, 600, "scale warm-up")
+        t1 = time.monotonic()
+        wait_until(lambda: count(w.verdicts) >= 100 + measured, 3600, "scale")
+        per_job = (time.monotonic() - t1) / measured
+        return {"ms_per_job": per_job * 1000, "peak_rss_mb": proc_status(pid, "VmHWM") / 1024}
+    finally:
+        w.close()
+
+
+def slow(jobs, workers, delay_ms):
+    w = World(runner_env={"BENCH_DELAY_MS": str(delay_ms)})
+    try:
+        w.write_jobs(jobs)
+        t0 = time.monotonic()
+        w.start(workers)
+        wait_until(lambda: count(w.verdicts) == jobs and count(w.jobs) == 0, 600, "slow")
+        wall = time.monotonic() - t0
+        ideal = jobs / workers * delay_ms / 1000
+        return {"wall_s": wall, "ideal_s": ideal, "ratio": wall / ideal}
+    finally:
+        w.close()
+
+
+def median_of(runs, fn):
+    results = [fn() for _ in range(runs)]
+    if isinstance(results[0], dict):
+        return {k: statistics.median(r[k] for r in results) for k in results[0]}
+    return statistics.median(results)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", nargs="*", default=["backlog", "latency", "idle", "scale", "slow"])
+    ap.add_argument("--idle-seconds", type=float, default=60)
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    runs = 1 if args.quick else args.runs
+    build()
+    out = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
+                       "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                                    if l.startswith("model name")), "?")},
+           "runs": runs}
+    print(f"machine: {out['machine']}, median of {runs} run(s)")
+    if "backlog" in args.only:
+        rows = []
+        for n in ([300] if args.quick else [1000, 10000]):
+            for workers in (2, 8):
+                floor = median_of(runs, lambda: floor_jobs_per_second(n, workers))
+                on = median_of(runs, lambda: backlog(n, workers, True))
+                off = median_of(runs, lambda: backlog(n, workers, False))
+                row = {"jobs": n, "workers": workers, "floor_jps": floor, "fsync_on_jps": on,
+                       "fsync_off_jps": off, "ratio_on": on / floor, "ratio_off": off / floor}
+                rows.append(row)
+                print("backlog  {jobs:>6} jobs  workers {workers}  floor {floor_jps:7.0f}/s  "
+                      "fsync on {fsync_on_jps:7.0f}/s ({ratio_on:.2f})  off {fsync_off_jps:7.0f}/s "
+                      "({ratio_off:.2f})".format(**row), flush=True)
+        out["backlog"] = rows
+    if "latency" in args.only:
+        r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
+        out["latency"] = r
+        print("latency  to runner start p50 {start_p50_ms:.1f} ms  p99 {start_p99_ms:.1f} ms;  "
+              "to verdict p50 {verdict_p50_ms:.1f} ms  p99 {verdict_p99_ms:.1f} ms".format(**r), flush=True)
+    if "idle" in args.only:
+        r = idle(10 if args.quick else args.idle_seconds)
+        out["idle"] = r
+        print("idle     cpu {cpu_percent:.4f} %  wake-ups {wakeups_per_second:.2f}/s  "
+              "rss {rss_mb:.1f} MB".format(**r), flush=True)
+    if "scale" in args.only:
+        rows = []
+        for waiting in ([1000, 10000] if args.quick else [1000, 10000, 100000]):
+            r = median_of(1 if waiting >= 100000 else runs, lambda: scale(waiting, 500 if args.quick else 1000))
+            r["waiting"] = waiting
+            rows.append(r)
+            print("scale    {waiting:>6} waiting  {ms_per_job:.2f} ms/job  peak rss {peak_rss_mb:.1f} MB"
+                  .format(**r), flush=True)
+        base = rows[0]["ms_per_job"]
+        for r in rows:
+            r["vs_1000"] = r["ms_per_job"] / base
+        out["scale"] = rows
+    if "slow" in args.only:
+        r = median_of(runs, lambda: slow(64, 8, 250))
+        out["slow"] = r
+        print("slow     64 x 250 ms, workers 8: {wall_s:.2f} s against ideal {ideal_s:.2f} s "
+              "(ratio {ratio:.3f})".format(**r), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+//! Process faults (SPEC section 4, "Running one runner"): runners that ignore
+//! SIGTERM, fork many children, leave descendants in their own session, close their
+//! output early, through `llm-judge run` and through the daemon. Each must end within
+//! timeout + kill grace + a generous margin, and afterwards no process the runner
+//! started may be running: every fake writes down its pids, and every process a
+//! test's judge starts carries a per-test marker variable, so `/proc` is searched for
+//! leftovers the fakes did not write down too. (Gigabytes of output, with the memory
+//! bound, are in `tests/faults_memory.rs`: getrusage covers a whole test binary.)
+
+mod reliability;
+mod world;
+
+use std::time::Duration;
+
+use reliability::*;
+use serde_json::{Value, json};
+use world::World;
+
+/// Kill grace in every config of this file.
+const GRACE: f64 = 1.0;
+/// Generous: proves nothing hangs (2 s of pipe drain, slow CI), asserts no speed.
+const MARGIN: f64 = 12.0;
+/// How long leftovers get to disappear after the judge is done.
+const GONE: Duration = Duration::from_secs(10);
+
+/// What one fault run left.
+struct Ran {
+    // First: fields drop in order, and the reaper reads pid files inside the world.
+    _reaper: Reaper,
+    w: World,
+    mark: String,
+    verdict: Value,
+    elapsed: Duration,
+}
+
+/// Runs one job with one fake runner through `llm-judge run`, checks the common
+/// invariants (exit 0, ended in time, one verdict, job and claim gone, nothing left
+/// running) and returns the verdict.
+fn run_fault(name: &str, body: &str, timeout: f64, escaped: Option<(&str, &str)>) -> Ran {
+    let w = World::new();
+    let mark = new_mark(name);
+    let mut reaper = Reaper::new(&mark);
+    if let Some((file, token)) = escaped {
+        reaper.pid_files.push((w.path(file), token.to_string()));
+    }
+    write_config(
+        &w,
+        &format!("fsync = false\nkill_grace_seconds = {GRACE}\n"),
+    );
+    let runner = w.runner(name, body);
+    w.job(
+        name,
+        &json!({"prompt": "p", "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
+    );
+    let job = w.state().join(format!("jobs/{name}.json"));
+    let mut p = spawn(
+        &w,
+        command(&w, Some(&[runner]), &mark),
+        &["run", job.to_str().unwrap()],
+    );
+    let bound = timeout + GRACE + MARGIN;
+    let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
+    assert!(status.success(), "{status:?}; stderr: {}", p.stderr());
+    assert!(
+        elapsed.as_secs_f64() <= bound,
+        "{name}: took {elapsed:?}, over timeout {timeout} + grace {GRACE} + margin {MARGIN}"
+    );
+    assert!(w.jobs_left().is_empty(), "{:?}", w.jobs_left());
+    assert!(entries(&w.state().join("claims")).is_empty());
+    let verdict = w.verdict(name);
+    let left = wait_no_marked(&mark, &[], GONE);
+    assert!(left.is_empty(), "{name}: processes left running: {left:?}");
+    let recorded = pids_in_file(&w.path("pids"));
+    assert!(
+        wait_gone(&recorded, GONE).is_empty(),
+        "{name}: recorded pids still running"
+    );
+    Ran {
+        _reaper: reaper,
+        w,
+        mark,
+        verdict,
+        elapsed,
+    }
+}
+
+fn first_reason(v: &Value) -> String {
+    v["attempts"][0]["reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+// The bodies, shared by the `run` tests and the all-at-once daemon test. `$W` is the
+// world folder; each body appends to `$W/pids` (one file per test in the `run` tests).
+
+const IGNORES_TERM: &str = "trap '' TERM\n\
+    echo $$ >> $W/pids\n\
+    while :; do sleep 0.2 & echo $! >> $W/pids; wait $!; done";
+
+/// 50 background sleeps (half of them ignoring SIGTERM), 5 sub-shells each with 2
+/// more, then it hangs. Bounded: a loop cap, not `ulimit -u` (root ignores it).
+const FORKS_FIFTY: &str = "echo $$ >> $W/pids\n\
+    i=0\n\
+    while [ $i -lt 25 ]; do sleep 300 & echo $! >> $W/pids; (trap '' TERM; exec sleep 300) & echo $! >> $W/pids; i=$((i+1)); done\n\
+    j=0\n\
+    while [ $j -lt 5 ]; do sh -c 'sleep 300 & echo $! >> '$W'/pids; sleep 300 & echo $! >> '$W'/pids; echo $$ >> '$W'/pids; wait' & j=$((j+1)); done\n\
+    wait";
+
+/// A grandchild in its own session (setsid), holding the runner's stdout; the runner hangs.
+const SETSID_GRANDCHILD_HANGS: &str = "echo $$ >> $W/pids\n\
+    setsid sh -c \"echo \\$\\$ >> $W/pids; exec sleep 300\" &\n\
+    sleep 300 & echo $! >> $W/pids\n\
+    wait";
+
+/// The runner answers and exits at once; its setsid'd grandchild keeps stdout open.
+const SETSID_GRANDCHILD_HOLDS_PIPE: &str = "setsid sh -c \"echo \\$\\$ >> $W/pids; touch $W/ready.$$; exec sleep 300\" &\n\
+    i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+    echo '{\"ok\": true}'";
+
+/// The runner answers and exits; a double-forked daemon (own session, re-parented to
+/// init, stdio closed) stays behind.
+const DAEMONIZED_GRANDCHILD: &str = "setsid sh -c \"sh -c 'echo \\$\\$ >> $W/pids; touch $W/ready.$$; exec sleep 300' </dev/null >/dev/null 2>&1 &\" </dev/null >/dev/null 2>&1\n\
+    i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+    echo '{\"ok\": true}'";
+
+/// Closes stdout and stderr at once, then keeps running past the timeout.
+const CLOSES_OUTPUT: &str = "exec >&- 2>&-\n\
+    echo $$ >> $W/pids\n\
+    sleep 300 & echo $! >> $W/pids\n\
+    wait";
+
+#[test]
+fn a_runner_ignoring_sigterm_is_killed_after_the_grace() {
+    let r = run_fault("ignores_term", IGNORES_TERM, 1.0, None);
+    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    assert_eq!(r.verdict["outcome"], "unchecked");
+    assert!(
+        r.elapsed.as_secs_f64() >= 1.0 + GRACE * 0.9,
+        "SIGKILL came before the grace: {:?}",
+        r.elapsed
+    );
+    assert!(r.w.log().contains("timed out after 1s"), "{}", r.w.log());
+}
+
+#[test]
+fn a_runner_that_forks_fifty_children_then_hangs_leaves_none() {
+    let r = run_fault("forks_fifty", FORKS_FIFTY, 1.0, None);
+    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    let recorded = pids_in_file(&r.w.path("pids"));
+    assert!(
+        recorded.len() >= 1 + 50 + 5 * 3 - 5,
+        "the fake started its children ({} pids recorded)",
+        recorded.len()
+    );
+}
+
+#[test]
+fn a_setsid_grandchild_of_a_hanging_runner_is_stopped() {
+    let r = run_fault("setsid_hangs", SETSID_GRANDCHILD_HANGS, 1.0, None);
+    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    assert_eq!(pids_in_file(&r.w.path("pids")).len(), 3);
+}
+
+#[test]
+fn a_setsid_grandchild_holding_stdout_neither_hangs_the_judge_nor_survives() {
+    let r = run_fault("setsid_pipe", SETSID_GRANDCHILD_HOLDS_PIPE, 60.0, None);
+    assert_eq!(first_reason(&r.verdict), "answered");
+    assert_eq!(r.verdict["outcome"], "hit");
+    // Far below the 60 s timeout: the judge did not wait for the grandchild's pipe.
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+    assert_eq!(pids_in_file(&r.w.path("pids")).len(), 1);
+}
+
+#[test]
+fn a_double_forked_daemon_left_by_an_answering_runner_is_stopped() {
+    let r = run_fault("daemonized", DAEMONIZED_GRANDCHILD, 60.0, None);
+    assert_eq!(first_reason(&r.verdict), "answered");
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+    assert_eq!(pids_in_file(&r.w.path("pids")).len(), 1);
+    let _ = r.mark;
+}
+
+#[test]
+fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
+    let r = run_fault("closes_output", CLOSES_OUTPUT, 1.0, None);
+    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    assert_eq!(pids_in_file(&r.w.path("pids")).len(), 2);
+}
+
+/// SPEC 4: "after the job ends no process its runners started is left running,
+/// including those that moved to their own session". A descendant that also drops
+/// its environment (so `LLM_JUDGE_TAG` is gone) escapes: the judge finds escaped
+/// descendants only by that tag (no child subreaper, no parent-chain walk).
+#[test]
+#[ignore = "bug: a setsid'd descendant started with `env -i` (no LLM_JUDGE_TAG) outlives its job"]
+fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
+    let body = "setsid env -i /bin/sh -c \"echo \\$\\$ >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
+        i=0; while [ ! -s $W/escaped.pids ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+        echo '{\"ok\": true}'";
+    let r = run_fault(
+        "env_cleared",
+        body,
+        60.0,
+        Some(("escaped.pids", "sleep 3017")),
+    );
+    assert_eq!(first_reason(&r.verdict), "answered");
+    let escaped = pids_in_file(&r.w.path("escaped.pids"));
+    assert_eq!(escaped.len(), 1, "the fake recorded its escaped descendant");
+    let left = wait_gone(&escaped, GONE);
+    assert!(
+        left.is_empty(),
+        "escaped descendant still running: {:?}",
+        left.iter().map(|&p| (p, cmdline(p))).collect::<Vec<_>>()
+    );
+}
+
+/// The daemon is SIGKILLed while faulty runners run (one ignoring SIGTERM, one with
+/// 65 children, one with a setsid'd grandchild): they outlive it, and the next start
+/// stops every one of them before judging those jobs again (SPEC 4: "also after a
+/// daemon crash").
+#[test]
+fn faulty_runners_of_a_killed_daemon_are_stopped_by_the_next_start() {
+    let w = World::new();
+    let mark = new_mark("crash-faults");
+    let _reaper = Reaper::new(&mark);
+    write_config(
+        &w,
+        &format!("fsync = false\nkill_grace_seconds = {GRACE}\nworkers = 4\n"),
+    );
+    let cases = [
+        ("ignores_term", IGNORES_TERM),
+        ("forks_fifty", FORKS_FIFTY),
+        ("setsid_hangs", SETSID_GRANDCHILD_HANGS),
+    ];
+    // After the crash, `$W/second` makes every job answer at once.
+    let mut body = String::from(
+        "if [ -e $W/second ]; then echo '{\"ok\": true}'; exit 0; fi\ncase \"$1\" in\n",
+    );
+    for (name, fault) in &cases {
+        body.push_str(&format!("{name})\n{fault}\n;;\n"));
+    }
+    body.push_str("esac\n");
+    let dispatch = w.runner("dispatch", &body);
+    let mut d = w.start_with(command(&w, Some(std::slice::from_ref(&dispatch)), &mark));
+    w.wait_log("daemon start");
+    for (name, _) in &cases {
+        w.job(
+            name,
+            &json!({"prompt": name, "timeout_seconds": 300, "transcript": "T", "hit_if_all_true": ["ok"]}),
+        );
+    }
+    // The daemon, 2 + 66 + 3 runner processes once every fault is fully started.
+    world::wait_until("faults running", Duration::from_secs(30), || {
+        marked(&mark).len() >= 1 + 2 + 66 + 3
+    });
+    let first_daemon = d.child.id();
+    d.kill9();
+    let orphans: Vec<u32> = marked(&mark)
+        .into_iter()
+        .filter(|&p| p != first_daemon)
+        .collect();
+    assert!(
+        orphans.len() >= 71,
+        "the runners outlived the killed daemon ({} left)",
+        orphans.len()
+    );
+    std::fs::write(w.path("second"), "").unwrap();
+    let mut d = w.start_with(command(&w, Some(&[dispatch]), &mark));
+    world::wait_until("jobs judged again", Duration::from_secs(60), || {
+        w.verdicts().len() == cases.len()
+    });
+    let left = wait_no_marked(&mark, &[d.child.id()], GONE);
+    assert!(left.is_empty(), "left running after restart: {left:?}");
+    for (name, _) in &cases {
+        let v = w.verdict(name);
+        assert_eq!(v["outcome"], "hit", "{name}: {v}");
+    }
+    assert!(
+        wait_gone(&orphans, GONE).is_empty(),
+        "orphans of the first daemon"
+    );
+    d.signal("TERM");
+    assert!(d.wait_exit(Duration::from_secs(30)).success());
+}
+
+/// All the faults at once through one daemon (workers enough for all), selected by
+/// the prompt. Each attempt ends within its bound, the daemon survives and drains
+/// cleanly, and nothing they started is left.
+#[test]
+fn all_faults_at_once_through_the_daemon() {
+    let w = World::new();
+    let mark = new_mark("daemon-faults");
+    let _reaper = Reaper::new(&mark);
+    write_config(
+        &w,
+        &format!("fsync = false\nkill_grace_seconds = {GRACE}\nworkers = 8\n"),
+    );
+    let cases: [(&str, &str, f64, &str); 6] = [
+        ("ignores_term", IGNORES_TERM, 1.0, "timed out after 1s"),
+        ("forks_fifty", FORKS_FIFTY, 1.0, "timed out after 1s"),
+        (
+            "setsid_hangs",
+            SETSID_GRANDCHILD_HANGS,
+            1.5,
+            "timed out after 1.5s",
+        ),
+        (
+            "setsid_pipe",
+            SETSID_GRANDCHILD_HOLDS_PIPE,
+            60.0,
+            "answered",
+        ),
+        ("daemonized", DAEMONIZED_GRANDCHILD, 60.0, "answered"),
+        ("closes_output", CLOSES_OUTPUT, 2.0, "timed out after 2s"),
+    ];
+    let mut body = String::from("case \"$1\" in\n");
+    for (name, fault, _, _) in &cases {
+        body.push_str(&format!("{name})\n{fault}\n;;\n"));
+    }
+    body.push_str("esac\n");
+    let dispatch = w.runner("dispatch", &body);
+    let mut d = w.start_with(command(&w, Some(&[dispatch]), &mark));
+    w.wait_log("daemon start");
+    for (name, _, timeout, _) in &cases {
+        w.job(
+            name,
+            &json!({"prompt": name, "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
+        );
+    }
+    world::wait_until("all fault jobs judged", Duration::from_secs(90), || {
+        w.verdicts().len() == cases.len()
+    });
+    for (name, _, timeout, reason) in &cases {
+        let v = w.verdict(name);
+        assert_eq!(first_reason(&v), *reason, "{name}: {v}");
+        let ms = v["attempts"][0]["elapsed_ms"].as_u64().unwrap_or(0) as f64;
+        assert!(
+            ms / 1000.0 <= timeout + GRACE + MARGIN,
+            "{name}: attempt took {ms} ms"
+        );
+    }
+    assert!(w.jobs_left().is_empty());
+    let daemon_pid = d.child.id();
+    let left = wait_no_marked(&mark, &[daemon_pid], GONE);
+    assert!(left.is_empty(), "processes left running: {left:?}");
+    assert!(
+        wait_gone(&pids_in_file(&w.path("pids")), GONE).is_empty(),
+        "recorded pids still running"
+    );
+    assert!(
+        d.child.try_wait().unwrap().is_none(),
+        "the daemon died: {}",
+        d.stderr()
+    );
+    d.signal("TERM");
+    let status = d.wait_exit(Duration::from_secs(30));
+    assert!(status.success(), "{status:?}: {}", d.stderr());
+    assert!(entries(&w.state().join("claims")).is_empty());
+}
