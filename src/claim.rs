@@ -76,8 +76,43 @@ pub struct ClaimRecord {
     #[serde(default)]
     pub claimed_at: f64,
     pub runner: Option<RunnerRecord>,
+    #[serde(default, with = "path_bytes")]
     pub verdict_temp: Option<PathBuf>,
+    #[serde(default, with = "path_bytes")]
     pub verdict_path: Option<PathBuf>,
+}
+
+/// Paths as text when they are UTF-8, else as their bytes (job names may be any bytes).
+mod path_bytes {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        match path {
+            None => s.serialize_none(),
+            Some(p) => match p.to_str() {
+                Some(text) => s.serialize_some(text),
+                None => s.serialize_some(p.as_os_str().as_bytes()),
+            },
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        Ok(Option::<Repr>::deserialize(d)?.map(|r| match r {
+            Repr::Text(t) => PathBuf::from(t),
+            Repr::Bytes(b) => PathBuf::from(OsString::from_vec(b)),
+        }))
+    }
 }
 
 /// A held claim. Dropping it releases the lock but keeps the record.
@@ -268,6 +303,19 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let (_claim, previous) = claimed(dir.path());
         assert_eq!(previous, Previous::Nothing);
+    }
+
+    #[test]
+    fn non_utf8_paths_survive_the_record() {
+        use std::os::unix::ffi::OsStrExt;
+        let record = ClaimRecord {
+            verdict_temp: Some(PathBuf::from(std::ffi::OsStr::from_bytes(b"/v/\xff.json"))),
+            verdict_path: Some(PathBuf::from("/v/ok.json")),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&record).unwrap();
+        let back: ClaimRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, record);
     }
 
     #[test]

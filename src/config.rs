@@ -16,6 +16,10 @@ pub const CONFIG_VAR: &str = "LLM_JUDGE_CONFIG";
 /// Names the state folder when `--state-dir` is not given.
 pub const STATE_DIR_VAR: &str = "CATSTACK_LLM_JUDGE_STATE_DIR";
 
+/// The largest duration any key may give (about 31 years): larger ones are refused,
+/// never turned into a `Duration` that overflows.
+pub const MAX_SECONDS: f64 = 1e9;
+
 /// Every config key (SPEC section 8).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -230,14 +234,15 @@ fn check(config: &Config) -> Result<(), String> {
         ("rescan_seconds", config.rescan_seconds),
     ];
     for (key, value) in positive {
-        if !(value.is_finite() && value > 0.0) {
-            return Err(format!("key {key} is {value}; give a number above 0"));
+        if !(value > 0.0 && value <= MAX_SECONDS) {
+            return Err(format!(
+                "key {key} is {value}; give a number of seconds above 0 and at most {MAX_SECONDS}"
+            ));
         }
     }
     let non_negative = [
         ("kill_grace_seconds", config.kill_grace_seconds),
         ("shutdown_grace_seconds", config.shutdown_grace_seconds),
-        ("undeliverable_days", config.undeliverable_days),
         ("cache.ttl_seconds", config.cache.ttl_seconds),
         (
             "health.backoff_start_seconds",
@@ -247,10 +252,14 @@ fn check(config: &Config) -> Result<(), String> {
             "health.backoff_max_seconds",
             config.health.backoff_max_seconds,
         ),
+        // As seconds, so "days" shares the bound.
+        ("undeliverable_days", config.undeliverable_days * 86_400.0),
     ];
     for (key, value) in non_negative {
-        if !(value.is_finite() && value >= 0.0) {
-            return Err(format!("key {key} is {value}; give a number of 0 or more"));
+        if !(0.0..=MAX_SECONDS).contains(&value) {
+            return Err(format!(
+                "key {key} is out of range; give a number of 0 or more (at most {MAX_SECONDS} seconds)"
+            ));
         }
     }
     if config.health.backoff_max_seconds < config.health.backoff_start_seconds {
@@ -389,6 +398,18 @@ mod tests {
                 .contains("rescan_seconds")
         );
         assert!(parse_config(Some("not toml [")).is_err());
+        for huge in [
+            "max_timeout_seconds = 1e20",
+            "kill_grace_seconds = 1e20",
+            "undeliverable_days = 1e300",
+            "rescan_seconds = inf",
+        ] {
+            let key = huge.split(' ').next().unwrap_or_default();
+            assert!(
+                parse_config(Some(huge)).unwrap_err().contains(key),
+                "{huge}"
+            );
+        }
     }
 
     #[test]

@@ -91,7 +91,7 @@ async fn handle_named(
 ) -> io::Result<Handled> {
     let fsync = settings.config.fsync;
     spool::create_dir(&state.claims())?;
-    let (mut claim, previous) = match claim::acquire(&state.claims(), name, fsync)? {
+    let (mut claim, previous) = match acquire_claim(state, name, fsync).await? {
         Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
         Acquired::Claimed { claim, previous } => (claim, previous),
     };
@@ -162,6 +162,24 @@ async fn handle_named(
         runner: verdict.runner,
         attempts: verdict.attempts,
     })
+}
+
+/// Claims a job. A claim whose recorded holder is dead can stay locked for a moment
+/// (a runner forked by a judge that was just killed keeps its files until it
+/// execs): wait for it, briefly, instead of leaving the job for the next rescan.
+async fn acquire_claim(state: &StateDir, name: &OsStr, fsync: bool) -> io::Result<Acquired> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(3);
+    loop {
+        let acquired = claim::acquire(&state.claims(), name, fsync)?;
+        match acquired {
+            Acquired::Busy {
+                holder_pid: Some(pid),
+            } if !crate::process_tree::is_alive(pid) && Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            other => return Ok(other),
+        }
+    }
 }
 
 /// Reads, judges and publishes a claimed job. `Ok(None)`: shutdown stopped it (the
@@ -418,8 +436,7 @@ fn publish(
     fsync: bool,
 ) -> io::Result<()> {
     let dir = state.verdict_dir(&verdict.transcript);
-    let mut file_name = std::ffi::OsString::from(stem_of(name));
-    file_name.push(".json");
+    let file_name = spool::verdict_name(name);
     let target = dir.join(&file_name);
     let mut bytes = serde_json::to_vec(verdict).map_err(io::Error::other)?;
     bytes.push(b'\n');

@@ -5,6 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, flock};
 
@@ -14,17 +15,20 @@ pub struct DaemonLock {
     _file: File,
 }
 
+/// How long a lock whose recorded holder is dead may stay held: a runner forked by a
+/// daemon that was just killed keeps the daemon's open files until it execs.
+const DEAD_HOLDER_WAIT: Duration = Duration::from_secs(3);
+
 /// Takes the lock or says which pid holds it.
 pub fn acquire(path: &Path) -> Result<DaemonLock, String> {
     let mut file = open(path)?;
-    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-        let holder =
-            holder_pid(&mut file).map_or("unknown pid".to_string(), |p| format!("pid {p}"));
-        return Err(format!(
-            "another llm-judge daemon ({holder}) already serves this state folder (lock {}); \
-             stop it first or use another --state-dir",
-            path.display()
-        ));
+    let deadline = Instant::now() + DEAD_HOLDER_WAIT;
+    while flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let pid = holder_pid(&mut file);
+        if pid.is_some_and(crate::process_tree::is_alive) || Instant::now() >= deadline {
+            return Err(refusal(path, pid));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
     let pid = format!("{}\n", std::process::id());
     let written = file
@@ -33,6 +37,15 @@ pub fn acquire(path: &Path) -> Result<DaemonLock, String> {
         .and_then(|_| file.write_all(pid.as_bytes()));
     written.map_err(|e| format!("cannot write lock file {}: {e}", path.display()))?;
     Ok(DaemonLock { _file: file })
+}
+
+fn refusal(path: &Path, pid: Option<u32>) -> String {
+    let holder = pid.map_or("unknown pid".to_string(), |p| format!("pid {p}"));
+    format!(
+        "another llm-judge daemon ({holder}) already serves this state folder (lock {}); \
+         stop it first or use another --state-dir",
+        path.display()
+    )
 }
 
 /// The pid of the daemon holding the lock, or `None` when no daemon holds it.
@@ -57,6 +70,7 @@ fn open(path: &Path) -> Result<File, String> {
 
 fn holder_pid(file: &mut File) -> Option<u32> {
     let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
     file.read_to_string(&mut text).ok()?;
     text.trim().parse().ok()
 }

@@ -1,9 +1,10 @@
 //! Taking verdicts out exactly once (`drain`, `enqueue --wait`): a verdict is claimed
-//! by renaming it to a hidden name that carries the taker's pid and start time,
-//! printed, then removed. A claim whose taker died goes back; a claim whose print
-//! failed goes back at once. Two takers never get the same verdict (rename is atomic).
+//! by moving it into the taker's own hidden folder `.draining-<pid>-<start time>/`
+//! (same name, so long names still fit), printed, then removed. A claim whose taker
+//! died goes back; a claim whose print failed goes back at once. Two takers never
+//! get the same verdict (rename is atomic).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 use crate::process_tree::{is_alive, start_time};
 use crate::spool::now_unix;
 
-const CLAIM_MARK: &str = ".draining-";
+const CLAIM_DIR: &str = ".draining-";
 
 /// A verdict claimed by this process.
 pub struct Taken {
@@ -28,15 +29,26 @@ pub struct Taken {
 impl Taken {
     /// The verdict was delivered: remove it for good.
     pub fn done(self) -> io::Result<()> {
-        match fs::symlink_metadata(&self.claim) {
+        let removed = match fs::symlink_metadata(&self.claim) {
             Ok(meta) if meta.is_dir() => fs::remove_dir_all(&self.claim),
             _ => fs::remove_file(&self.claim),
-        }
+        };
+        forget_claim_dir(&self.claim);
+        removed
     }
 
     /// The verdict could not be delivered: put it back.
     pub fn give_back(self) -> io::Result<()> {
-        fs::rename(&self.claim, &self.original)
+        let back = fs::rename(&self.claim, &self.original);
+        forget_claim_dir(&self.claim);
+        back
+    }
+}
+
+/// Removes this taker's claim folder once it is empty.
+fn forget_claim_dir(claim: &Path) {
+    if let Some(dir) = claim.parent() {
+        let _ = fs::remove_dir(dir);
     }
 }
 
@@ -46,12 +58,12 @@ pub fn pending(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut found: Vec<(SystemTime, std::ffi::OsString)> = Vec::new();
+    let mut found: Vec<(SystemTime, OsString)> = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let text = name.to_string_lossy();
-        if text.contains(CLAIM_MARK) {
-            if let Some(original) = recover_claim(dir, &name) {
+        if text.starts_with(CLAIM_DIR) {
+            for original in recover_claims(dir, &name) {
                 found.push((mtime(&dir.join(&original)), original));
             }
             continue;
@@ -74,8 +86,13 @@ fn mtime(path: &Path) -> SystemTime {
 /// Claims one verdict; `None` when another taker got it first.
 pub fn take(path: &Path) -> Option<Taken> {
     let name = path.file_name()?;
-    let claim = path.with_file_name(claim_name(name));
-    fs::rename(path, &claim).ok()?;
+    let dir = path.parent()?.join(claim_dir_name());
+    crate::spool::create_dir(&dir).ok()?;
+    let claim = dir.join(name);
+    if fs::rename(path, &claim).is_err() {
+        forget_claim_dir(&claim);
+        return None;
+    }
     let verdict = read_verdict(&claim).unwrap_or_else(|e| unreadable(path, name, &e));
     Some(Taken {
         claim,
@@ -84,31 +101,41 @@ pub fn take(path: &Path) -> Option<Taken> {
     })
 }
 
-fn claim_name(name: &OsStr) -> String {
+fn claim_dir_name() -> String {
     let me = std::process::id();
-    let started = start_time(me).unwrap_or(0);
-    format!(".{}{CLAIM_MARK}{me}-{started}", name.to_string_lossy())
+    format!("{CLAIM_DIR}{me}-{}", start_time(me).unwrap_or(0))
 }
 
-/// Puts back a claim whose taker is gone; returns the verdict's name if it did.
-fn recover_claim(dir: &Path, claim: &OsStr) -> Option<std::ffi::OsString> {
-    let text = claim.to_string_lossy();
-    let (original, owner) = text.strip_prefix('.')?.rsplit_once(CLAIM_MARK)?;
-    let (pid, started) = owner.split_once('-')?;
-    let (pid, started): (u32, u64) = (pid.parse().ok()?, started.parse().ok()?);
-    let owner_alive = is_alive(pid) && start_time(pid).unwrap_or(0) == started;
-    if owner_alive {
-        return None;
+/// Puts back the claims of a taker that is gone; returns the verdicts' names.
+fn recover_claims(dir: &Path, claim_dir: &OsStr) -> Vec<OsString> {
+    let owner = claim_dir.to_string_lossy();
+    let Some((pid, started)) = owner
+        .strip_prefix(CLAIM_DIR)
+        .and_then(|o| o.split_once('-'))
+    else {
+        return Vec::new();
+    };
+    let (Ok(pid), Ok(started)) = (pid.parse::<u32>(), started.parse::<u64>()) else {
+        return Vec::new();
+    };
+    if is_alive(pid) && start_time(pid).unwrap_or(0) == started {
+        return Vec::new();
     }
-    let target = dir.join(original);
-    if target.exists() {
-        // A newer verdict for the same job replaced this one, as an undrained one would be.
-        let _ = fs::remove_file(dir.join(claim));
-        return None;
+    let folder = dir.join(claim_dir);
+    let mut back = Vec::new();
+    for entry in fs::read_dir(&folder).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let target = dir.join(&name);
+        if target.exists() {
+            // A newer verdict for the same job replaced it, as an undrained one would be.
+            let _ = fs::remove_file(entry.path());
+        } else if fs::rename(entry.path(), &target).is_ok() {
+            tracing::info!(verdict = %target.display(), "recovered a verdict claimed by a drain that died");
+            back.push(name);
+        }
     }
-    fs::rename(dir.join(claim), &target).ok()?;
-    tracing::info!(verdict = %target.display(), "recovered a verdict claimed by a drain that died");
-    Some(original.into())
+    let _ = fs::remove_dir(&folder);
+    back
 }
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.
@@ -175,8 +202,10 @@ mod tests {
     #[test]
     fn a_dead_takers_claim_goes_back() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(".b.json.draining-999999999-1"), "{}").unwrap();
+        fs::create_dir(dir.path().join(".draining-999999999-1")).unwrap();
+        fs::write(dir.path().join(".draining-999999999-1/b.json"), "{}").unwrap();
         assert_eq!(pending(dir.path()), vec![dir.path().join("b.json")]);
+        assert!(!dir.path().join(".draining-999999999-1").exists());
     }
 
     #[test]

@@ -2,8 +2,6 @@
 //! Linux every process whose environment carries the job's tag (which survives
 //! `setsid` and re-parenting, also after a daemon crash).
 
-use std::ops::RangeInclusive;
-
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 /// The environment variable that tags every process started for one claim.
@@ -55,52 +53,72 @@ pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
     same
 }
 
-/// The last pid the kernel handed out (Linux), to bound later searches.
-pub fn last_pid() -> Option<u32> {
-    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+/// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`. A process
+/// caught in the middle of an `exec` shows an empty environment for a moment: such a
+/// pass is repeated (bounded).
+pub fn tagged_processes(tag: &str) -> Vec<u32> {
+    for _ in 0..50 {
+        match scan_tagged(tag) {
+            Scan::Sure(pids) => return pids,
+            Scan::Unsure => std::thread::sleep(std::time::Duration::from_millis(2)),
+        }
+    }
+    match scan_tagged(tag) {
+        Scan::Sure(pids) => pids,
+        Scan::Unsure => Vec::new(),
+    }
 }
 
-/// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`, among the
-/// pids in `range` (all when `None`).
-pub fn tagged_processes(tag: &str, range: Option<RangeInclusive<u32>>) -> Vec<u32> {
+enum Scan {
+    Sure(Vec<u32>),
+    /// A live user process had an empty environment (mid-exec): look again.
+    Unsure,
+}
+
+fn scan_tagged(tag: &str) -> Scan {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+        return Scan::Sure(Vec::new());
     };
     let needle = format!("{TAG_VAR}={tag}\0").into_bytes();
     let me = std::process::id();
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me && range.as_ref().is_none_or(|r| r.contains(&pid)))
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_slice()))
-        })
-        .filter(|&pid| is_alive(pid))
-        .collect()
+    let mut found = Vec::new();
+    for pid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        if pid == me {
+            continue;
+        }
+        match std::fs::read(format!("/proc/{pid}/environ")) {
+            Ok(env)
+                if env.windows(needle.len()).any(|w| w == needle.as_slice()) && is_alive(pid) =>
+            {
+                found.push(pid);
+            }
+            Ok(env) if env.windows(needle.len()).any(|w| w == needle.as_slice()) => {}
+            Ok(env) if env.is_empty() && is_alive(pid) && !is_kernel_thread(pid) => {
+                return Scan::Unsure;
+            }
+            _ => {}
+        }
+    }
+    Scan::Sure(found)
+}
+
+/// Kernel threads have no environment at all; their parent is 0 or kthreadd (2).
+fn is_kernel_thread(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        matches!(ppid, Some(0) | Some(2))
+    })
 }
 
 /// SIGKILLs every tagged process until none is left (bounded passes, for forkers).
 /// Returns how many were signalled.
 pub fn kill_tagged(tag: &str) -> usize {
-    kill_tagged_since(tag, None)
-}
-
-/// As `kill_tagged`, searching only pids created after `since` (a `last_pid()` read
-/// before the tagged processes started). Pids grow until they wrap around, so a
-/// process started later has a larger pid unless the counter wrapped: then (and
-/// without `since`) every process is searched.
-pub fn kill_tagged_since(tag: &str, since: Option<u32>) -> usize {
     let mut killed = 0;
     for _ in 0..50 {
-        let range = match (since, last_pid()) {
-            (Some(low), Some(high)) if high >= low => Some(low..=high),
-            _ => None,
-        };
-        let pids = tagged_processes(tag, range);
+        let pids = tagged_processes(tag);
         if pids.is_empty() {
             break;
         }
@@ -132,8 +150,7 @@ mod tests {
 
     #[test]
     fn unknown_tag_finds_nothing() {
-        assert!(tagged_processes("no-such-tag-4f1c", None).is_empty());
-        assert_eq!(kill_tagged_since("no-such-tag-4f1c", last_pid()), 0);
+        assert!(tagged_processes("no-such-tag-4f1c").is_empty());
         assert_eq!(kill_tagged("no-such-tag-4f1c"), 0);
     }
 }

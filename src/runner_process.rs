@@ -11,7 +11,7 @@ use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
-use crate::process_tree::{TAG_VAR, kill_tagged_since, last_pid, signal_group};
+use crate::process_tree::{TAG_VAR, kill_tagged, signal_group};
 use crate::verdict::RunEnd;
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
@@ -56,7 +56,6 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let Some(program) = resolve_program(&spec.argv[0]) else {
         return quick(RunEnd::NotInstalled);
     };
-    let pids_before = last_pid();
     let mut child = match command(spec, &program).spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -94,10 +93,7 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     // Whatever the runner left behind (background children, setsid'd descendants)
     // goes now, so nothing holds the pipes and nothing outlives the attempt.
     signal_group(pgid, Signal::KILL);
-    // A short attempt cannot have made the pid counter wrap all the way round, so only
-    // pids handed out since the spawn need searching; a long one searches everything.
-    let since = pids_before.filter(|_| started.elapsed() < Duration::from_secs(1));
-    kill_tagged_since(spec.tag, since);
+    kill_tagged(spec.tag);
     if let Some(w) = writer {
         w.abort();
     }

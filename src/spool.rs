@@ -101,6 +101,17 @@ pub fn stem_of(name: &OsStr) -> String {
     name.strip_suffix(".json").unwrap_or(&name).to_string()
 }
 
+/// The verdict file name of a job file: `<stem>.json` with the stem's exact bytes
+/// (a lossy stem could give two jobs one verdict file).
+pub fn verdict_name(job_name: &OsStr) -> OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let mut name = job_name.to_os_string();
+    if !job_name.as_bytes().ends_with(b".json") {
+        name.push(".json");
+    }
+    name
+}
+
 /// True for names the inbox treats as jobs (not hidden, ending in `.json`).
 pub fn is_job_name(name: &OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
@@ -118,7 +129,19 @@ pub struct TempFile {
 pub fn write_temp(dir: &Path, name: &OsStr, bytes: &[u8], fsync: bool) -> io::Result<TempFile> {
     create_dir(dir)?;
     let mut temp_name = OsString::from(".");
-    temp_name.push(name);
+    // A name near the 255-byte limit leaves no room for the suffix: use its hash.
+    if name.len() > 200 {
+        use std::os::unix::ffi::OsStrExt;
+        let digest = Sha1::digest(name.as_bytes());
+        temp_name.push(
+            digest[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+        );
+    } else {
+        temp_name.push(name);
+    }
     temp_name.push(format!(".{}.{}.tmp", std::process::id(), unique()));
     let path = dir.join(temp_name);
     let result: io::Result<()> = (|| {
@@ -206,6 +229,26 @@ mod tests {
     fn transcript_hash_is_sha1_prefix() {
         assert_eq!(transcript_hash(""), "da39a3ee5e6b4b0d");
         assert_eq!(transcript_hash("abc"), "a9993e364706816a");
+    }
+
+    #[test]
+    fn verdict_names_keep_the_exact_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let a = verdict_name(OsStr::from_bytes(b"\xff.json"));
+        let b = verdict_name(OsStr::from_bytes(b"\xfe.json"));
+        assert_ne!(a, b);
+        assert_eq!(
+            verdict_name(OsStr::new("job.txt")),
+            OsString::from("job.txt.json")
+        );
+    }
+
+    #[test]
+    fn long_names_get_short_temp_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "L".repeat(250);
+        let temp = write_temp(dir.path(), OsStr::new(&long), b"x", false).unwrap();
+        assert!(temp.path.file_name().unwrap().len() < 255);
     }
 
     #[test]

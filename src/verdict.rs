@@ -83,7 +83,7 @@ pub fn judge_attempt(
 /// `<label>: <detail>` clipped to 300 code points, keeping the end of the detail.
 pub fn clip(label: &str, detail: &str) -> String {
     let detail = detail.trim();
-    if detail.is_empty() {
+    if detail.is_empty() || label.chars().count() + 2 >= REASON_MAX_CHARS {
         return label.chars().take(REASON_MAX_CHARS).collect();
     }
     let room = REASON_MAX_CHARS.saturating_sub(label.chars().count() + 2);

@@ -372,7 +372,6 @@ fn adversarial_file_names_in_jobs_each_get_one_verdict_or_are_ignored() {
 /// publish the same way). `drain` has the same limit for its ".<name>.draining-..."
 /// claim names.
 #[test]
-#[ignore = "bug: a job file name near 255 bytes never gets a verdict (temp name too long)"]
 fn a_250_byte_job_file_name_gets_one_verdict() {
     let w = World::new();
     let mark = new_mark("long-name");
@@ -402,7 +401,6 @@ fn a_250_byte_job_file_name_gets_one_verdict() {
 /// verdicts by the lossy stem, so the second verdict replaces the first: one verdict
 /// is lost (and a drain returns one line for two jobs).
 #[test]
-#[ignore = "bug: two non-UTF-8 job names with the same lossy stem share one verdict file"]
 fn two_non_utf8_names_with_the_same_lossy_stem_get_two_verdicts() {
     let w = World::new();
     let mark = new_mark("lossy");
@@ -424,7 +422,6 @@ fn two_non_utf8_names_with_the_same_lossy_stem_get_two_verdicts() {
 /// without a verdict (leaving a claim that counts as an interruption) and the daemon
 /// panics at start. They should be refused naming the key, or honoured.
 #[test]
-#[ignore = "bug: huge finite durations in the config (1e20 s) panic instead of being refused"]
 fn huge_config_durations_are_refused_or_honoured_never_a_panic() {
     let w = World::new();
     let mark = new_mark("huge-config");

@@ -326,8 +326,9 @@ fn a_crashed_drains_claim_is_recovered_and_a_closed_pipe_gives_back() {
         .join("verdicts")
         .join(llm_judge::spool::transcript_hash("T"));
     // A drain that died holding "b": pid 999999999 does not exist.
+    fs::create_dir(dir.join(".draining-999999999-12345")).unwrap();
     fs::write(
-        dir.join(".b.json.draining-999999999-12345"),
+        dir.join(".draining-999999999-12345/b.json"),
         json!({"id": "b"}).to_string(),
     )
     .unwrap();

@@ -369,7 +369,6 @@ proptest! {
 /// verdict shows it today; a long label would (say, a timeout printed from a huge
 /// config value).
 #[test]
-#[ignore = "bug: clip() returns more than 300 code points when the label has 299+"]
 fn clip_never_exceeds_300_code_points_even_with_a_long_label() {
     for n in [298, 299, 300, 301, 400] {
         let reason = clip(&"x".repeat(n), "detail");
