@@ -240,7 +240,6 @@ async fn judge_claimed(
     Ok(Some(verdict))
 }
 
-/// Judges, unless `cancel` fires first (then the runners are stopped and `None` returned).
 /// The verdict of a parsed job: from the cache, from an identical job running now,
 /// or from the runners. `None` when shutdown stopped it.
 async fn decide(

@@ -318,21 +318,8 @@ fn a_runner_limit_of_one_never_overlaps_across_eight_workers() {
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
     let _d = w.start_with(cmd);
     wait_until("eight verdicts", DEADLINE, || w.verdicts().len() == 8);
-    let mut events: Vec<(u128, i32)> = w
-        .read("spans")
-        .lines()
-        .map(|l| {
-            let (kind, t) = l.split_once(' ').unwrap();
-            (t.parse().unwrap(), if kind == "start" { 1 } else { -1 })
-        })
-        .collect();
-    assert_eq!(events.len(), 16);
-    events.sort();
-    let (mut now, mut peak) = (0, 0);
-    for (_, delta) in events {
-        now += delta;
-        peak = peak.max(now);
-    }
+    let (lines, peak) = peak_overlap(&w.read("spans"));
+    assert_eq!(lines, 16);
     assert_eq!(peak, 1, "max_concurrent = 1 across workers");
     assert!(
         w.log().contains("waiting for a free runner slot"),

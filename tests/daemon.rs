@@ -82,22 +82,8 @@ fn never_more_than_workers_runners_at_once() {
     }
     let _d = w.start(&[slow]);
     wait_until("all judged", DEADLINE, || w.verdicts().len() == 10);
-    let mut events: Vec<(u128, i32)> = w
-        .read("spans")
-        .lines()
-        .map(|l| {
-            let (kind, t) = l.split_once(' ').unwrap();
-            (t.parse().unwrap(), if kind == "start" { 1 } else { -1 })
-        })
-        .collect();
-    assert_eq!(events.len(), 20);
-    // Ends sort before starts at the same instant.
-    events.sort();
-    let (mut now, mut peak) = (0, 0);
-    for (_, delta) in events {
-        now += delta;
-        peak = peak.max(now);
-    }
+    let (lines, peak) = peak_overlap(&w.read("spans"));
+    assert_eq!(lines, 20);
     assert!(peak <= 3, "{peak} runners at once with workers = 3");
     assert!(peak >= 2, "the pool ran jobs in parallel (peak {peak})");
 }

@@ -249,3 +249,23 @@ pub fn pids_in(text: &str) -> Vec<u32> {
         .filter_map(|w| w.parse().ok())
         .collect()
 }
+
+/// The most spans open at once, from lines "start <ns>" / "end <ns>" that runners
+/// append; also returns how many lines there were.
+pub fn peak_overlap(spans: &str) -> (usize, i32) {
+    let mut events: Vec<(u128, i32)> = spans
+        .lines()
+        .filter_map(|l| {
+            let (kind, t) = l.split_once(' ')?;
+            Some((t.parse().ok()?, if kind == "start" { 1 } else { -1 }))
+        })
+        .collect();
+    // Ends sort before starts at the same instant.
+    events.sort();
+    let (mut now, mut peak) = (0, 0);
+    for (_, delta) in &events {
+        now += delta;
+        peak = peak.max(now);
+    }
+    (events.len(), peak)
+}
