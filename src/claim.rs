@@ -214,11 +214,16 @@ fn read_record(file: &mut File) -> io::Result<Previous> {
 
 impl Claim {
     /// Writes the record in place. Not synced: it only has to survive a process crash.
+    /// A shorter record is padded with spaces (valid trailing JSON white space) rather
+    /// than truncated, so a crash mid-save never leaves a torn-looking tail.
     pub fn save(&mut self) -> io::Result<()> {
-        let bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
+        let mut bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
+        let old = usize::try_from(self.file.metadata()?.len()).unwrap_or(usize::MAX);
+        if bytes.len() < old {
+            bytes.resize(old, b' ');
+        }
         self.file.seek(SeekFrom::Start(0))?;
         self.file.write_all(&bytes)?;
-        self.file.set_len(bytes.len() as u64)?;
         Ok(())
     }
 

@@ -106,7 +106,7 @@ impl Settings {
 pub struct Sources {
     pub config_flag: Option<PathBuf>,
     pub state_dir_flag: Option<PathBuf>,
-    /// Environment lookups; a function so tests need not touch the process env.
+    /// The environment, captured once, so tests need not touch the process env.
     pub env: Vec<(String, String)>,
 }
 
@@ -267,6 +267,15 @@ fn check(config: &Config) -> Result<(), String> {
             "key health.backoff_max_seconds is below health.backoff_start_seconds; raise it".into(),
         );
     }
+    if config.default_timeout_seconds > config.max_timeout_seconds {
+        return Err("key default_timeout_seconds is above max_timeout_seconds; lower it".into());
+    }
+    if config.max_job_bytes == 0 {
+        return Err("key max_job_bytes is 0; give the largest job file size in bytes".into());
+    }
+    if config.output_cap_bytes > 1 << 30 {
+        return Err("key output_cap_bytes is above 1 GiB; give a smaller cap".into());
+    }
     if config.workers == 0 {
         return Err("key workers is 0; give 1 or more".into());
     }
@@ -403,6 +412,9 @@ mod tests {
             "kill_grace_seconds = 1e20",
             "undeliverable_days = 1e300",
             "rescan_seconds = inf",
+            "default_timeout_seconds = 700",
+            "max_job_bytes = 0",
+            "output_cap_bytes = 2000000000",
         ] {
             let key = huge.split(' ').next().unwrap_or_default();
             assert!(

@@ -218,6 +218,8 @@ impl Daemon {
                     self.stop_runners(&mut stop_at, &mut stop_deadline);
                 }
                 () = sleep_until(status_due), if self.status_dirty => self.write_status(),
+                // Wakes the loop to give up on workers that did not stop in time.
+                () = sleep_until(stop_deadline.unwrap_or_else(far_future)), if stop_deadline.is_some() => {}
                 // Pinged from the loop itself, so a stuck loop is noticed.
                 _ = tick(&mut watchdog) => self.notify("WATCHDOG=1"),
             }
@@ -287,6 +289,10 @@ impl Daemon {
         {
             self.outcomes.add(*outcome);
             self.history.add(attempts);
+        }
+        if matches!(handled, Handled::Judged { .. } | Handled::AlreadyPublished) {
+            // A file of the same name still there is a newer job (same id enqueued again).
+            self.queue.offer(&self.state.jobs(), name);
         }
     }
 

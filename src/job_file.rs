@@ -150,7 +150,7 @@ async fn handle_named(
             return Err(e);
         }
     };
-    remove_job(path)?;
+    remove_judged_job(path, claim.record.job)?;
     crate::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
@@ -301,8 +301,8 @@ async fn decide(
     Some(verdict)
 }
 
-/// Runs blocking file work, off the async worker when the runtime allows it.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
+/// Runs blocking file or /proc work, off the async worker when the runtime allows it.
+pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
         _ => work(),
@@ -465,6 +465,19 @@ fn publish(
     Ok(())
 }
 
+/// Removes the job file we judged; a newer file of the same name (the producer
+/// enqueued the same id again meanwhile) is another job and stays.
+fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> io::Result<()> {
+    let now = fs::symlink_metadata(path)
+        .ok()
+        .map(|m| FileIdentity::of(&m));
+    if now.is_some() && judged.is_some() && now != judged {
+        tracing::info!(file = %path.display(), "a newer job of the same name arrived meanwhile; it stays queued");
+        return Ok(());
+    }
+    remove_job(path)
+}
+
 fn remove_job(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
@@ -499,7 +512,7 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
         return Err(too_large());
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1)
+    file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() as u64 > max_bytes {

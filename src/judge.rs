@@ -106,7 +106,8 @@ pub async fn judge(
         let (attempt, found, end) =
             attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
         if let Some(health) = &extras.health {
-            health.record(runner, sign_of(&end, found.is_some()), &attempt.reason);
+            let sign = sign_of(&end, found.is_some());
+            crate::job_file::blocking(|| health.record(runner, sign, &attempt.reason));
         }
         attempts.push(attempt);
         if let Some(obj) = found {

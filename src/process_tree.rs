@@ -54,52 +54,53 @@ pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
 }
 
 /// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`. A process
-/// caught in the middle of an `exec` shows an empty environment for a moment: such a
-/// pass is repeated (bounded).
+/// caught in the middle of an `exec` shows an empty environment for a moment, so a
+/// pass that met one is repeated a few times (a process that really has an empty
+/// environment only costs those retries; the tagged pids found are returned anyway).
 pub fn tagged_processes(tag: &str) -> Vec<u32> {
-    for _ in 0..50 {
-        match scan_tagged(tag) {
-            Scan::Sure(pids) => return pids,
-            Scan::Unsure => std::thread::sleep(std::time::Duration::from_millis(2)),
+    let mut scan = scan_tagged(tag);
+    for _ in 0..5 {
+        if !scan.unsure {
+            break;
         }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        scan = scan_tagged(tag);
     }
-    match scan_tagged(tag) {
-        Scan::Sure(pids) => pids,
-        Scan::Unsure => Vec::new(),
-    }
+    scan.found
 }
 
-enum Scan {
-    Sure(Vec<u32>),
-    /// A live user process had an empty environment (mid-exec): look again.
-    Unsure,
+struct Scan {
+    found: Vec<u32>,
+    /// A live user process had an empty environment (maybe mid-exec).
+    unsure: bool,
 }
 
 fn scan_tagged(tag: &str) -> Scan {
+    let mut scan = Scan {
+        found: Vec::new(),
+        unsure: false,
+    };
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Scan::Sure(Vec::new());
+        return scan;
     };
     let needle = format!("{TAG_VAR}={tag}\0").into_bytes();
     let me = std::process::id();
-    let mut found = Vec::new();
     for pid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
         if pid == me {
             continue;
         }
-        match std::fs::read(format!("/proc/{pid}/environ")) {
-            Ok(env)
-                if env.windows(needle.len()).any(|w| w == needle.as_slice()) && is_alive(pid) =>
-            {
-                found.push(pid);
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.windows(needle.len()).any(|w| w == needle.as_slice()) {
+            if is_alive(pid) {
+                scan.found.push(pid);
             }
-            Ok(env) if env.windows(needle.len()).any(|w| w == needle.as_slice()) => {}
-            Ok(env) if env.is_empty() && is_alive(pid) && !is_kernel_thread(pid) => {
-                return Scan::Unsure;
-            }
-            _ => {}
+        } else if env.is_empty() && is_alive(pid) && !is_kernel_thread(pid) {
+            scan.unsure = true;
         }
     }
-    Scan::Sure(found)
+    scan
 }
 
 /// Kernel threads have no environment at all; their parent is 0 or kthreadd (2).

@@ -92,6 +92,7 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
             if name.starts_with('.')
                 && name.ends_with(".tmp")
                 && !referenced.contains(&path)
+                && !written_by_a_live_process(&name)
                 && std::fs::remove_file(&path).is_ok()
             {
                 removed += 1;
@@ -99,6 +100,14 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
         }
     }
     removed
+}
+
+/// Temp names end `.<pid>.<n>.tmp`: a live writer (a concurrent `run`) may still publish it.
+fn written_by_a_live_process(temp_name: &str) -> bool {
+    let mut parts = temp_name.rsplit('.');
+    let (_tmp, _n, pid) = (parts.next(), parts.next(), parts.next());
+    pid.and_then(|p| p.parse::<u32>().ok())
+        .is_some_and(|p| p != std::process::id() && crate::process_tree::is_alive(p))
 }
 
 /// Removes verdicts nobody can drain (no transcript) once older than `days`.

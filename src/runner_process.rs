@@ -93,12 +93,14 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     // Whatever the runner left behind (background children, setsid'd descendants)
     // goes now, so nothing holds the pipes and nothing outlives the attempt.
     signal_group(pgid, Signal::KILL);
-    kill_tagged(spec.tag);
+    crate::job_file::blocking(|| kill_tagged(spec.tag));
     if let Some(w) = writer {
         w.abort();
     }
-    for reader in readers.into_iter().flatten() {
-        if tokio::time::timeout(PIPE_DRAIN, reader).await.is_err() {
+    for mut reader in readers.into_iter().flatten() {
+        if tokio::time::timeout(PIPE_DRAIN, &mut reader).await.is_err() {
+            // An escaped holder keeps the pipe open: stop reading, free the descriptor.
+            reader.abort();
             tracing::warn!(
                 pgid,
                 "runner pipes still open after its processes were stopped; output cut"
@@ -212,7 +214,7 @@ impl Tail {
         let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         buf.extend_from_slice(chunk);
         // Trim only at twice the cap so the cost stays linear in the bytes read.
-        if buf.len() > 2 * self.cap {
+        if buf.len() > self.cap.saturating_mul(2) {
             let excess = buf.len() - self.cap;
             buf.drain(..excess);
         }

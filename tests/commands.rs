@@ -256,6 +256,7 @@ fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
         (vec!["--prompt", "p", "--timeout", "-5"], "--timeout"),
         (vec!["--prompt", "p", "--timeout", "NaN"], "--timeout"),
         (vec!["--prompt", "p", "--mode", "write"], "invalid value"),
+        (vec!["--prompt", "p", "--wait", "inf"], "--wait"),
         (vec!["--json", &list], "one JSON object"),
         (vec!["--json", &broken], "not valid JSON"),
         (vec!["--json", &badshape], "hit_if_all_true"),

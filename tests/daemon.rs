@@ -448,3 +448,41 @@ fn the_jobs_folder_deleted_and_recreated_while_running() {
     w.job("after", &json!({"prompt": "p"}));
     wait_until("second judged", DEADLINE, || w.verdicts().len() == 2);
 }
+
+#[test]
+fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
+    let w = World::new();
+    let runner = w.runner(
+        "gated",
+        &format!(
+            "echo \"$1\" >> $W/prompts\nwhile [ ! -e $W/go ]; do sleep 0.02; done\n{}",
+            answer(r#"{"ok": true}"#)
+        ),
+    );
+    w.job("same", &json!({"prompt": "first", "transcript": "T"}));
+    let _d = w.start(&[runner]);
+    wait_until("first run started", DEADLINE, || {
+        w.read("prompts").lines().count() == 1
+    });
+    // The producer publishes the same id again (a new file replaces the old name).
+    w.job("same", &json!({"prompt": "second", "transcript": "T"}));
+    fs::write(w.path("go"), "").unwrap();
+    wait_until("the newer job judged too", DEADLINE, || {
+        w.read("prompts").lines().collect::<Vec<_>>() == ["first", "second"]
+            && w.jobs_left().is_empty()
+    });
+    wait_until("claims released", DEADLINE, || {
+        names(&w.state().join("claims")).is_empty()
+    });
+    assert_eq!(
+        w.verdicts().len(),
+        1,
+        "one verdict file: the newer replaced the older (same id)"
+    );
+    assert!(
+        w.log()
+            .contains("a newer job of the same name arrived meanwhile"),
+        "{}",
+        w.log()
+    );
+}

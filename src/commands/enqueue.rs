@@ -82,6 +82,12 @@ pub fn recursion_guard() -> bool {
 /// Writes the job; returns the exit code.
 pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let wait = args.wait;
+    if let Some(s) =
+        wait.filter(|s| !(s.is_finite() && *s >= 0.0 && *s <= crate::config::MAX_SECONDS))
+    {
+        eprintln!("llm-judge enqueue: --wait {s} must be a number of seconds from 0 to 1e9");
+        return EXIT_USAGE;
+    }
     let job = match build_job(&args).and_then(|job| validate(settings, job)) {
         Ok(job) => job,
         Err(e) => {
