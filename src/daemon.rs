@@ -44,6 +44,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             return EXIT_FAILURE;
         }
     };
+    crate::process_tree::become_subreaper();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

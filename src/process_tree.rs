@@ -2,6 +2,9 @@
 //! Linux every process whose environment carries the job's tag (which survives
 //! `setsid` and re-parenting, also after a daemon crash).
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 /// The environment variable that tags every process started for one claim.
@@ -133,6 +136,136 @@ pub fn kill_tagged(tag: &str) -> usize {
         }
     }
     killed
+}
+
+/// Makes this process the reaper of its runners' orphans (Linux): a descendant that
+/// escapes and clears its environment (no tag) still becomes our child, so the
+/// orphan sweep finds it.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+        tracing::warn!(
+            "cannot become a child subreaper ({e}); untagged escaped processes may survive"
+        );
+    }
+}
+
+/// Runner pids this process waits for (tokio reaps them: the sweep must not).
+static RUNNERS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+/// Tags of attempts running now, so the sweep leaves their processes alone.
+static ACTIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Held across spawn + registration and during a sweep, so a runner that exits at
+/// once is never reaped by the sweep before it is registered.
+pub static SPAWN_LOCK: Mutex<()> = Mutex::new(());
+
+/// An attempt in progress: its tag is active while this lives.
+pub struct ActiveAttempt {
+    tag: String,
+}
+
+impl ActiveAttempt {
+    /// Marks `tag` active.
+    pub fn start(tag: &str) -> Self {
+        lock(&ACTIVE).push(tag.to_string());
+        ActiveAttempt {
+            tag: tag.to_string(),
+        }
+    }
+}
+
+impl Drop for ActiveAttempt {
+    fn drop(&mut self) {
+        let mut active = lock(&ACTIVE);
+        if let Some(i) = active.iter().position(|t| t == &self.tag) {
+            active.swap_remove(i);
+        }
+    }
+}
+
+/// A runner pid registered while tokio waits for it.
+pub struct RegisteredRunner(u32);
+
+impl RegisteredRunner {
+    /// Registers `pid`; call with `SPAWN_LOCK` held, right after the spawn.
+    pub fn new(pid: u32) -> Self {
+        lock(&RUNNERS).insert(pid);
+        RegisteredRunner(pid)
+    }
+}
+
+impl Drop for RegisteredRunner {
+    fn drop(&mut self) {
+        lock(&RUNNERS).remove(&self.0);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Stops and reaps orphans re-parented to us (we are their subreaper): those tagged
+/// `own_tag` or an inactive tag, and untagged ones when no other attempt runs (an
+/// untagged orphan cannot be told apart: it waits until then). Bounded passes.
+pub fn sweep_orphans(own_tag: &str) {
+    let _spawning = lock(&SPAWN_LOCK);
+    for _ in 0..20 {
+        let mut killed = false;
+        for child in own_children() {
+            if lock(&RUNNERS).contains(&child) {
+                continue;
+            }
+            if !is_alive(child) {
+                reap(child);
+                continue;
+            }
+            let active = lock(&ACTIVE).clone();
+            let others_active = active.iter().any(|t| t != own_tag);
+            let stop = match tag_of(child) {
+                Some(tag) => tag == own_tag || !active.contains(&tag),
+                None => !others_active,
+            };
+            if stop && let Some(p) = to_pid(child) {
+                let _ = kill_process_group(p, Signal::KILL);
+                let _ = kill_process(p, Signal::KILL);
+                killed = true;
+            }
+        }
+        if !killed {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+fn reap(pid: u32) {
+    if let Some(p) = to_pid(pid) {
+        let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
+    }
+}
+
+/// Our direct children, from every thread's `children` list (Linux).
+fn own_children() -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The `LLM_JUDGE_TAG` value in a process's environment, if any.
+fn tag_of(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{TAG_VAR}=");
+    env.split(|&b| b == 0)
+        .find_map(|var| var.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
-use crate::process_tree::{TAG_VAR, kill_tagged, signal_group};
+use crate::process_tree::{
+    ActiveAttempt, RegisteredRunner, TAG_VAR, kill_tagged, signal_group, sweep_orphans,
+};
 use crate::verdict::RunEnd;
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
@@ -56,7 +58,18 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let Some(program) = resolve_program(&spec.argv[0]) else {
         return quick(RunEnd::NotInstalled);
     };
-    let mut child = match command(spec, &program).spawn() {
+    let _active = ActiveAttempt::start(spec.tag);
+    let spawning = crate::process_tree::SPAWN_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let spawned = command(spec, &program).spawn();
+    let _registered = spawned
+        .as_ref()
+        .ok()
+        .and_then(|c| c.id())
+        .map(RegisteredRunner::new);
+    drop(spawning);
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
             return quick(RunEnd::SpawnFailed {
@@ -93,7 +106,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     // Whatever the runner left behind (background children, setsid'd descendants)
     // goes now, so nothing holds the pipes and nothing outlives the attempt.
     signal_group(pgid, Signal::KILL);
-    crate::job_file::blocking(|| kill_tagged(spec.tag));
+    crate::job_file::blocking(|| {
+        kill_tagged(spec.tag);
+        sweep_orphans(spec.tag);
+    });
     if let Some(w) = writer {
         w.abort();
     }

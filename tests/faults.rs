@@ -193,7 +193,6 @@ fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
 /// its environment (so `LLM_JUDGE_TAG` is gone) escapes: the judge finds escaped
 /// descendants only by that tag (no child subreaper, no parent-chain walk).
 #[test]
-#[ignore = "bug: a setsid'd descendant started with `env -i` (no LLM_JUDGE_TAG) outlives its job"]
 fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
     let body = "setsid env -i /bin/sh -c \"echo \\$\\$ >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
         i=0; while [ ! -s $W/escaped.pids ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\

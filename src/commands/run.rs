@@ -8,6 +8,7 @@ use crate::job_file::{self, Handled};
 
 /// Judges the job file; exit 0 whatever the outcome (and when someone else has it).
 pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
+    crate::process_tree::become_subreaper();
     let result = open_state(settings, false).and_then(|state| {
         let rt = runtime()?;
         let extras = crate::judge::Extras::for_state(settings, &state);
