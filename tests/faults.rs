@@ -17,9 +17,7 @@ use serde_json::{Value, json};
 use world::World;
 
 /// Kill grace in every config of this file.
-const GRACE: f64 = 1.0;
 /// Generous: proves nothing hangs (2 s of pipe drain, slow CI), asserts no speed.
-const MARGIN: f64 = 12.0;
 /// How long leftovers get to disappear after the judge is done.
 const GONE: Duration = Duration::from_secs(10);
 
@@ -43,28 +41,7 @@ fn run_fault(name: &str, body: &str, timeout: f64, escaped: Option<(&str, &str)>
     if let Some((file, token)) = escaped {
         reaper.pid_files.push((w.path(file), token.to_string()));
     }
-    write_config(
-        &w,
-        &format!("fsync = false\nkill_grace_seconds = {GRACE}\n"),
-    );
-    let runner = w.runner(name, body);
-    w.job(
-        name,
-        &json!({"prompt": "p", "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
-    );
-    let job = w.state().join(format!("jobs/{name}.json"));
-    let mut p = spawn(
-        &w,
-        command(&w, Some(&[runner]), &mark),
-        &["run", job.to_str().unwrap()],
-    );
-    let bound = timeout + GRACE + MARGIN;
-    let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
-    assert!(status.success(), "{status:?}; stderr: {}", p.stderr());
-    assert!(
-        elapsed.as_secs_f64() <= bound,
-        "{name}: took {elapsed:?}, over timeout {timeout} + grace {GRACE} + margin {MARGIN}"
-    );
+    let elapsed = run_one_job(&w, &mark, name, body, timeout);
     assert!(w.jobs_left().is_empty(), "{:?}", w.jobs_left());
     assert!(entries(&w.state().join("claims")).is_empty());
     let verdict = w.verdict(name);

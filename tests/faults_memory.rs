@@ -9,41 +9,17 @@ mod world;
 use std::time::Duration;
 
 use reliability::*;
-use serde_json::json;
 use world::World;
 
 /// The largest RSS any judge of this binary may reach, with the default 1 MiB output
 /// cap (two streams, trimmed at twice the cap): generous, and far below a gigabyte.
 const MAX_RSS_KIB: i64 = 64 * 1024;
-const GRACE: f64 = 1.0;
-const MARGIN: f64 = 12.0;
 
 fn judge_one(name: &str, body: &str, timeout: f64) -> (World, serde_json::Value, Duration) {
     let w = World::new();
     let mark = new_mark(name);
     let _reaper = Reaper::new(&mark);
-    write_config(
-        &w,
-        &format!("fsync = false\nkill_grace_seconds = {GRACE}\n"),
-    );
-    let runner = w.runner(name, body);
-    w.job(
-        name,
-        &json!({"prompt": "p", "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
-    );
-    let job = w.state().join(format!("jobs/{name}.json"));
-    let mut p = spawn(
-        &w,
-        command(&w, Some(&[runner]), &mark),
-        &["run", job.to_str().unwrap()],
-    );
-    let bound = timeout + GRACE + MARGIN;
-    let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
-    assert!(status.success(), "{status:?}: {}", p.stderr());
-    assert!(
-        elapsed.as_secs_f64() <= bound,
-        "{name}: took {elapsed:?} (timeout {timeout})"
-    );
+    let elapsed = run_one_job(&w, &mark, name, body, timeout);
     let left = wait_no_marked(&mark, &[], Duration::from_secs(10));
     assert!(left.is_empty(), "{name}: processes left running: {left:?}");
     assert!(w.jobs_left().is_empty());

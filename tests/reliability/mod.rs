@@ -374,3 +374,36 @@ pub fn nul_items(bytes: &[u8]) -> Vec<String> {
     }
     items
 }
+
+/// The kill grace the fault tests configure, and their generous no-hang margin.
+pub const GRACE: f64 = 1.0;
+pub const MARGIN: f64 = 12.0;
+
+/// Judges `jobs/<name>.json` with one fake runner (`body`) through `llm-judge run` and
+/// checks it exits 0 within timeout + `GRACE` + `MARGIN`; returns how long it took.
+pub fn run_one_job(w: &World, mark: &str, name: &str, body: &str, timeout: f64) -> Duration {
+    write_config(w, &format!("fsync = false\nkill_grace_seconds = {GRACE}\n"));
+    let runner = w.runner(name, body);
+    w.job(
+        name,
+        &serde_json::json!({"prompt": "p", "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
+    );
+    let job = w.state().join(format!("jobs/{name}.json"));
+    let mut p = spawn(
+        w,
+        command(w, Some(&[runner]), mark),
+        &["run", job.to_str().unwrap()],
+    );
+    let bound = timeout + GRACE + MARGIN;
+    let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
+    assert!(
+        status.success(),
+        "{name}: {status:?}; stderr: {}",
+        p.stderr()
+    );
+    assert!(
+        elapsed.as_secs_f64() <= bound,
+        "{name}: took {elapsed:?}, over timeout {timeout} + grace {GRACE} + margin {MARGIN}"
+    );
+    elapsed
+}
