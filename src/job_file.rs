@@ -31,7 +31,6 @@ pub enum Handled {
     /// A verdict was published and the job removed.
     Judged {
         outcome: Outcome,
-        runner: Option<String>,
         attempts: Vec<crate::verdict::Attempt>,
     },
     /// Another process holds the claim.
@@ -159,7 +158,6 @@ async fn handle_named(
     );
     Ok(Handled::Judged {
         outcome: verdict.outcome,
-        runner: verdict.runner,
         attempts: verdict.attempts,
     })
 }

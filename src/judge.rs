@@ -127,30 +127,26 @@ async fn attempt_runner(
     on_spawn: &mut impl FnMut(&str, u32),
 ) -> (Attempt, Option<Map<String, Value>>, RunEnd) {
     // The temp folder lives until the attempt ends, then is removed with its content.
-    let temp = match cwd {
-        CwdChoice::Given(_) => None,
+    let temp;
+    let dir: &Path = match cwd {
+        CwdChoice::Given(path) => path,
         CwdChoice::Temp { .. } => match tempfile::Builder::new().prefix("llm-judge-").tempdir() {
-            Ok(dir) => Some(dir),
+            Ok(made) => {
+                temp = made;
+                temp.path()
+            }
             Err(e) => {
                 let attempt = failed(
                     runner,
                     format!("{:?}: cannot create a temp folder: {e}", e.kind()),
                 );
-                return (
-                    attempt,
-                    None,
-                    RunEnd::SpawnFailed {
-                        kind: "TempDir".into(),
-                        message: String::new(),
-                    },
-                );
+                let end = RunEnd::SpawnFailed {
+                    kind: "TempDir".into(),
+                    message: String::new(),
+                };
+                return (attempt, None, end);
             }
         },
-    };
-    let dir = match (cwd, &temp) {
-        (CwdChoice::Given(path), _) => path.as_path(),
-        (_, Some(t)) => t.path(),
-        (_, None) => Path::new("/"),
     };
     let invocation = build_invocation(&runner.argv, &job.prompt);
     let c = &settings.config;
