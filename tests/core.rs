@@ -2,6 +2,7 @@
 //! `ask` with fake runners (SPEC sections 2-5 and 7-9).
 
 mod common;
+mod pinned;
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -9,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::*;
+use pinned::*;
 use serde_json::{Value, json};
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -17,80 +19,21 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// The shipped investigate argv after `argv[0]`, with the prompt filled in.
 fn investigate_args(program: &str, prompt: &str) -> Vec<String> {
-    let mut args = match program {
-        "codex" => strings(&[
-            "exec",
-            "--skip-git-repo-check",
-            "--sandbox",
-            "read-only",
-            "-c",
-            "notify=[]",
-            "--ignore-user-config",
-            "--ephemeral",
-            "--",
-        ]),
-        "claude" => strings(&[
-            "-p",
-            "--model",
-            "haiku",
-            "--settings",
-            "{\"disableAllHooks\": true}",
-            "--no-session-persistence",
-            "--tools",
-            "Read",
-            "Grep",
-            "Glob",
-            "--allowedTools",
-            "Read",
-            "Grep",
-            "Glob",
-            "--disallowedTools",
-            "Write",
-            "Edit",
-            "NotebookEdit",
-            "Bash",
-            "--strict-mcp-config",
-            "--",
-        ]),
+    match program {
+        "codex" => args_with_prompt(INVESTIGATE_CODEX, prompt),
+        "claude" => args_with_prompt(INVESTIGATE_CLAUDE, prompt),
         other => panic!("no investigate runner {other}"),
-    };
-    args.push(prompt.to_string());
-    args
+    }
 }
 
 /// The shipped default argv after `argv[0]`, with the prompt filled in.
 fn default_args(program: &str, prompt: &str) -> Vec<String> {
-    let mut args = match program {
-        "codex" => strings(&[
-            "exec",
-            "--skip-git-repo-check",
-            "-m",
-            "gpt-5.3-codex-spark",
-            "--sandbox",
-            "read-only",
-            "-c",
-            "notify=[]",
-            "--ignore-user-config",
-            "--ephemeral",
-            "--",
-        ]),
-        "claude" => strings(&[
-            "-p",
-            "--model",
-            "haiku",
-            "--settings",
-            "{\"disableAllHooks\": true}",
-            "--no-session-persistence",
-            "--tools",
-            "",
-            "--strict-mcp-config",
-            "--",
-        ]),
-        "cursor-agent" => strings(&["-p", "--output-format", "text", "--"]),
+    match program {
+        "codex" => args_with_prompt(DEFAULT_CODEX, prompt),
+        "claude" => args_with_prompt(DEFAULT_CLAUDE, prompt),
+        "cursor-agent" => args_with_prompt(DEFAULT_CURSOR, prompt),
         other => panic!("no default runner {other}"),
-    };
-    args.push(prompt.to_string());
-    args
+    }
 }
 
 fn basename(path: &str) -> &str {

@@ -3,11 +3,14 @@
 //! counts are moderate (the whole file runs in seconds on 2 cores); raise them with
 //! `PROPTEST_CASES=5000 cargo test --test props`.
 
+mod pinned;
+
 use llm_judge::answer::last_json_object;
 use llm_judge::job::{Mode, TimeoutRules, check_id, parse_job, timeout_of};
 use llm_judge::runners::Runner;
 use llm_judge::safety::check_investigate_table;
 use llm_judge::verdict::{REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
+use pinned::{INVESTIGATE_CLAUDE, INVESTIGATE_CODEX, with_program};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -498,52 +501,12 @@ const PROGRAMS: &[&str] = &[
 ];
 
 fn shipped(program: &str) -> Vec<String> {
-    let claude = [
-        "claude",
-        "-p",
-        "--model",
-        "haiku",
-        "--settings",
-        "{\"disableAllHooks\": true}",
-        "--no-session-persistence",
-        "--tools",
-        "Read",
-        "Grep",
-        "Glob",
-        "--allowedTools",
-        "Read",
-        "Grep",
-        "Glob",
-        "--disallowedTools",
-        "Write",
-        "Edit",
-        "NotebookEdit",
-        "Bash",
-        "--strict-mcp-config",
-        "--",
-        "{prompt}",
-    ];
-    let codex = [
-        "codex",
-        "exec",
-        "--skip-git-repo-check",
-        "--sandbox",
-        "read-only",
-        "-c",
-        "notify=[]",
-        "--ignore-user-config",
-        "--ephemeral",
-        "--",
-        "{prompt}",
-    ];
-    let base: &[&str] = if program.ends_with("codex") {
-        &codex
+    let base = if program.ends_with("codex") {
+        INVESTIGATE_CODEX
     } else {
-        &claude
+        INVESTIGATE_CLAUDE
     };
-    let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
-    v[0] = program.to_string();
-    v
+    with_program(base, program)
 }
 
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 //! old table, judge.log says "config reload failed" and names the problem); and no
 //! job can reach a runner argv other than by picking a table with `mode`.
 
+mod pinned;
 mod reliability;
 mod world;
 
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::time::Duration;
 
+use pinned::*;
 use reliability::*;
 use serde_json::{Value, json};
 use world::{DEADLINE, World, wait_until};
@@ -21,49 +23,11 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// The shipped investigate argv (SPEC section 4), program replaceable.
 fn claude(program: &str) -> Vec<String> {
-    let mut v = strings(&[
-        "-p",
-        "--model",
-        "haiku",
-        "--settings",
-        "{\"disableAllHooks\": true}",
-        "--no-session-persistence",
-        "--tools",
-        "Read",
-        "Grep",
-        "Glob",
-        "--allowedTools",
-        "Read",
-        "Grep",
-        "Glob",
-        "--disallowedTools",
-        "Write",
-        "Edit",
-        "NotebookEdit",
-        "Bash",
-        "--strict-mcp-config",
-        "--",
-        "{prompt}",
-    ]);
-    v.insert(0, program.to_string());
-    v
+    with_program(INVESTIGATE_CLAUDE, program)
 }
 
 fn codex(program: &str) -> Vec<String> {
-    let mut v = strings(&[
-        "exec",
-        "--skip-git-repo-check",
-        "--sandbox",
-        "read-only",
-        "-c",
-        "notify=[]",
-        "--ignore-user-config",
-        "--ephemeral",
-        "--",
-        "{prompt}",
-    ]);
-    v.insert(0, program.to_string());
-    v
+    with_program(INVESTIGATE_CODEX, program)
 }
 
 /// Replaces the first run of items equal to `from` by `to`; an empty `from` inserts

@@ -1,0 +1,95 @@
+//! SPEC section 4's shipped runner argv, written out once for the integration tests,
+//! independently of the source they check.
+#![allow(dead_code)]
+
+pub const DEFAULT_CODEX: &[&str] = &[
+    "codex",
+    "exec",
+    "--skip-git-repo-check",
+    "-m",
+    "gpt-5.3-codex-spark",
+    "--sandbox",
+    "read-only",
+    "-c",
+    "notify=[]",
+    "--ignore-user-config",
+    "--ephemeral",
+    "--",
+    "{prompt}",
+];
+pub const DEFAULT_CLAUDE: &[&str] = &[
+    "claude",
+    "-p",
+    "--model",
+    "haiku",
+    "--settings",
+    "{\"disableAllHooks\": true}",
+    "--no-session-persistence",
+    "--tools",
+    "",
+    "--strict-mcp-config",
+    "--",
+    "{prompt}",
+];
+pub const DEFAULT_CURSOR: &[&str] = &[
+    "cursor-agent",
+    "-p",
+    "--output-format",
+    "text",
+    "--",
+    "{prompt}",
+];
+pub const INVESTIGATE_CODEX: &[&str] = &[
+    "codex",
+    "exec",
+    "--skip-git-repo-check",
+    "--sandbox",
+    "read-only",
+    "-c",
+    "notify=[]",
+    "--ignore-user-config",
+    "--ephemeral",
+    "--",
+    "{prompt}",
+];
+pub const INVESTIGATE_CLAUDE: &[&str] = &[
+    "claude",
+    "-p",
+    "--model",
+    "haiku",
+    "--settings",
+    "{\"disableAllHooks\": true}",
+    "--no-session-persistence",
+    "--tools",
+    "Read",
+    "Grep",
+    "Glob",
+    "--allowedTools",
+    "Read",
+    "Grep",
+    "Glob",
+    "--disallowedTools",
+    "Write",
+    "Edit",
+    "NotebookEdit",
+    "Bash",
+    "--strict-mcp-config",
+    "--",
+    "{prompt}",
+];
+
+/// `argv` with its program replaced by `program`.
+pub fn with_program(argv: &[&str], program: &str) -> Vec<String> {
+    std::iter::once(program)
+        .chain(argv[1..].iter().copied())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The arguments after the program, with the `{prompt}` slot filled.
+pub fn args_with_prompt(argv: &[&str], prompt: &str) -> Vec<String> {
+    argv[1..]
+        .iter()
+        .map(|a| if *a == "{prompt}" { prompt } else { a }.to_string())
+        .collect()
+}
