@@ -1123,14 +1123,7 @@ fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag
         ),
         (
             "cursor",
-            strings(&[
-                "cursor-agent",
-                "-p",
-                "--output-format",
-                "text",
-                "--",
-                "{prompt}",
-            ]),
+            with_program(DEFAULT_CURSOR, "cursor-agent"),
             "program \"cursor-agent\" is not allowed",
         ),
         (

@@ -224,14 +224,7 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "cursor",
-            strings(&[
-                "cursor-agent",
-                "-p",
-                "--output-format",
-                "text",
-                "--",
-                "{prompt}",
-            ]),
+            with_program(DEFAULT_CURSOR, "cursor-agent"),
             vec!["cursor-agent"],
         ),
         (

@@ -23,17 +23,7 @@ pub const MARK_VAR: &str = "RELIABILITY_MARK";
 
 /// A unique marker for one test.
 pub fn new_mark(test: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{test}-{}-{nanos:x}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{test}-{}", llm_judge::claim::new_tag())
 }
 
 /// Writes the world's config file with exactly `text` plus test defaults: runner
