@@ -234,7 +234,7 @@ async fn judge_claimed(
     let fsync = settings.config.fsync;
     // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
     // fsyncs of jobs finishing together overlap (and the journal commits them together).
-    blocking(|| publish(state, claim, path, name, &verdict, fsync))?;
+    crate::blocking::blocking(|| publish(state, claim, path, name, &verdict, fsync))?;
     Ok(Some(verdict))
 }
 
@@ -297,14 +297,6 @@ async fn decide(
         cache.put(key, runner, answer);
     }
     Some(verdict)
-}
-
-/// Runs blocking file or /proc work, off the async worker when the runtime allows it.
-pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
-    }
 }
 
 /// Runs `fut` unless `cancel` fires first.

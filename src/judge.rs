@@ -107,7 +107,7 @@ pub async fn judge(
             attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
         if let Some(health) = &extras.health {
             let sign = sign_of(&end, found.is_some());
-            crate::job_file::blocking(|| health.record(runner, sign, &attempt.reason));
+            crate::blocking::blocking(|| health.record(runner, sign, &attempt.reason));
         }
         attempts.push(attempt);
         if let Some(obj) = found {

@@ -2,6 +2,7 @@
 //! safety, answer, verdict, config) has no I/O; the rest are thin edges around it.
 
 pub mod answer;
+pub mod blocking;
 pub mod cache;
 pub mod claim;
 pub mod cli;

@@ -106,7 +106,7 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     // Whatever the runner left behind (background children, setsid'd descendants)
     // goes now, so nothing holds the pipes and nothing outlives the attempt.
     signal_group(pgid, Signal::KILL);
-    crate::job_file::blocking(|| {
+    crate::blocking::blocking(|| {
         kill_tagged(spec.tag);
         sweep_orphans(spec.tag);
     });
