@@ -86,6 +86,9 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// The `CATSTACK_LLM_JUDGE_RUNNERS` table, which replaces both tables.
     pub runner_override: Option<Vec<Runner>>,
+    /// Set by `run` when that variable is bad: every job gets this judge error
+    /// instead of running any runner (SPEC 9, as catstack's `judge.py run`).
+    pub runner_error: Option<String>,
 }
 
 impl Settings {
@@ -160,6 +163,7 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
         config_path,
         state_dir,
         runner_override,
+        runner_error: None,
     })
 }
 
@@ -313,7 +317,7 @@ mod tests {
         );
         assert_eq!((c.cache.ttl_seconds, c.cache.max_entries), (86400.0, 10000));
         let names: Vec<&str> = c.runners.default.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["codex", "claude", "cursor"]);
+        assert_eq!(names, ["claude", "codex", "cursor"]);
         let names: Vec<&str> = c
             .runners
             .investigate
@@ -328,8 +332,8 @@ mod tests {
         let c = parse_config(None).unwrap();
         let argv: Vec<Vec<String>> = c.runners.default.iter().map(|r| r.argv.clone()).collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
-            r#"[["codex", "exec", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
-                ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--", "{prompt}"],
+            r#"[["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--system-prompt", "You answer one question about a coding session. Reply with exactly one line of JSON and nothing else.", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"],
+                ["codex", "exec", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
                 ["cursor-agent", "-p", "--output-format", "text", "--", "{prompt}"]]"#,
         )
         .unwrap();
@@ -347,7 +351,7 @@ mod tests {
             .collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
             r#"[["codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
-                ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--", "{prompt}"]]"#,
+                ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"]]"#,
         )
         .unwrap();
         assert_eq!(argv, expected);

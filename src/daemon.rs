@@ -44,7 +44,6 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             return EXIT_FAILURE;
         }
     };
-    crate::process_tree::become_subreaper();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -408,6 +407,10 @@ impl Daemon {
                 .collect(),
             outcomes: self.outcomes.clone(),
             runners: self.history.stats(),
+            state_dir: self.state.root.display().to_string(),
+            state_dir_env: std::env::var(crate::config::STATE_DIR_VAR)
+                .ok()
+                .filter(|v| !v.is_empty()),
         };
         let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
         if let Err(e) = crate::spool::publish(&self.state.status(), &bytes, false) {

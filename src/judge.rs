@@ -14,8 +14,7 @@ use crate::job::Job;
 use crate::limits::RunnerLimits;
 use crate::runner_process::{self, RunSpec};
 use crate::runners::{Runner, build_invocation};
-use crate::spool::StateDir;
-use crate::spool::now_unix;
+use crate::spool::{StateDir, now_unix};
 use crate::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
 use std::sync::Arc;
 
@@ -103,8 +102,15 @@ pub async fn judge(
     };
     for runner in ordered {
         let _slot = extras.limits.acquire(runner, &job.id).await;
+        let runner_cwd = cwd_for_runner(&cwd, runner, settings.runner_override.is_some());
+        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (&cwd, &runner_cwd) {
+            tracing::warn!(
+                id = %job.id, runner = %runner.name, cwd = %dir.display(),
+                "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
+            );
+        }
         let (attempt, found, end) =
-            attempt_runner(settings, job, runner, &cwd, tag, &mut on_spawn).await;
+            attempt_runner(settings, job, runner, &runner_cwd, tag, &mut on_spawn).await;
         if let Some(health) = &extras.health {
             let sign = sign_of(&end, found.is_some());
             crate::blocking::blocking(|| health.record(runner, sign, &attempt.reason));
@@ -116,6 +122,18 @@ pub async fn judge(
         }
     }
     verdict_for(job, answer, attempts, now_unix())
+}
+
+/// Only a runner that passes the investigate allowlist gets the job's own folder: any
+/// other (cursor-agent applies edits to its workspace) works in a fresh one. The
+/// override variable bypasses this, as it bypasses every safety check.
+pub fn cwd_for_runner(cwd: &CwdChoice, runner: &Runner, overridden: bool) -> CwdChoice {
+    match cwd {
+        CwdChoice::Given(_) if !overridden && !crate::safety::is_read_only(runner) => {
+            CwdChoice::Temp { refused: None }
+        }
+        other => other.clone(),
+    }
 }
 
 async fn attempt_runner(
@@ -130,7 +148,7 @@ async fn attempt_runner(
     let temp;
     let dir: &Path = match cwd {
         CwdChoice::Given(path) => path,
-        CwdChoice::Temp { .. } => match tempfile::Builder::new().prefix("llm-judge-").tempdir() {
+        CwdChoice::Temp { .. } => match fresh_runner_folder(&settings.state_dir) {
             Ok(made) => {
                 temp = made;
                 temp.path()
@@ -172,6 +190,18 @@ async fn attempt_runner(
         elapsed_ms = attempt.elapsed_ms.unwrap_or(0), "runner end"
     );
     (attempt, found, out.end)
+}
+
+/// A fresh empty 0700 folder inside the judge's private `<state>/tmp/`: never in a
+/// folder others can write, since Claude Code reads `CLAUDE.md` from every parent.
+fn fresh_runner_folder(state_dir: &Path) -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = StateDir::new(state_dir).runner_tmp();
+    crate::spool::private_dir(&parent)?;
+    tempfile::Builder::new()
+        .prefix("llm-judge-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(&parent)
 }
 
 fn failed(runner: &Runner, reason: String) -> Attempt {

@@ -29,4 +29,5 @@ pub mod safety;
 pub mod sd_notify;
 pub mod spool;
 pub mod status;
+pub mod supervisor;
 pub mod verdict;

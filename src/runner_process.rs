@@ -2,26 +2,26 @@
 //! /dev/null or the prompt, capped concurrent reads of stdout and stderr, and the
 //! timeout sequence SIGTERM, grace, SIGKILL to the group.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::net::unix::pipe;
 
-use crate::process_tree::{
-    ActiveAttempt, RegisteredRunner, TAG_VAR, kill_tagged, signal_group, sweep_orphans,
-};
+use crate::process_tree::{TAG_VAR, kill_tagged, signal_group};
+use crate::supervisor::{self, Launch, RECORD_BYTES, Report};
 use crate::verdict::RunEnd;
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
 /// How long to wait for pipes to close once the runner and its tree are gone.
 const PIPE_DRAIN: Duration = Duration::from_secs(2);
-/// How long to wait for a SIGKILLed group leader to be reaped.
-const REAP_WAIT: Duration = Duration::from_secs(5);
+/// How long the supervisor may take to start the runner, or to report once the
+/// runner's group was SIGKILLed (its sweep included).
+const REPORT_WAIT: Duration = Duration::from_secs(10);
 
 /// What to run.
 pub struct RunSpec<'a> {
@@ -46,76 +46,76 @@ pub struct RunOutput {
     pub elapsed: Duration,
 }
 
-/// Runs one runner to the end. `on_spawn` gets the pid (= process group id).
+/// Runs one runner to the end under its own supervisor (see supervisor.rs), so
+/// nothing it started outlives the attempt. `on_spawn` gets the runner's pid (=
+/// process group id).
 pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let started = Instant::now();
-    let quick = |end| RunOutput {
+    let output = |end, stdout: &Tail, stderr: &Tail| RunOutput {
         end,
-        stdout: String::new(),
-        stderr: String::new(),
+        stdout: stdout.text(),
+        stderr: stderr.text(),
         elapsed: started.elapsed(),
     };
-    let Some(program) = resolve_program(&spec.argv[0]) else {
-        return quick(RunEnd::NotInstalled);
-    };
-    let _active = ActiveAttempt::start(spec.tag);
-    let spawning = crate::process_tree::SPAWN_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let spawned = command(spec, &program).spawn();
-    let _registered = spawned
-        .as_ref()
-        .ok()
-        .and_then(|c| c.id())
-        .map(RegisteredRunner::new);
-    drop(spawning);
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            return quick(RunEnd::SpawnFailed {
-                kind: format!("{:?}", e.kind()),
-                message: e.to_string(),
-            });
-        }
-    };
-    let pgid = child.id().unwrap_or(0);
-    on_spawn(pgid);
     let stdout = Tail::new(spec.output_cap);
     let stderr = Tail::new(spec.output_cap);
-    let readers = [
-        child
-            .stdout
-            .take()
-            .map(|p| tokio::spawn(read_into(p, stdout.clone()))),
-        child
-            .stderr
-            .take()
-            .map(|p| tokio::spawn(read_into(p, stderr.clone()))),
-    ];
-    let writer = match (child.stdin.take(), spec.stdin) {
-        (Some(mut pipe), Some(prompt)) => {
-            let bytes = prompt.as_bytes().to_vec();
-            // A runner that exits without reading gives EPIPE: not an error of ours.
-            Some(tokio::spawn(async move {
-                let _ = pipe.write_all(&bytes).await;
-            }))
-        }
-        _ => None,
+    let Some(program) = resolve_program(&spec.argv[0]) else {
+        return output(RunEnd::NotInstalled, &stdout, &stderr);
     };
-    let end = wait_or_stop(&mut child, pgid, spec).await;
-    // Whatever the runner left behind (background children, setsid'd descendants)
-    // goes now, so nothing holds the pipes and nothing outlives the attempt.
-    signal_group(pgid, Signal::KILL);
-    crate::blocking::blocking(|| {
-        kill_tagged(spec.tag);
-        sweep_orphans(spec.tag);
+    let launch = Launch {
+        program: &program,
+        argv: spec.argv,
+        env: runner_env(spec.tag),
+        cwd: spec.cwd,
+        stdin_piped: spec.stdin.is_some(),
+    };
+    let mut attempt = match supervisor::start(&launch).and_then(Attempt::new) {
+        Ok(attempt) => attempt,
+        Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
+    };
+    let pgid = match attempt.next_report(REPORT_WAIT).await {
+        Some(Report::Spawned(pid)) => pid,
+        Some(Report::SpawnFailed(errno)) => {
+            let e = std::io::Error::from_raw_os_error(errno);
+            attempt.finish(spec.tag).await;
+            return output(spawn_failed(&e), &stdout, &stderr);
+        }
+        other => {
+            attempt.finish(spec.tag).await;
+            let message = format!("the runner's supervisor did not start it ({other:?})");
+            return output(
+                RunEnd::SpawnFailed {
+                    kind: "Other".into(),
+                    message,
+                },
+                &stdout,
+                &stderr,
+            );
+        }
+    };
+    attempt.runner = Some(pgid);
+    let pgid_u32 = u32::try_from(pgid).unwrap_or(0);
+    on_spawn(pgid_u32);
+    let readers = [
+        attempt.take_reader(true, stdout.clone()),
+        attempt.take_reader(false, stderr.clone()),
+    ];
+    let writer = attempt.take_stdin().and_then(|pipe| {
+        let bytes = spec.stdin?.as_bytes().to_vec();
+        // A runner that exits without reading gives EPIPE: not an error of ours.
+        Some(tokio::spawn(async move {
+            let mut pipe = pipe;
+            let _ = pipe.write_all(&bytes).await;
+        }))
     });
+    let end = attempt.wait_or_stop(spec).await;
+    attempt.finish(spec.tag).await;
     if let Some(w) = writer {
         w.abort();
     }
     for mut reader in readers.into_iter().flatten() {
         if tokio::time::timeout(PIPE_DRAIN, &mut reader).await.is_err() {
-            // An escaped holder keeps the pipe open: stop reading, free the descriptor.
+            // Only a process outside the supervisor's reach can hold it: stop reading.
             reader.abort();
             tracing::warn!(
                 pgid,
@@ -123,85 +123,198 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
             );
         }
     }
-    RunOutput {
-        end,
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-        elapsed: started.elapsed(),
+    output(end, &stdout, &stderr)
+}
+
+fn spawn_failed(e: &std::io::Error) -> RunEnd {
+    RunEnd::SpawnFailed {
+        kind: format!("{:?}", e.kind()),
+        message: e.to_string(),
     }
 }
 
-fn command(spec: &RunSpec<'_>, program: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    cmd.arg0(&spec.argv[0])
-        .args(&spec.argv[1..])
-        .current_dir(spec.cwd)
-        .process_group(0)
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
+/// The caller's environment, minus the service manager's variables, plus the child
+/// marker and the attempt's tag.
+fn runner_env(tag: &str) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<_> = std::env::vars_os()
+        .filter(|(key, _)| {
+            !key.to_str().is_some_and(|k| {
+                matches!(
+                    k,
+                    "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC" | CHILD_VAR | TAG_VAR
+                ) || k.starts_with("LISTEN_")
+            })
         })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env(CHILD_VAR, "1")
-        .env(TAG_VAR, spec.tag)
-        .kill_on_drop(false);
-    for (key, _) in std::env::vars_os() {
-        let supervisor = key.to_str().is_some_and(|k| {
-            matches!(k, "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC")
-                || k.starts_with("LISTEN_")
-        });
-        if supervisor {
-            cmd.env_remove(key);
+        .collect();
+    env.push((CHILD_VAR.into(), "1".into()));
+    env.push((TAG_VAR.into(), tag.into()));
+    env
+}
+
+/// One supervised runner seen from the judge: the report pipe and the runner's pipes.
+struct Attempt {
+    supervisor: i32,
+    runner: Option<i32>,
+    report: pipe::Receiver,
+    stdin: Option<OwnedFd>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    /// Set once the supervisor was reaped.
+    done: bool,
+}
+
+impl Attempt {
+    fn new(started: supervisor::Started) -> std::io::Result<Self> {
+        let supervisor = started.supervisor;
+        let report = match pipe::Receiver::from_owned_fd(started.report) {
+            Ok(report) => report,
+            Err(e) => {
+                // No way to hear from it: stop it, its sweep still runs.
+                signal_pid(supervisor, Signal::KILL);
+                supervisor::reap(supervisor);
+                return Err(e);
+            }
+        };
+        Ok(Attempt {
+            supervisor,
+            runner: None,
+            report,
+            stdin: started.stdin,
+            stdout: Some(started.stdout),
+            stderr: Some(started.stderr),
+            done: false,
+        })
+    }
+
+    /// The next report, or `None` when the pipe closed or `wait` passed.
+    async fn next_report(&mut self, wait: Duration) -> Option<Report> {
+        let mut record = [0u8; RECORD_BYTES];
+        match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
+            Ok(Ok(_)) => supervisor::decode(record),
+            _ => None,
         }
     }
-    cmd
+
+    fn take_reader(&mut self, stdout: bool, tail: Tail) -> Option<tokio::task::JoinHandle<()>> {
+        let fd = if stdout {
+            self.stdout.take()
+        } else {
+            self.stderr.take()
+        }?;
+        let pipe = pipe::Receiver::from_owned_fd(fd).ok()?;
+        Some(tokio::spawn(read_into(pipe, tail)))
+    }
+
+    fn take_stdin(&mut self) -> Option<pipe::Sender> {
+        pipe::Sender::from_owned_fd(self.stdin.take()?).ok()
+    }
+
+    /// Waits for the runner's end within the timeout; else SIGTERM its group, the
+    /// grace, SIGKILL. The supervisor then stops whatever else is left.
+    async fn wait_or_stop(&mut self, spec: &RunSpec<'_>) -> RunEnd {
+        if let Some(end) = self.exit_within(spec.timeout).await {
+            return end;
+        }
+        self.signal_runner(Signal::TERM);
+        if self.exit_within(spec.kill_grace).await.is_none() {
+            self.signal_runner(Signal::KILL);
+            let _ = self.exit_within(REPORT_WAIT).await;
+        }
+        RunEnd::TimedOut {
+            seconds: spec.timeout.as_secs_f64(),
+        }
+    }
+
+    /// The runner's end if the supervisor reports it within `wait`. A closed pipe
+    /// (the supervisor was killed) counts as a SIGKILL death.
+    async fn exit_within(&mut self, wait: Duration) -> Option<RunEnd> {
+        let mut record = [0u8; RECORD_BYTES];
+        match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
+            Err(_) => None,
+            Ok(Ok(_)) => match supervisor::decode(record) {
+                Some(Report::Exited(status)) => Some(exit_end(status)),
+                _ => Some(RunEnd::Exited { code: -9 }),
+            },
+            Ok(Err(_)) => Some(RunEnd::Exited { code: -9 }),
+        }
+    }
+
+    fn signal_runner(&self, signal: Signal) {
+        if let Some(pgid) = self.runner.and_then(|p| u32::try_from(p).ok()) {
+            signal_group(pgid, signal);
+        }
+    }
+
+    /// Reaps the supervisor. One that does not exit in time is killed; its runner's
+    /// tree is then searched by tag, the only trace left.
+    async fn finish(&mut self, tag: &str) {
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
+        if !matches!(closed, Ok(Ok(_))) {
+            self.signal_runner(Signal::KILL);
+            signal_pid(self.supervisor, Signal::KILL);
+            crate::blocking::blocking(|| kill_tagged(tag));
+            tracing::warn!(
+                supervisor = self.supervisor,
+                "a runner's supervisor did not finish in time; killed it"
+            );
+        }
+        let supervisor = self.supervisor;
+        crate::blocking::blocking(|| supervisor::reap(supervisor));
+        self.done = true;
+    }
 }
 
-/// Waits for exit within the timeout; else SIGTERM the group, grace, SIGKILL the group.
-async fn wait_or_stop(child: &mut Child, pgid: u32, spec: &RunSpec<'_>) -> RunEnd {
-    if let Ok(status) = tokio::time::timeout(spec.timeout, child.wait()).await {
-        return exit_end(status);
-    }
-    signal_group(pgid, Signal::TERM);
-    if tokio::time::timeout(spec.kill_grace, child.wait())
-        .await
-        .is_err()
-    {
-        signal_group(pgid, Signal::KILL);
-        let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
-    }
-    RunEnd::TimedOut {
-        seconds: spec.timeout.as_secs_f64(),
+impl Drop for Attempt {
+    /// A dropped attempt (shutdown cancelled its job) stops its runner; the
+    /// supervisor sweeps the rest and is reaped off the async threads.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.signal_runner(Signal::KILL);
+        let supervisor = self.supervisor;
+        let reaper = std::thread::Builder::new()
+            .name("llm-judge-reap".into())
+            .spawn(move || supervisor::reap(supervisor));
+        if reaper.is_err() {
+            signal_pid(supervisor, Signal::KILL);
+        }
     }
 }
 
-fn exit_end(status: std::io::Result<ExitStatus>) -> RunEnd {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Ok(s) => RunEnd::Exited {
-            code: s
-                .code()
-                .or_else(|| s.signal().map(|sig| -sig))
-                .unwrap_or(-1),
-        },
-        Err(e) => RunEnd::SpawnFailed {
-            kind: format!("{:?}", e.kind()),
-            message: format!("waiting for the runner failed: {e}"),
-        },
+fn signal_pid(pid: i32, signal: Signal) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(p, signal);
     }
+}
+
+/// The end of a raw wait status: an exit code, or `-<signal>` for a signal death.
+fn exit_end(status: i32) -> RunEnd {
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        -libc::WTERMSIG(status)
+    } else {
+        -1
+    };
+    RunEnd::Exited { code }
 }
 
 /// The program to start, or `None` when it is not installed.
 pub fn resolve_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let path = PathBuf::from(program);
+        if !path.is_absolute() {
+            return None;
+        }
         return is_executable(&path).then_some(path);
     }
     let path = std::env::var_os("PATH")?;
+    // Only absolute entries: a relative one (`.`, `bin`) would be looked up in the
+    // judge's folder but could name a program inside the job's cwd.
     std::env::split_paths(&path)
-        .filter(|dir| !dir.as_os_str().is_empty())
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
 }

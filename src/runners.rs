@@ -101,11 +101,38 @@ fn override_entry(item: &Value) -> Result<Runner, String> {
         .map(|a| a.as_str().map(str::to_string))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| format!("runner {name:?} has an argv item that is not a string"))?;
+    check_program(&argv).map_err(|why| format!("runner {name:?}: {why}"))?;
     Ok(Runner {
         name: name.clone(),
         argv,
         max_concurrent: None,
     })
+}
+
+/// Refuses an argv whose program could come from the job: a relative path (it would
+/// be found in the job's cwd), the prompt slot itself, or nothing left once the
+/// prompt moves to stdin.
+fn check_program(argv: &[String]) -> Result<(), String> {
+    let program = argv.first().map(String::as_str).unwrap_or("");
+    if program == PROMPT_SLOT {
+        return Err(format!(
+            "\"argv\" starts with \"{PROMPT_SLOT}\"; the first item must be the program"
+        ));
+    }
+    if program.contains('/') && !program.starts_with('/') {
+        return Err(format!(
+            "program {program:?} is a relative path; give a bare name found on PATH or an absolute path"
+        ));
+    }
+    if without_prompt_slot(argv)
+        .first()
+        .is_none_or(|p| p != program)
+    {
+        return Err(format!(
+            "\"argv\" would be empty once a long prompt moves to stdin; give the program first"
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a configured table: every runner has a name and a non-empty argv.
@@ -123,6 +150,8 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), String> {
                 r.name
             ));
         }
+        check_program(&r.argv)
+            .map_err(|why| format!("runners.{table}[{i}] ({:?}): {why}", r.name))?;
         if r.max_concurrent == Some(0) {
             return Err(format!(
                 "runners.{table}[{i}] ({:?}): \"max_concurrent\" is 0; remove it or give 1 or more",
@@ -193,6 +222,9 @@ mod tests {
             r#"[["a", []]]"#,
             r#"[["a", ["x", 1]]]"#,
             r#"[[1, ["x"]]]"#,
+            r#"[["a", ["{prompt}"]]]"#,
+            r#"[["a", ["bin/fake", "{prompt}"]]]"#,
+            r#"[["a", ["./fake"]]]"#,
         ] {
             let e = parse_override(bad).unwrap_err();
             assert!(e.starts_with(RUNNERS_VAR), "{bad}: {e}");
@@ -222,5 +254,15 @@ mod tests {
                 .unwrap_err()
                 .contains("max_concurrent")
         );
+        for (argv, words) in [
+            (&["{prompt}"][..], "the first item must be the program"),
+            (&["--", "{prompt}"][..], "empty once a long prompt"),
+            (&["bin/claude", "{prompt}"][..], "relative path"),
+            (&["./claude"][..], "relative path"),
+        ] {
+            let e = check_table("default", &[r("a", argv, None)]).unwrap_err();
+            assert!(e.contains(words), "{argv:?}: {e}");
+        }
+        assert!(check_table("default", &[r("a", &["/bin/x", "--", "{prompt}"], None)]).is_ok());
     }
 }

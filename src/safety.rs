@@ -20,6 +20,12 @@ pub fn check_investigate_table(runners: &[Runner]) -> Result<(), String> {
     Ok(())
 }
 
+/// True when `runner` passes the investigate allowlist: only such a runner is ever
+/// given a job's own `cwd` (SPEC section 3), in either mode.
+pub fn is_read_only(runner: &Runner) -> bool {
+    check_runner(runner).is_ok()
+}
+
 fn check_runner(runner: &Runner) -> Result<(), String> {
     let Some((program, args)) = runner.argv.split_first() else {
         return Err("its argv is empty".into());
@@ -62,11 +68,18 @@ enum Arity {
     List,
 }
 
-/// Parses flags with `--flag=value` forms; words of a list run until the next `-` item.
-fn parse_flags<'a>(
-    args: &'a [String],
-    arity: impl Fn(&str) -> Option<Arity>,
-) -> Result<Vec<Flag<'a>>, String> {
+/// How a program's flags take values: the arity of each allowed flag, and the flags
+/// where an empty value means "none" (the only place an empty value is safe).
+struct Grammar {
+    arity: fn(&str) -> Option<Arity>,
+    empty_ok: &'static [&'static str],
+}
+
+/// Parses flags with `--flag=value` forms. Every flag that takes values gets at least
+/// one, and none may begin with `-`: claude's parser takes the next item as a value
+/// whatever it looks like, so `--tools --disallowedTools ...` would hand claude the
+/// deny list as its tools. A list runs until the next item that begins with `-`.
+fn parse_flags<'a>(args: &'a [String], grammar: &Grammar) -> Result<Vec<Flag<'a>>, String> {
     let mut flags: Vec<Flag<'a>> = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -75,7 +88,7 @@ fn parse_flags<'a>(
             Some((n, v)) if n.starts_with("--") => (n, Some(v)),
             _ => (item, None),
         };
-        let kind = arity(name).ok_or_else(|| format!("flag {item:?} is not allowed"))?;
+        let kind = (grammar.arity)(name).ok_or_else(|| format!("flag {item:?} is not allowed"))?;
         if flags.iter().any(|f| f.name == name) {
             return Err(format!("flag {name:?} is given twice"));
         }
@@ -84,25 +97,46 @@ fn parse_flags<'a>(
         match kind {
             Arity::None if inline.is_some() => return Err(format!("flag {name:?} takes no value")),
             Arity::None => {}
-            Arity::One if inline.is_none() => match args.get(i) {
-                Some(v) if !v.starts_with('-') => {
+            Arity::One if inline.is_none() => {
+                if let Some(v) = args.get(i) {
                     values.push(v);
                     i += 1;
                 }
-                _ => return Err(format!("flag {name:?} needs a value")),
-            },
-            Arity::One => {}
+            }
             Arity::List if inline.is_none() => {
+                if let Some(v) = args.get(i) {
+                    values.push(v);
+                    i += 1;
+                }
                 while let Some(v) = args.get(i).filter(|v| !v.starts_with('-')) {
                     values.push(v);
                     i += 1;
                 }
             }
-            Arity::List => {}
+            Arity::One | Arity::List => {}
+        }
+        if kind != Arity::None {
+            check_values(name, &values, grammar.empty_ok.contains(&name))?;
         }
         flags.push(Flag { name, values });
     }
     Ok(flags)
+}
+
+fn check_values(name: &str, values: &[&str], empty_ok: bool) -> Result<(), String> {
+    if values.is_empty() {
+        return Err(format!("flag {name:?} needs a value"));
+    }
+    if let Some(v) = values.iter().find(|v| v.starts_with('-')) {
+        return Err(format!(
+            "flag {name:?} has the value {v:?}, which begins with '-' (claude would take it \
+             as the value, not as a flag)"
+        ));
+    }
+    if !empty_ok && values.iter().any(|v| v.is_empty()) {
+        return Err(format!("flag {name:?} has an empty value"));
+    }
+    Ok(())
 }
 
 /// Tool names of a list flag, space- or comma-separated.
@@ -118,13 +152,24 @@ fn find<'f, 'a>(flags: &'f [Flag<'a>], names: &[&str]) -> Option<&'f Flag<'a>> {
     flags.iter().find(|f| names.contains(&f.name))
 }
 
-fn check_claude(args: &[String]) -> Result<(), String> {
-    let flags = parse_flags(args, |name| match name {
-        "-p" | "--print" | "--no-session-persistence" | "--strict-mcp-config" => Some(Arity::None),
-        "--model" | "--settings" | "--output-format" => Some(Arity::One),
+const CLAUDE_GRAMMAR: Grammar = Grammar {
+    arity: |name| match name {
+        "-p"
+        | "--print"
+        | "--no-session-persistence"
+        | "--strict-mcp-config"
+        | "--disable-slash-commands" => Some(Arity::None),
+        "--model" | "--settings" | "--setting-sources" | "--system-prompt" | "--output-format" => {
+            Some(Arity::One)
+        }
         "--tools" | "--allowedTools" | "--disallowedTools" => Some(Arity::List),
         _ => None,
-    })?;
+    },
+    empty_ok: &["--tools", "--setting-sources"],
+};
+
+fn check_claude(args: &[String]) -> Result<(), String> {
+    let flags = parse_flags(args, &CLAUDE_GRAMMAR)?;
     if find(&flags, &["-p"]).is_some() && find(&flags, &["--print"]).is_some() {
         return Err("flag \"--print\" is given twice (as -p and --print)".into());
     }
@@ -161,18 +206,54 @@ fn check_claude(args: &[String]) -> Result<(), String> {
                 .into(),
         );
     }
+    match find(&flags, &["--setting-sources"]) {
+        Some(f) if f.values == [""] => {}
+        _ => {
+            return Err(
+                "flag \"--setting-sources\" must be given as \"\" (no settings files: a \
+                 folder's .claude/settings.json can run commands)"
+                    .into(),
+            );
+        }
+    }
+    if let Some(f) = find(&flags, &["--settings"]) {
+        check_settings(f.values[0])?;
+    }
     Ok(())
 }
+
+/// `--settings` may only turn hooks off: settings can define hooks, `apiKeyHelper`
+/// (a shell command), `env` and permissions.
+fn check_settings(value: &str) -> Result<(), String> {
+    let parsed: Option<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(value).ok();
+    let only_hooks_off = parsed.is_some_and(|map| {
+        map.len() == 1 && map.get("disableAllHooks") == Some(&serde_json::Value::Bool(true))
+    });
+    if only_hooks_off {
+        Ok(())
+    } else {
+        Err(format!(
+            "flag \"--settings\" may only be {{\"disableAllHooks\": true}}, not {value:?} \
+             (settings can define hooks, apiKeyHelper, env and permissions)"
+        ))
+    }
+}
+
+const CODEX_GRAMMAR: Grammar = Grammar {
+    arity: |name| match name {
+        "--skip-git-repo-check" | "--ignore-user-config" | "--ephemeral" => Some(Arity::None),
+        "-m" | "--model" | "--sandbox" | "-s" | "-c" => Some(Arity::One),
+        _ => None,
+    },
+    empty_ok: &[],
+};
 
 fn check_codex(args: &[String]) -> Result<(), String> {
     let Some(("exec", rest)) = args.split_first().map(|(a, r)| (a.as_str(), r)) else {
         return Err("argv must start with \"codex exec\"".into());
     };
-    let flags = parse_flags(rest, |name| match name {
-        "--skip-git-repo-check" | "--ignore-user-config" | "--ephemeral" => Some(Arity::None),
-        "-m" | "--model" | "--sandbox" | "-s" | "-c" => Some(Arity::One),
-        _ => None,
-    })?;
+    let flags = parse_flags(rest, &CODEX_GRAMMAR)?;
     for pair in [["-m", "--model"], ["-s", "--sandbox"]] {
         if find(&flags, &[pair[0]]).is_some() && find(&flags, &[pair[1]]).is_some() {
             return Err(format!(
@@ -229,6 +310,8 @@ mod tests {
         "haiku",
         "--settings",
         "{\"disableAllHooks\": true}",
+        "--setting-sources",
+        "",
         "--no-session-persistence",
         "--tools",
         "Read",
@@ -244,6 +327,7 @@ mod tests {
         "NotebookEdit",
         "Bash",
         "--strict-mcp-config",
+        "--disable-slash-commands",
         "--",
         "{prompt}",
     ];
@@ -294,6 +378,7 @@ mod tests {
             "--tools=Read,Grep",
             "--disallowedTools=Write,Edit,NotebookEdit,Bash",
             "--strict-mcp-config",
+            "--setting-sources=",
             "--",
             "{prompt}",
         ])
@@ -360,7 +445,7 @@ mod tests {
         let no_tools: Vec<String> = CLAUDE
             .iter()
             .enumerate()
-            .filter(|(i, _)| !(7..=10).contains(i))
+            .filter(|(i, _)| !(9..=12).contains(i))
             .map(|(_, s)| s.to_string())
             .collect();
         assert!(
@@ -425,6 +510,239 @@ mod tests {
         ] {
             let e = check(&[program, "--", "{prompt}"]).unwrap_err();
             assert!(e.contains("is not allowed"), "{program}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_flag_value_that_begins_with_a_dash_is_refused() {
+        let bypass = &[
+            "claude",
+            "-p",
+            "--setting-sources",
+            "",
+            "--tools",
+            "--disallowedTools",
+            "Write",
+            "Edit",
+            "NotebookEdit",
+            "Bash",
+            "--strict-mcp-config",
+            "--",
+            "{prompt}",
+        ];
+        let e = check(bypass).unwrap_err();
+        assert!(
+            e.contains("\"--tools\"") && e.contains("begins with '-'"),
+            "{e}"
+        );
+        let drops_tools = replaced(CLAUDE, "--allowedTools", &["--allowedTools", "--tools"]);
+        assert!(check_owned(drops_tools).is_err());
+        let prompt_as_option: Vec<String> = CLAUDE
+            .iter()
+            .take_while(|a| **a != "--allowedTools")
+            .chain(["--allowedTools", "--", "{prompt}"].iter())
+            .map(|s| s.to_string())
+            .collect();
+        assert!(check_owned(prompt_as_option).is_err());
+        for flag in ["--model", "--system-prompt", "--output-format"] {
+            let e = check_owned(replaced(CLAUDE, "-p", &["-p", flag, "--print"])).unwrap_err();
+            assert!(e.contains(flag), "{flag}: {e}");
+        }
+        let e = check_owned(replaced(CLAUDE, "haiku", &[""])).unwrap_err();
+        assert!(e.contains("empty value"), "{e}");
+        let e = check_owned(replaced(CODEX, "read-only", &["-x"])).unwrap_err();
+        assert!(e.contains("begins with '-'"), "{e}");
+    }
+
+    #[test]
+    fn settings_sources_must_be_empty_and_settings_may_only_disable_hooks() {
+        let without: Vec<String> = CLAUDE
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !(6..=7).contains(i))
+            .map(|(_, s)| s.to_string())
+            .collect();
+        let e = check_owned(without).unwrap_err();
+        assert!(e.contains("--setting-sources"), "{e}");
+        let mut project = replaced(CLAUDE, "--setting-sources", &["--setting-sources"]);
+        project[7] = "project".into();
+        assert!(
+            check_owned(project)
+                .unwrap_err()
+                .contains("--setting-sources")
+        );
+        for settings in [
+            "/home/u/settings.json",
+            "{\"disableAllHooks\": true, \"apiKeyHelper\": \"touch /tmp/x\"}",
+            "{\"disableAllHooks\": false}",
+            "{\"env\": {\"A\": \"1\"}}",
+            "{\"hooks\": {}}",
+        ] {
+            let argv = replaced(CLAUDE, "{\"disableAllHooks\": true}", &[settings]);
+            let e = check_owned(argv).unwrap_err();
+            assert!(e.contains("--settings"), "{settings}: {e}");
+        }
+        check_owned(
+            replaced(CLAUDE, "--settings", &[])
+                .into_iter()
+                .filter(|a| !a.contains("disableAllHooks"))
+                .collect(),
+        )
+        .unwrap();
+    }
+
+    /// How claude's option parser (commander) reads an argv: a value-taking option
+    /// takes the next item whatever it is; a variadic one then takes items until one
+    /// begins with `-`; `--name=value` takes no more; `--` ends the options.
+    #[derive(Default, Debug)]
+    struct Commander {
+        options: std::collections::HashMap<String, Vec<String>>,
+        operands: Vec<String>,
+        unknown: bool,
+    }
+
+    fn commander(args: &[String]) -> Commander {
+        let mut parsed = Commander::default();
+        let mut variadic: Option<String> = None;
+        let mut i = 0;
+        while i < args.len() {
+            let arg = &args[i];
+            i += 1;
+            if arg == "--" {
+                parsed.operands.extend(args[i..].iter().cloned());
+                break;
+            }
+            let option_like = arg.len() > 1 && arg.starts_with('-');
+            if let Some(name) = &variadic
+                && !option_like
+            {
+                parsed
+                    .options
+                    .entry(name.clone())
+                    .or_default()
+                    .push(arg.clone());
+                continue;
+            }
+            variadic = None;
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+                _ => (arg.clone(), None),
+            };
+            if !option_like {
+                parsed.operands.push(arg.clone());
+                continue;
+            }
+            let Some(kind) = (CLAUDE_GRAMMAR.arity)(&name) else {
+                parsed.unknown = true;
+                continue;
+            };
+            let entry = parsed.options.entry(name.clone()).or_default();
+            match (kind, inline) {
+                (Arity::None, _) => {}
+                (_, Some(v)) => entry.push(v),
+                (_, None) => {
+                    if let Some(v) = args.get(i) {
+                        entry.push(v.clone());
+                        i += 1;
+                    }
+                    if kind == Arity::List {
+                        variadic = Some(name);
+                    }
+                }
+            }
+        }
+        parsed
+    }
+
+    fn tool_names(values: Option<&Vec<String>>) -> Option<Vec<String>> {
+        values.map(|vs| {
+            vs.iter()
+                .flat_map(|v| v.split([',', ' ']))
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+    }
+
+    use proptest::prelude::*;
+
+    fn vocabulary() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "-p",
+            "--print",
+            "--model",
+            "haiku",
+            "--settings",
+            "{\"disableAllHooks\": true}",
+            "--setting-sources",
+            "",
+            "--system-prompt",
+            "Be brief.",
+            "--no-session-persistence",
+            "--tools",
+            "--allowedTools",
+            "--disallowedTools",
+            "Read",
+            "Grep",
+            "Glob",
+            "Write",
+            "Edit",
+            "NotebookEdit",
+            "Bash",
+            "Read,Grep",
+            "Write,Edit,NotebookEdit,Bash",
+            "--strict-mcp-config",
+            "--disable-slash-commands",
+            "--output-format",
+            "text",
+            "--",
+            "-",
+            "--tools=Read",
+            "--tools=",
+            "--disallowedTools=Write,Edit,NotebookEdit,Bash",
+            "--setting-sources=",
+            "{prompt}",
+            "--dangerously-skip-permissions",
+            "-x",
+            "project",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn whatever_the_check_accepts_claude_parses_as_read_only(
+            middle in prop::collection::vec(vocabulary(), 0..24),
+            seed_safe in any::<bool>(),
+        ) {
+            // Half the cases start from the safe argv with hostile items spliced in,
+            // so accepted cases are common enough to test.
+            let mut args: Vec<String> = if seed_safe {
+                let mut base: Vec<String> = CLAUDE[1..CLAUDE.len() - 2].iter().map(|s| s.to_string()).collect();
+                let at = middle.len() % (base.len() + 1);
+                base.splice(at..at, middle.iter().take(3).cloned());
+                base
+            } else {
+                middle.clone()
+            };
+            args.push("--".into());
+            args.push("{prompt}".into());
+            let mut argv = vec!["claude".to_string()];
+            argv.extend(args.iter().cloned());
+            if check_owned(argv).is_ok() {
+                let parsed = commander(&args);
+                prop_assert!(!parsed.unknown, "{args:?}");
+                prop_assert_eq!(&parsed.operands, &vec!["{prompt}".to_string()], "{:?}", args);
+                let tools = tool_names(parsed.options.get("--tools"));
+                prop_assert!(tools.as_ref().is_some_and(|t| t.iter().all(|t| READ_TOOLS.contains(&t.as_str()))), "{:?}", args);
+                let allowed = tool_names(parsed.options.get("--allowedTools")).unwrap_or_default();
+                prop_assert!(allowed.iter().all(|t| READ_TOOLS.contains(&t.as_str())), "{:?}", args);
+                let denied = tool_names(parsed.options.get("--disallowedTools")).unwrap_or_default();
+                prop_assert!(MUST_DENY.iter().all(|t| denied.iter().any(|d| d == t)), "{:?}", args);
+                prop_assert_eq!(parsed.options.get("--setting-sources"), Some(&vec![String::new()]), "{:?}", args);
+                prop_assert!(parsed.options.contains_key("--strict-mcp-config"), "{:?}", args);
+            }
         }
     }
 }

@@ -46,6 +46,11 @@ impl StateDir {
         self.root.join("judge.log")
     }
 
+    /// The private parent of the runners' fresh temp folders.
+    pub fn runner_tmp(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
     /// The daemon's lock file.
     pub fn lock(&self) -> PathBuf {
         self.root.join("daemon.lock")
@@ -87,6 +92,33 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
                 format!("cannot create folder {}: {e}", dir.display()),
             )
         })
+}
+
+/// Makes sure `dir` is a real folder of ours with mode 0700, creating it if missing.
+/// A symlink in its place is refused, never followed (SPEC section 2).
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create_dir(dir),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("cannot stat {}: {e}", dir.display()),
+        )),
+        Ok(meta) if !meta.is_dir() => Err(refused_folder(dir)),
+        Ok(meta) if meta.mode() & 0o077 != 0 => {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The error for a symlink or file where the judge expects its own folder.
+pub fn refused_folder(dir: &Path) -> io::Error {
+    io::Error::other(format!(
+        "{} is a symlink or not a folder; the judge never follows links inside its state \
+         folder: remove it (the judge recreates the folder)",
+        dir.display()
+    ))
 }
 
 /// First 16 lowercase hex digits of SHA-1 of the transcript string.

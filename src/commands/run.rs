@@ -1,14 +1,14 @@
 //! `llm-judge run JOB_FILE`: judge one job file now, as catstack's `judge.py run` did.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, open_state, runtime};
-use crate::config::Settings;
+use crate::cli::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, open_state, runtime};
+use crate::config::{Settings, Sources};
 use crate::job_file::{self, Handled};
+use crate::runners::RUNNERS_VAR;
 
 /// Judges the job file; exit 0 whatever the outcome (and when someone else has it).
 pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
-    crate::process_tree::become_subreaper();
     let result = open_state(settings, false).and_then(|state| {
         let rt = runtime()?;
         let extras = crate::judge::Extras::for_state(settings, &state);
@@ -45,6 +45,37 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         Err(e) => {
             eprintln!("llm-judge: {e}");
             EXIT_FAILURE
+        }
+    }
+}
+
+/// `run` when the config failed to load. A bad `CATSTACK_LLM_JUDGE_RUNNERS` still
+/// judges the job, as an `unchecked` judge error naming the variable (SPEC 9), so a
+/// hook's job is never left queued by a typo; any other config error is exit 2.
+pub fn config_failed(sources: &Sources, job_file: &Path, error: &str) -> i32 {
+    if !error.starts_with(RUNNERS_VAR) {
+        return EXIT_USAGE;
+    }
+    let without = Sources {
+        env: sources
+            .env
+            .iter()
+            .filter(|(k, _)| k != RUNNERS_VAR)
+            .cloned()
+            .collect(),
+        ..sources.clone()
+    };
+    match crate::config::load(&without) {
+        Ok(settings) => {
+            let settings = Settings {
+                runner_error: Some(error.to_string()),
+                ..settings
+            };
+            main(&settings, job_file.to_path_buf())
+        }
+        Err(e) => {
+            eprintln!("llm-judge: {e}");
+            EXIT_USAGE
         }
     }
 }

@@ -296,6 +296,7 @@ printf '%s' "$0" > "$rec/arg0"
 printf '%s\0' "$@" > "$rec/argv"
 pwd > "$rec/pwd"
 ls -A > "$rec/ls"
+stat -c %a . > "$rec/mode"
 cat /proc/$$/environ > "$rec/env"
 readlink /proc/self/fd/0 > "$rec/stdin"
 "#,
@@ -395,10 +396,18 @@ readlink /proc/self/fd/0 > "$rec/stdin"
         lines[0].clone()
     }
 
-    /// The names left in TMPDIR (the judge's runner folders that were not removed).
+    /// The private folder of the judge's fresh runner folders (SPEC 4: never a
+    /// folder others can write, such as TMPDIR).
+    pub fn runner_tmp(&self) -> PathBuf {
+        self.state.join("tmp")
+    }
+
+    /// The names left in the runner folders' parent (folders that were not removed)
+    /// and in TMPDIR (the judge must not put any there).
     pub fn tmp_entries(&self) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(&self.tmp)
             .expect("read TMPDIR")
+            .chain(fs::read_dir(self.runner_tmp()).into_iter().flatten())
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
