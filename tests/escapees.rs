@@ -1,0 +1,160 @@
+//! Escapees (SPEC 4: "after the job ends no process its runners started is left
+//! running, including those that moved to their own session"). Each fake leaves a
+//! descendant that calls `setsid` and clears its environment (so no tag and no
+//! marker can find it), and writes its pid down; the test checks it is gone once its
+//! attempt ended: with another job running at the same time, through a daemon
+//! shutdown, after `llm-judge ask`, and in a chain of 40.
+
+mod reliability;
+mod world;
+
+use std::time::Duration;
+
+use reliability::*;
+use serde_json::json;
+use world::World;
+
+/// How long a leftover gets to disappear (generous: proves nothing survives).
+const GONE: Duration = Duration::from_secs(10);
+/// The token in every escapee's command line (guards the reaper against pid reuse).
+const TOKEN: &str = "sleep 3019";
+
+/// Shell that starts an escapee writing its pid to `$W/<file>` and waits until it has.
+fn escape(file: &str) -> String {
+    format!(
+        "setsid env -i /bin/sh -c \"echo \\$\\$ >> $W/{file}; exec {TOKEN}\" </dev/null >/dev/null 2>&1 &\n\
+         i=0; while [ ! -s $W/{file} ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n"
+    )
+}
+
+fn reaper(w: &World, mark: &str, files: &[&str]) -> Reaper {
+    let mut r = Reaper::new(mark);
+    r.pid_files = files
+        .iter()
+        .map(|f| (w.path(f), TOKEN.to_string()))
+        .collect();
+    r
+}
+
+fn assert_gone(w: &World, file: &str) {
+    let pids = pids_in_file(&w.path(file));
+    assert_eq!(pids.len(), 1, "{file}: the fake recorded its escapee");
+    let left = wait_gone(&pids, GONE);
+    assert!(
+        left.is_empty(),
+        "{file}: escapee still running: {:?}",
+        left.iter().map(|&p| (p, cmdline(p))).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_escapee_is_stopped_while_another_job_still_runs() {
+    let w = World::new();
+    let mark = new_mark("escape-concurrent");
+    let _reaper = reaper(&w, &mark, &["a.pids"]);
+    write_config(&w, "fsync = false\nkill_grace_seconds = 1\nworkers = 2\n");
+    // Job "slow" runs until the test lets it go; job "leaver" answers at once.
+    let body = format!(
+        "case \"$1\" in\n\
+         slow) touch $W/slow.started; i=0; while [ ! -e $W/release ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done; echo '{{\"ok\": true}}';;\n\
+         leaver) {}echo '{{\"ok\": true}}';;\n\
+         esac\n",
+        escape("a.pids")
+    );
+    let runner = w.runner("dispatch", &body);
+    let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
+    w.wait_log("daemon start");
+    let job = |name: &str| json!({"prompt": name, "transcript": "T", "hit_if_all_true": ["ok"]});
+    w.job("slow", &job("slow"));
+    world::wait_until("slow job running", GONE, || w.path("slow.started").exists());
+    w.job("leaver", &job("leaver"));
+    world::wait_until("leaver judged", Duration::from_secs(60), || {
+        w.verdicts().len() == 1
+    });
+    assert!(!w.path("release").exists() && w.jobs_left() == ["slow.json"]);
+    assert_gone(&w, "a.pids");
+    std::fs::write(w.path("release"), "").unwrap();
+    world::wait_until("slow judged", Duration::from_secs(60), || {
+        w.verdicts().len() == 2
+    });
+    d.signal("TERM");
+    assert!(d.wait_exit(Duration::from_secs(30)).success());
+}
+
+#[test]
+fn an_escapee_is_stopped_through_a_daemon_shutdown() {
+    let w = World::new();
+    let mark = new_mark("escape-shutdown");
+    let _reaper = reaper(&w, &mark, &["s.pids"]);
+    write_config(
+        &w,
+        "fsync = false\nkill_grace_seconds = 1\nshutdown_grace_seconds = 0.2\n",
+    );
+    let body = format!("{}touch $W/hanging; exec sleep 300\n", escape("s.pids"));
+    let runner = w.runner("hangs", &body);
+    let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
+    w.wait_log("daemon start");
+    w.job("hang", &json!({"prompt": "p", "timeout_seconds": 300}));
+    world::wait_until("runner hanging", GONE, || w.path("hanging").exists());
+    d.signal("TERM");
+    assert!(d.wait_exit(Duration::from_secs(30)).success());
+    assert_eq!(
+        w.jobs_left(),
+        ["hang.json"],
+        "left queued for the next start"
+    );
+    assert_gone(&w, "s.pids");
+    let left = wait_no_marked(&mark, &[], GONE);
+    assert!(left.is_empty(), "left running after shutdown: {left:?}");
+}
+
+#[test]
+fn an_escapee_of_ask_is_stopped_before_ask_returns() {
+    let w = World::new();
+    let mark = new_mark("escape-ask");
+    let _reaper = reaper(&w, &mark, &["k.pids"]);
+    let body = format!("{}echo '{{\"ok\": true}}'\n", escape("k.pids"));
+    let runner = w.runner("leaver", &body);
+    let mut p = spawn(
+        &w,
+        command(&w, Some(&[runner]), &mark),
+        &["ask", "question"],
+    );
+    let (status, _) = p.finish(Duration::from_secs(60));
+    assert!(status.success(), "{}", p.stderr());
+    assert!(p.stdout().contains("\"answered\""), "{}", p.stdout());
+    // Already gone when ask returned: no wait needed, but allow the reaping instant.
+    assert_gone(&w, "k.pids");
+}
+
+#[test]
+fn a_chain_of_forty_escapees_is_stopped() {
+    let w = World::new();
+    let mark = new_mark("escape-chain");
+    let _reaper = reaper(&w, &mark, &["chain.pids"]);
+    // Each link moves to its own session, clears its environment, starts the next
+    // link and sleeps; the 40th writes "done".
+    let link = w.path("link.sh");
+    std::fs::write(
+        &link,
+        format!(
+            "n=$1; echo $$ >> {w}/chain.pids\n\
+             if [ \"$n\" -lt 40 ]; then setsid env -i /bin/sh {l} $((n+1)) </dev/null >/dev/null 2>&1 & else touch {w}/chain.done; fi\n\
+             exec {TOKEN}\n",
+            w = w.path("").display(),
+            l = link.display()
+        ),
+    )
+    .unwrap();
+    let body = format!(
+        "setsid env -i /bin/sh {} 1 </dev/null >/dev/null 2>&1 &\n\
+         i=0; while [ ! -e $W/chain.done ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
+         echo '{{\"ok\": true}}'\n",
+        link.display()
+    );
+    run_one_job(&w, &mark, "chain", &body, 60.0);
+    let pids = pids_in_file(&w.path("chain.pids"));
+    assert_eq!(pids.len(), 40, "every link recorded itself");
+    let left = wait_gone(&pids, GONE);
+    assert!(left.is_empty(), "links still running: {left:?}");
+}
