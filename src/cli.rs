@@ -54,7 +54,7 @@ enum Command {
     },
     /// Ask the runners directly and print {outcome, runner, answer, attempts} as JSON.
     #[command(
-        after_help = "Example:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n\nExit 0 when a runner answered, 1 when none did."
+        after_help = "Examples:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n  printf '%s' \"$PROMPT\" | llm-judge ask --prompt-file -\n\nPrints outcome \"answered\" or \"unchecked\". Exit 0 when a runner answered, 1 when none did."
     )]
     Ask {
         /// Runner table.
@@ -66,8 +66,15 @@ enum Command {
         /// The runners' working folder (absolute; else a fresh temp folder).
         #[arg(long, value_name = "DIR")]
         cwd: Option<String>,
-        /// The question.
-        prompt: String,
+        /// The question (or use --prompt-file).
+        #[arg(
+            required_unless_present = "prompt_file",
+            conflicts_with = "prompt_file"
+        )]
+        prompt: Option<String>,
+        /// Read the question from FILE, or stdin with -.
+        #[arg(long, value_name = "FILE|-")]
+        prompt_file: Option<PathBuf>,
     },
     /// Write a job into the inbox safely and print its id.
     #[command(after_help = commands::enqueue::EXAMPLES)]
@@ -169,6 +176,10 @@ pub fn main() -> i32 {
             if let Command::Doctor = cli.command {
                 return commands::doctor::config_failed(&sources, &e);
             }
+            // run gives the job a judge-error verdict for a bad runner variable.
+            if let Command::Run { job_file } = &cli.command {
+                return commands::run::config_failed(&sources, job_file, &e);
+            }
             return EXIT_USAGE;
         }
     };
@@ -182,7 +193,8 @@ pub fn main() -> i32 {
             timeout,
             cwd,
             prompt,
-        } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt),
+            prompt_file,
+        } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt, prompt_file),
         Command::Enqueue(args) => commands::enqueue::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),

@@ -248,6 +248,11 @@ async fn decide(
     cancel: Option<Cancel>,
     extras: &Extras,
 ) -> Option<Verdict> {
+    if let Some(why) = &settings.runner_error {
+        tracing::error!(id = %job.id, "{why}");
+        let reason = format!("judge error: {why}");
+        return Some(error_verdict(&as_error(job, reason), now_unix()));
+    }
     let table = settings.table(job.mode);
     let cache_key = (job.mode == Mode::Default).then(|| cache::key(job.mode, table, &job.prompt));
     if let (Some(cache), Some(key)) = (&extras.cache, &cache_key)

@@ -93,6 +93,7 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
                 && name.ends_with(".tmp")
                 && !referenced.contains(&path)
                 && !written_by_a_live_process(&name)
+                && !recently_written(&path)
                 && std::fs::remove_file(&path).is_ok()
             {
                 removed += 1;
@@ -108,6 +109,17 @@ fn written_by_a_live_process(temp_name: &str) -> bool {
     let (_tmp, _n, pid) = (parts.next(), parts.next(), parts.next());
     pid.and_then(|p| p.parse::<u32>().ok())
         .is_some_and(|p| p != std::process::id() && crate::process_tree::is_alive(p))
+}
+
+/// Temp files younger than this are left alone: a writer whose temp names carry no pid
+/// (catstack's Python `.XXXXXXXX.tmp`) may still be writing it.
+pub const TEMP_GRACE: Duration = Duration::from_secs(300);
+
+/// Modified within `TEMP_GRACE` (or its age is unknown, which is kept too).
+fn recently_written(path: &Path) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .map_or(true, |t| t.elapsed().map_or(true, |age| age < TEMP_GRACE))
 }
 
 /// Removes verdicts nobody can drain (no transcript) once older than `days`.

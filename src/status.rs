@@ -24,6 +24,12 @@ pub struct StatusRecord {
     pub running: Vec<RunningJob>,
     pub outcomes: OutcomeCounts,
     pub runners: BTreeMap<String, RunnerStats>,
+    /// The state folder the daemon resolved (so `doctor` can compare with the hooks').
+    #[serde(default)]
+    pub state_dir: String,
+    /// `CATSTACK_LLM_JUDGE_STATE_DIR` in the daemon's environment (non-empty), if set.
+    #[serde(default)]
+    pub state_dir_env: Option<String>,
 }
 
 /// Jobs waiting.

@@ -1,20 +1,39 @@
 //! `llm-judge ask`: ask the runners directly, bypassing the queue (and cache and health).
 
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
 use serde_json::{Value, json};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, open_state, runtime};
+use crate::cli::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, open_state, runtime};
 use crate::config::Settings;
 use crate::job::{HitRule, Job, Mode, timeout_of};
 use crate::verdict::Outcome;
 
-/// Asks and prints `{"outcome", "runner", "answer", "attempts"}`; exit 0 when answered.
+/// Asks and prints `{"outcome", "runner", "answer", "attempts"}`, outcome `answered` or
+/// `unchecked` (catstack's `ask` shape); exit 0 when answered.
 pub fn main(
     settings: &Settings,
     mode: Mode,
     timeout: Option<f64>,
     cwd: Option<String>,
-    prompt: String,
+    prompt: Option<String>,
+    prompt_file: Option<PathBuf>,
 ) -> i32 {
+    let prompt = match (prompt, prompt_file) {
+        (Some(p), _) => p,
+        (None, Some(source)) => match read_prompt(&source) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("llm-judge ask: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        (None, None) => {
+            eprintln!("llm-judge ask: give the question as an argument or with --prompt-file");
+            return EXIT_USAGE;
+        }
+    };
     let job = Job {
         id: "ask".into(),
         prompt,
@@ -44,16 +63,29 @@ pub fn main(
             return EXIT_FAILURE;
         }
     };
+    let answered = verdict.outcome != Outcome::Unchecked;
     let out = json!({
-        "outcome": verdict.outcome,
+        "outcome": if answered { "answered" } else { "unchecked" },
         "runner": verdict.runner,
         "answer": verdict.answer,
         "attempts": verdict.attempts,
     });
-    println!("{out}");
-    if verdict.outcome == Outcome::Unchecked {
-        EXIT_FAILURE
-    } else {
-        EXIT_OK
+    // A closed stdout is reported, never a panic.
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{out}") {
+        eprintln!("llm-judge ask: cannot write the answer to stdout: {e}");
+        return EXIT_FAILURE;
     }
+    if answered { EXIT_OK } else { EXIT_FAILURE }
+}
+
+/// The prompt from FILE, or stdin for `-`.
+fn read_prompt(source: &std::path::Path) -> Result<String, String> {
+    let mut text = String::new();
+    let read = if source == std::path::Path::new("-") {
+        std::io::stdin().read_to_string(&mut text)
+    } else {
+        std::fs::File::open(source).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    read.map_err(|e| format!("--prompt-file {}: {e}", source.display()))?;
+    Ok(text)
 }

@@ -78,6 +78,7 @@ pub fn main(settings: &Settings) -> i32 {
     report.add(Level::Ok, format!("config: {source}"));
     check_tables(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
+    check_hooks_state_dir(settings, &mut report);
     report.finish()
 }
 
@@ -217,6 +218,79 @@ fn check_state(state: &StateDir, report: &mut Report) {
     if cfg!(target_os = "macos") {
         for warning in protected_cwds(state) {
             report.add(Level::Warn, warning);
+        }
+    }
+}
+
+/// Warns when the state folder catstack's hooks resolve differs from the daemon's.
+/// Hooks (judge.py, SPEC 12) use `CATSTACK_LLM_JUDGE_STATE_DIR`, else
+/// `~/.cache/catstack-llm-judge`, and never read the config. The daemon records its
+/// resolved folder and its own value of that variable in status.json, so a variable
+/// set on one side only (say in the service but not in the hooks' shell) shows up.
+fn check_hooks_state_dir(settings: &Settings, report: &mut Report) {
+    let var = crate::config::STATE_DIR_VAR;
+    let env = std::env::var(var).ok().filter(|v| !v.is_empty());
+    let hooks = match (&env, std::env::var_os("HOME")) {
+        (Some(dir), _) => std::path::PathBuf::from(dir),
+        (None, Some(home)) => Path::new(&home).join(".cache/catstack-llm-judge"),
+        (None, None) => return,
+    };
+    let hooks = std::path::absolute(&hooks).unwrap_or(hooks);
+    let from = if env.is_some() {
+        format!("from {var}")
+    } else {
+        format!("{var} is not set")
+    };
+    if hooks != settings.state_dir {
+        report.add(
+            Level::Warn,
+            format!(
+                "hooks using judge.py resolve the state folder {} ({from}), but this llm-judge \
+                 uses {} (--state-dir or the config's state_dir): jobs and verdicts would not \
+                 meet; set {var} to one folder for the hooks and the service",
+                hooks.display(),
+                settings.state_dir.display()
+            ),
+        );
+    }
+    let mut folders = vec![settings.state_dir.clone()];
+    if hooks != settings.state_dir {
+        folders.push(hooks.clone());
+    }
+    for folder in folders {
+        let state = StateDir::new(&folder);
+        let Some(pid) = crate::lock::holder(&state.lock()) else {
+            continue;
+        };
+        let record: Option<crate::status::StatusRecord> = std::fs::read(state.status())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let Some(record) = record.filter(|r| r.pid == pid) else {
+            continue;
+        };
+        if record.state_dir_env != env {
+            let show =
+                |v: &Option<String>| v.as_ref().map_or("unset".to_string(), |v| format!("={v}"));
+            report.add(
+                Level::Warn,
+                format!(
+                    "{var} is {} for the daemon (pid {pid}) but {} here, where hooks run: set \
+                     it on both sides or neither (for the service: systemctl --user edit \
+                     llm-judge, Environment={var}=...)",
+                    show(&record.state_dir_env),
+                    show(&env)
+                ),
+            );
+        }
+        if !record.state_dir.is_empty() && Path::new(&record.state_dir) != hooks {
+            report.add(
+                Level::Warn,
+                format!(
+                    "the daemon (pid {pid}) serves {}, not {} where hooks using judge.py queue jobs",
+                    record.state_dir,
+                    hooks.display()
+                ),
+            );
         }
     }
 }

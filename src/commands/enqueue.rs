@@ -72,6 +72,9 @@ pub struct EnqueueArgs {
     /// Wait for the verdict (default 300 s), print it and remove it.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = DEFAULT_WAIT_SECONDS)]
     wait: Option<f64>,
+    /// Write the job even when it is a subagent job (SPEC 12), which is skipped by default.
+    #[arg(long)]
+    allow_subagent: bool,
 }
 
 /// True when a runner's hook is calling: write nothing.
@@ -88,7 +91,24 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
         eprintln!("llm-judge enqueue: --wait {s} must be a number of seconds from 0 to 1e9");
         return EXIT_USAGE;
     }
-    let job = match build_job(&args).and_then(|job| validate(settings, job)) {
+    let job = match build_job(&args) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("llm-judge enqueue: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    // Helper agents fire hooks too; judging their turns costs runner calls and fills
+    // the parent's inbox with noise (catstack's rule, SPEC 12).
+    if !args.allow_subagent
+        && let Some(why) = subagent_reason(&job)
+    {
+        eprintln!(
+            "llm-judge enqueue: not queued: a subagent job ({why}); pass --allow-subagent to queue it"
+        );
+        return EXIT_OK;
+    }
+    let job = match validate(settings, job) {
         Ok(job) => job,
         Err(e) => {
             eprintln!("llm-judge enqueue: {e}");
@@ -101,7 +121,24 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
         eprintln!("llm-judge enqueue: {e}");
         return EXIT_FAILURE;
     }
-    println!("{id}");
+    if job.transcript.is_empty() {
+        eprintln!(
+            "llm-judge enqueue: warning: job {id} has no transcript, so its verdict can never be \
+             drained (pass --transcript)"
+        );
+    }
+    if wait.is_none() && crate::lock::holder(&state.lock()).is_none() {
+        eprintln!(
+            "llm-judge enqueue: warning: no daemon holds the lock of {}; the job waits until one \
+             starts (llm-judge daemon, or llm-judge run {})",
+            state.root.display(),
+            state.jobs().join(format!("{id}.json")).display()
+        );
+    }
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{id}") {
+        eprintln!("llm-judge enqueue: job {id} was queued but stdout is closed: {e}");
+        return EXIT_FAILURE;
+    }
     match wait {
         None => EXIT_OK,
         Some(seconds) => wait_and_print(&state, &job, seconds),
@@ -220,6 +257,69 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
     })
 }
 
+/// Why the job is a subagent job (catstack's rule, SPEC 12), or `None`.
+pub fn subagent_reason(job: &Map<String, Value>) -> Option<String> {
+    for key in ["agent_id", "isSidechain", "is_sidechain"] {
+        if job.get(key).is_some_and(truthy) {
+            return Some(format!("its {key} key is set"));
+        }
+    }
+    let Some(Value::String(transcript)) = job.get("transcript") else {
+        return None;
+    };
+    if transcript
+        .replace('\\', "/")
+        .split('/')
+        .any(|part| part == "subagents")
+    {
+        return Some(format!(
+            "transcript {transcript} is under a subagents folder"
+        ));
+    }
+    subagent_first_line(Path::new(transcript))
+        .then(|| format!("transcript {transcript} starts with a sidechain record"))
+}
+
+/// Python's truthiness, as catstack's `bool(...)` test reads a key.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// The transcript's first line is a JSON object with `isSidechain: true` or a non-empty
+/// `agent_id`; a read error counts as "not a subagent".
+fn subagent_first_line(path: &Path) -> bool {
+    use std::io::BufRead;
+    // Only a regular file is read (a FIFO named as transcript must not block the hook).
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut line = Vec::new();
+    // Bounded: a transcript with a huge first line is read only so far.
+    if std::io::BufReader::new(file.take(1 << 20))
+        .read_until(b'\n', &mut line)
+        .is_err()
+    {
+        return false;
+    }
+    match serde_json::from_slice::<Value>(String::from_utf8_lossy(&line).trim().as_bytes()) {
+        Ok(Value::Object(row)) => {
+            row.get("isSidechain") == Some(&Value::Bool(true))
+                || row.get("agent_id").is_some_and(truthy)
+        }
+        _ => false,
+    }
+}
+
 fn random_id() -> Result<String, String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
@@ -270,7 +370,14 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     loop {
         if let Some(taken) = outbox::take(&path) {
             spinner.clear();
-            println!("{}", taken.verdict);
+            // Not printed: the verdict is given back (not removed) for a later drain.
+            if let Err(e) = writeln!(std::io::stdout().lock(), "{}", taken.verdict) {
+                eprintln!(
+                    "llm-judge enqueue: cannot print the verdict of {} (stdout: {e}); it stays for drain",
+                    job.id
+                );
+                return EXIT_FAILURE;
+            }
             let _ = taken.done();
             return EXIT_OK;
         }
