@@ -77,6 +77,8 @@ class DropInCase(unittest.TestCase):
         for name in (judge.CHILD_ENV, "LLM_JUDGE_CONFIG"):
             os.environ.pop(name, None)
         self.procs = []
+        # "Says so once" is per process: each test starts afresh.
+        judge._said_no_daemon = False
 
     def tearDown(self):
         for proc in self.procs:
