@@ -248,6 +248,19 @@ class TestEnqueue(DropInCase):
         wait_until("runs finish", self.settled)
         self.assertEqual(sorted(self.judged()), ["judge alone-1", "judge alone-2"])
 
+    def test_without_a_daemon_or_a_binary_the_job_stays_queued_and_stderr_says_where_it_looked(self):
+        os.environ[judge.BIN_ENV] = ""
+        os.environ["PATH"] = os.path.join(self.tmp, "empty")
+        err = os.path.join(self.tmp, "stderr")
+        with open(err, "w+", encoding="utf-8") as handle, mock.patch.object(sys, "stderr", handle):
+            self.assertEqual(judge.enqueue(self.job("nobin")), "nobin")
+            handle.seek(0)
+            said = handle.read()
+        self.assertIn("llm-judge not found", said)
+        self.assertIn(".cargo/bin", said)
+        self.assertTrue(os.path.exists(os.path.join(self.state, "jobs", "nobin.json")))
+        self.assertEqual(judge._spawned, [])
+
     def test_a_random_id_when_none_is_given(self):
         self.start_daemon()
         job = self.job("x")
