@@ -92,8 +92,7 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
             if name.starts_with('.')
                 && name.ends_with(".tmp")
                 && !referenced.contains(&path)
-                && !written_by_a_live_process(&name)
-                && !recently_written(&path)
+                && !may_still_be_written(&name, &path)
                 && std::fs::remove_file(&path).is_ok()
             {
                 removed += 1;
@@ -103,16 +102,19 @@ fn remove_orphan_temps(verdicts: &Path, referenced: &HashSet<PathBuf>) -> usize 
     removed
 }
 
-/// Temp names end `.<pid>.<n>.tmp`: a live writer (a concurrent `run`) may still publish it.
-fn written_by_a_live_process(temp_name: &str) -> bool {
+/// Our temp names end `.<pid>.<n>.tmp`: kept while that writer (a concurrent `run`)
+/// lives. A name with no pid (catstack's Python `.XXXXXXXX.tmp`) is kept while young.
+fn may_still_be_written(temp_name: &str, path: &Path) -> bool {
     let mut parts = temp_name.rsplit('.');
     let (_tmp, _n, pid) = (parts.next(), parts.next(), parts.next());
-    pid.and_then(|p| p.parse::<u32>().ok())
-        .is_some_and(|p| p != std::process::id() && crate::process_tree::is_alive(p))
+    match pid.and_then(|p| p.parse::<u32>().ok()) {
+        Some(p) => p != std::process::id() && crate::process_tree::is_alive(p),
+        None => recently_written(path),
+    }
 }
 
-/// Temp files younger than this are left alone: a writer whose temp names carry no pid
-/// (catstack's Python `.XXXXXXXX.tmp`) may still be writing it.
+/// Temp files with no pid in their name younger than this are left alone: their writer
+/// (catstack's Python `.XXXXXXXX.tmp`) may still be writing.
 pub const TEMP_GRACE: Duration = Duration::from_secs(300);
 
 /// Modified within `TEMP_GRACE` (or its age is unknown, which is kept too).
