@@ -63,7 +63,7 @@ impl Cache {
     /// A fresh answer for `key`; expired and corrupt entries are removed (corrupt: logged).
     pub fn get(&self, key: &str) -> Option<Entry> {
         let path = self.path(key);
-        let bytes = std::fs::read(&path).ok()?;
+        let bytes = crate::spool::read_nofollow(&path).ok()?;
         let entry: Entry = match serde_json::from_slice(&bytes) {
             Ok(entry) => entry,
             Err(e) => {

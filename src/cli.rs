@@ -203,6 +203,20 @@ pub fn main() -> i32 {
     }
 }
 
+/// Writes `text` to stdout; a closed or full stdout is reported on stderr, never a
+/// panic (`println!` panics). False when it could not be written.
+pub fn print_stdout(text: &str) -> bool {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "llm-judge: cannot write to stdout: {e}");
+            false
+        }
+    }
+}
+
 /// Creates the state folder and starts judge.log; says why on failure.
 pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, String> {
     let state = StateDir::new(&settings.state_dir);

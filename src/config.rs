@@ -158,6 +158,8 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
     // Absolute, so paths in logs, claims and watcher events all agree.
     let state_dir = state_dir(sources, &config);
     let state_dir = std::path::absolute(&state_dir).unwrap_or(state_dir);
+    // Resolved once here; nothing inside it is ever followed (SPEC section 2).
+    let state_dir = std::fs::canonicalize(&state_dir).unwrap_or(state_dir);
     Ok(Settings {
         config,
         config_path,

@@ -437,7 +437,7 @@ impl Daemon {
 
     /// What the claim of a running job says about it.
     fn running_job(&self, name: &OsString) -> RunningJob {
-        let record = std::fs::read(self.state.claims().join(name))
+        let record = crate::spool::read_nofollow(&self.state.claims().join(name))
             .ok()
             .and_then(|b| serde_json::from_slice::<crate::claim::ClaimRecord>(&b).ok())
             .unwrap_or_default();

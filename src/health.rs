@@ -197,7 +197,7 @@ pub fn read(state: &StateDir) -> HealthFile {
 }
 
 fn load(path: &std::path::Path) -> HealthFile {
-    match std::fs::read(path) {
+    match crate::spool::read_nofollow(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
             tracing::warn!(file = %path.display(), "runner health file is corrupt, starting afresh: {e}");
             HealthFile::new()
@@ -221,6 +221,7 @@ fn lock(path: &std::path::Path) -> Option<File> {
         .truncate(false)
         .write(true)
         .mode(0o600)
+        .custom_flags(crate::spool::NOFOLLOW)
         .open(path)
         .ok()?;
     flock(&file, FlockOperation::LockExclusive).ok()?;

@@ -139,8 +139,16 @@ async fn handle_named(
     crate::failpoint::crash("after_claim");
     let started = Instant::now();
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
-        Ok(Some(verdict)) => verdict,
-        Ok(None) => return Ok(Handled::Stopped),
+        Ok(Claimed::Verdict(verdict)) => verdict,
+        Ok(Claimed::Stopped) => return Ok(Handled::Stopped),
+        Ok(Claimed::NotAJob) => {
+            // Swapped for a symlink, FIFO or folder after the type check: not a job.
+            if let Ok(meta) = fs::symlink_metadata(path) {
+                reject(state, path, name, &meta)?;
+            }
+            claim.release()?;
+            return Ok(Handled::Rejected);
+        }
         Err(e) => {
             // Not judged (a full disk, say): queued again, not counted as an interruption.
             claim.record.state = ClaimState::Queued;
@@ -180,8 +188,18 @@ async fn acquire_claim(state: &StateDir, name: &OsStr, fsync: bool) -> io::Resul
     }
 }
 
-/// Reads, judges and publishes a claimed job. `Ok(None)`: shutdown stopped it (the
-/// claim is marked queued); `Err`: nothing was published.
+/// How judging a claimed job ended (built once per job: boxing buys nothing).
+#[allow(clippy::large_enum_variant)]
+enum Claimed {
+    /// Published.
+    Verdict(Verdict),
+    /// Shutdown stopped it (the claim is marked queued).
+    Stopped,
+    /// The file was no regular file when opened.
+    NotAJob,
+}
+
+/// Reads, judges and publishes a claimed job; `Err`: nothing was published.
 async fn judge_claimed(
     settings: &Settings,
     state: &StateDir,
@@ -190,11 +208,14 @@ async fn judge_claimed(
     claim: &mut Claim,
     extras: &Extras,
     link: &mut WorkerLink,
-) -> io::Result<Option<Verdict>> {
+) -> io::Result<Claimed> {
     let interruptions = claim.record.interruptions;
     let stem = stem_of(name);
-    let parsed = read_job(path, settings.config.max_job_bytes)
-        .and_then(|bytes| parse_job(&bytes, &stem, settings.config.timeouts()));
+    let parsed = match read_job(path, settings.config.max_job_bytes) {
+        Err(ReadFailure::NotRegular) => return Ok(Claimed::NotAJob),
+        Err(ReadFailure::Job(e)) => Err(e),
+        Ok(bytes) => parse_job(&bytes, &stem, settings.config.timeouts()),
+    };
     if let Ok(job) = &parsed {
         claim.record.id = job.id.clone();
         claim.record.hook = job.hook.clone();
@@ -223,7 +244,7 @@ async fn judge_claimed(
                     claim.record.runner = None;
                     claim.save()?;
                     tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
-                    return Ok(None);
+                    return Ok(Claimed::Stopped);
                 }
             }
         }
@@ -235,7 +256,7 @@ async fn judge_claimed(
     // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
     // fsyncs of jobs finishing together overlap (and the journal commits them together).
     crate::blocking::blocking(|| publish(state, claim, path, name, &verdict, fsync))?;
-    Ok(Some(verdict))
+    Ok(Claimed::Verdict(verdict))
 }
 
 /// The verdict of a parsed job: from the cache, from an identical job running now,
@@ -483,19 +504,39 @@ fn remove_job(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Why a job file gave no bytes (built once per job at most).
+#[allow(clippy::large_enum_variant)]
+enum ReadFailure {
+    /// A symlink, FIFO, folder or other non-regular file (swapped in after the
+    /// type check): it goes to `rejected/` like any of them.
+    NotRegular,
+    /// A judge error for the verdict.
+    Job(JobError),
+}
+
+impl From<JobError> for ReadFailure {
+    fn from(e: JobError) -> Self {
+        ReadFailure::Job(e)
+    }
+}
+
 /// Reads a job file without following symlinks or blocking on FIFOs.
-fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
+fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
     let stem = stem_of(path.file_name().unwrap_or_default());
     let unreadable =
         |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
-    let file: File = OpenOptions::new()
+    let file: File = match OpenOptions::new()
         .read(true)
         .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
         .open(path)
-        .map_err(unreadable)?;
+    {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotRegular),
+        Err(e) => return Err(unreadable(e).into()),
+    };
     let meta = file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(unreadable_job(&stem, "job file is not a regular file"));
+        return Err(ReadFailure::NotRegular);
     }
     let too_large = || {
         unreadable_job(
@@ -504,14 +545,14 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, JobError> {
         )
     };
     if meta.len() > max_bytes {
-        return Err(too_large());
+        return Err(too_large().into());
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() as u64 > max_bytes {
-        return Err(too_large());
+        return Err(too_large().into());
     }
     Ok(bytes)
 }
@@ -560,5 +601,43 @@ fn file_kind(meta: &fs::Metadata) -> &'static str {
         "socket"
     } else {
         "special file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job file swapped for a symlink or FIFO after the daemon's type check is
+    /// never opened through: it reads as "not a job" (rejected/), not as unreadable.
+    #[test]
+    fn a_file_swapped_for_a_symlink_or_fifo_reads_as_not_a_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("secret");
+        std::fs::write(&target, b"{\"prompt\": \"p\"}").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(matches!(
+            read_job(&link, 1 << 20),
+            Err(ReadFailure::NotRegular)
+        ));
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        assert!(matches!(
+            read_job(&fifo, 1 << 20),
+            Err(ReadFailure::NotRegular)
+        ));
+        let folder = dir.path().join("dir.json");
+        std::fs::create_dir(&folder).unwrap();
+        assert!(matches!(
+            read_job(&folder, 1 << 20),
+            Err(ReadFailure::NotRegular)
+        ));
+        assert!(matches!(read_job(&target, 1 << 20), Ok(bytes) if bytes.starts_with(b"{")));
     }
 }

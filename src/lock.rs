@@ -50,7 +50,11 @@ fn refusal(path: &Path, pid: Option<u32>) -> String {
 
 /// The pid of the daemon holding the lock, or `None` when no daemon holds it.
 pub fn holder(path: &Path) -> Option<u32> {
-    let mut file = File::open(path).ok()?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::spool::NOFOLLOW)
+        .open(path)
+        .ok()?;
     if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
         return None;
     }
@@ -64,8 +68,14 @@ fn open(path: &Path) -> Result<File, String> {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        .custom_flags(crate::spool::NOFOLLOW)
         .open(path)
-        .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))
+        .map_err(|e| {
+            format!(
+                "cannot open lock file {}: {e} (a symlink is never followed: remove it)",
+                path.display()
+            )
+        })
 }
 
 fn holder_pid(file: &mut File) -> Option<u32> {

@@ -60,6 +60,7 @@ impl LogFile {
                     .create(true)
                     .append(true)
                     .mode(0o600)
+                    .custom_flags(crate::spool::NOFOLLOW)
                     .open(&self.path)?,
             );
         }
@@ -72,7 +73,7 @@ impl LogFile {
     /// The size of judge.log if our handle still points at it (another process may
     /// have rotated it away); `None` means reopen.
     fn current_size(&self) -> Option<u64> {
-        let on_disk = std::fs::metadata(&self.path).ok()?;
+        let on_disk = std::fs::symlink_metadata(&self.path).ok()?;
         let ours = self.file.as_ref()?.metadata().ok()?;
         (ours.ino() == on_disk.ino() && ours.dev() == on_disk.dev()).then_some(on_disk.len())
     }
@@ -112,9 +113,57 @@ impl Drop for LineWriter {
     fn drop(&mut self) {
         if !self.buf.is_empty() {
             // Nowhere left to report a failing log; the event is still in stderr for the daemon.
-            let _ = self.log.write_line(&self.buf);
+            let _ = self.log.write_line(&one_line(&self.buf));
         }
     }
+}
+
+/// One event as exactly one line: every control character inside it (a job id or a
+/// file name holding a newline, runner output) is escaped, so no value can forge a
+/// line (SPEC section 7). Only the final newline stays.
+pub fn one_line(event: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(event);
+    let body = text.strip_suffix('\n').unwrap_or(&text);
+    let mut out = String::with_capacity(body.len() + 1);
+    for c in body.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out.into_bytes()
+}
+
+/// Stderr for journald, one escaped line per event like judge.log.
+pub struct StderrLine(Vec<u8>);
+
+impl Write for StderrLine {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for StderrLine {
+    fn drop(&mut self) {
+        if !self.0.is_empty() {
+            let _ = io::stderr().lock().write_all(&one_line(&self.0));
+        }
+    }
+}
+
+fn stderr_line() -> StderrLine {
+    StderrLine(Vec::with_capacity(256))
 }
 
 impl<'a> MakeWriter<'a> for RotatingLog {
@@ -144,7 +193,7 @@ pub fn init(log_path: &Path, max_total_bytes: u64, also_stderr: bool) {
             .with_ansi(false)
             .with_target(false)
             .without_time()
-            .with_writer(io::stderr)
+            .with_writer(stderr_line)
             .with_filter(LevelFilter::INFO)
     });
     // A second init (tests) keeps the first subscriber.
@@ -177,6 +226,18 @@ mod tests {
         assert!(total <= 4 * 4096);
         assert!(path.with_extension("log.3").exists());
         assert!(!path.with_extension("log.4").exists());
+    }
+
+    #[test]
+    fn an_event_is_always_one_line() {
+        let forged = b"job id=a\n2026-01-01T00:00:00Z  INFO forged\r\x1b[31m\tx\xc2\x85\n";
+        let line = String::from_utf8(one_line(forged)).unwrap();
+        assert_eq!(
+            line,
+            "job id=a\\n2026-01-01T00:00:00Z  INFO forged\\r\\u001b[31m\\tx\\u0085\n"
+        );
+        assert_eq!(line.matches('\n').count(), 1);
+        assert_eq!(one_line(b"plain"), b"plain\n");
     }
 
     #[test]

@@ -5,9 +5,8 @@
 //! get the same verdict (rename is atomic).
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -53,10 +52,17 @@ fn forget_claim_dir(claim: &Path) {
 }
 
 /// The verdict files of one folder, oldest first (mtime, then name), after putting
-/// back claims whose takers died.
-pub fn pending(dir: &Path) -> Vec<PathBuf> {
+/// back claims whose takers died. A symlink in place of the folder is refused, never
+/// followed (SPEC section 2); a missing folder has none.
+pub fn pending(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+        Ok(meta) if !meta.is_dir() => return Err(crate::spool::refused_folder(dir)),
+        Ok(_) => {}
+    }
     let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut found: Vec<(SystemTime, OsString)> = Vec::new();
     for entry in entries.flatten() {
@@ -74,7 +80,7 @@ pub fn pending(dir: &Path) -> Vec<PathBuf> {
         found.push((mtime(&entry.path()), name));
     }
     found.sort();
-    found.into_iter().map(|(_, name)| dir.join(name)).collect()
+    Ok(found.into_iter().map(|(_, name)| dir.join(name)).collect())
 }
 
 fn mtime(path: &Path) -> SystemTime {
@@ -87,7 +93,7 @@ fn mtime(path: &Path) -> SystemTime {
 pub fn take(path: &Path) -> Option<Taken> {
     let name = path.file_name()?;
     let dir = path.parent()?.join(claim_dir_name());
-    crate::spool::create_dir(&dir).ok()?;
+    crate::spool::private_dir(&dir).ok()?;
     let claim = dir.join(name);
     if fs::rename(path, &claim).is_err() {
         forget_claim_dir(&claim);
@@ -122,6 +128,10 @@ fn recover_claims(dir: &Path, claim_dir: &OsStr) -> Vec<OsString> {
         return Vec::new();
     }
     let folder = dir.join(claim_dir);
+    if !fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
+        tracing::warn!(folder = %folder.display(), "a drain claim folder that is a symlink or file: left alone, never followed");
+        return Vec::new();
+    }
     let mut back = Vec::new();
     for entry in fs::read_dir(&folder).into_iter().flatten().flatten() {
         let name = entry.file_name();
@@ -140,17 +150,8 @@ fn recover_claims(dir: &Path, claim_dir: &OsStr) -> Vec<OsString> {
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.
 fn read_verdict(path: &Path) -> Result<Value, String> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    let bytes = crate::spool::read_nofollow(path).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&bytes);
     match serde_json::from_str(&text) {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(_) => Err("not a JSON object".into()),
@@ -190,11 +191,11 @@ mod tests {
         );
         assert_eq!(taken.verdict["id"], "a");
         assert!(
-            pending(dir.path()).is_empty(),
+            pending(dir.path()).unwrap().is_empty(),
             "our own live claim is not recovered"
         );
         taken.give_back().unwrap();
-        assert_eq!(pending(dir.path()), vec![v.clone()]);
+        assert_eq!(pending(dir.path()).unwrap(), vec![v.clone()]);
         take(&v).unwrap().done().unwrap();
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
@@ -204,7 +205,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join(".draining-999999999-1")).unwrap();
         fs::write(dir.path().join(".draining-999999999-1/b.json"), "{}").unwrap();
-        assert_eq!(pending(dir.path()), vec![dir.path().join("b.json")]);
+        assert_eq!(
+            pending(dir.path()).unwrap(),
+            vec![dir.path().join("b.json")]
+        );
         assert!(!dir.path().join(".draining-999999999-1").exists());
     }
 
@@ -223,5 +227,21 @@ mod tests {
         );
         taken.done().unwrap();
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_symlinked_verdict_folder_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("precious.json"), b"{}").unwrap();
+        let link = dir.path().join("0123456789abcdef");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(pending(&link).unwrap_err().to_string().contains("symlink"));
+        let claims = dir.path().join("v");
+        fs::create_dir(&claims).unwrap();
+        std::os::unix::fs::symlink(&target, claims.join(".draining-999999999-1")).unwrap();
+        assert!(pending(&claims).unwrap().is_empty());
+        assert!(target.join("precious.json").exists());
     }
 }

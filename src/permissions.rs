@@ -6,7 +6,18 @@ use std::path::Path;
 /// Refuses a folder owned by another user or writable by others; returns a warning
 /// for a group-writable one.
 pub fn check_private(dir: &Path) -> Result<Option<String>, String> {
-    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        // Checking a link's target would vouch for a folder anyone could swap in.
+        return Err(format!(
+            "{} is a symlink or not a folder; the judge never follows links inside its \
+             state folder: replace it with a real folder (`rm {} && mkdir -m 700 {}`)",
+            dir.display(),
+            dir.display(),
+            dir.display()
+        ));
+    }
     let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {
         return Err(format!(
@@ -57,5 +68,9 @@ mod tests {
         );
         set(0o777);
         assert!(check_private(dir.path()).unwrap_err().contains("chmod o-w"));
+        set(0o700);
+        let link = dir.path().join("jobs");
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        assert!(check_private(&link).unwrap_err().contains("symlink"));
     }
 }

@@ -128,9 +128,10 @@ fn check_program(argv: &[String]) -> Result<(), String> {
         .first()
         .is_none_or(|p| p != program)
     {
-        return Err(format!(
+        return Err(
             "\"argv\" would be empty once a long prompt moves to stdin; give the program first"
-        ));
+                .into(),
+        );
     }
     Ok(())
 }

@@ -80,7 +80,8 @@ impl StateDir {
     }
 }
 
-/// Creates a folder (and parents) with mode 0700; an existing one is fine.
+/// Creates a folder (and parents) with mode 0700; an existing one is fine, a
+/// symlink in its place is refused (SPEC section 2: never followed).
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new()
         .recursive(true)
@@ -91,7 +92,32 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
                 e.kind(),
                 format!("cannot create folder {}: {e}", dir.display()),
             )
-        })
+        })?;
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        _ => Err(refused_folder(dir)),
+    }
+}
+
+/// `open` flag that refuses a symlink in the last component (SPEC section 2).
+pub const NOFOLLOW: i32 = libc::O_NOFOLLOW;
+
+/// Reads a state file without following a symlink or blocking on a FIFO.
+pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Makes sure `dir` is a real folder of ours with mode 0700, creating it if missing.

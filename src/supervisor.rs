@@ -492,7 +492,7 @@ fn parse_pids(text: &[u8], truncated: bool, pids: &mut [pid_t], skip: pid_t) -> 
                 .saturating_add(pid_t::from(b - b'0'));
             digits = true;
             let last = i + 1 == text.len();
-            if !(last && !truncated) {
+            if !last || truncated {
                 continue;
             }
         }

@@ -752,6 +752,7 @@ fn fifty_megabytes_of_output_are_read_with_bounded_memory() {
     cmd.env(RUNNERS_VAR, &runners).arg("run").arg(&job);
     // wait4 on this one judge: its own peak RSS and that of the descendants it (and
     // their supervisors) waited for, not that of other tests' processes.
+    #[allow(clippy::zombie_processes)] // reaped by the wait4 below
     let child = cmd.spawn().expect("start llm-judge");
     let pid = i32::try_from(child.id()).expect("pid");
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

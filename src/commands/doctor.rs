@@ -44,6 +44,7 @@ impl Report {
 
     fn finish(self) -> i32 {
         let failed = self.lines.iter().any(|(l, _)| *l == Level::Fail);
+        let mut report = String::new();
         for (level, text) in &self.lines {
             let (tag, code) = match level {
                 Level::Ok => ("ok  ", "32"),
@@ -55,14 +56,15 @@ impl Report {
             } else {
                 tag.to_string()
             };
-            println!("{tag}  {}", text.replace('\n', "\n      "));
+            report.push_str(&format!("{tag}  {}\n", text.replace('\n', "\n      ")));
         }
         if failed {
-            println!("\njobs could not be judged: fix the FAIL lines above");
-            EXIT_FAILURE
-        } else {
-            EXIT_OK
+            report.push_str("\njobs could not be judged: fix the FAIL lines above\n");
         }
+        if !crate::cli::print_stdout(&report) {
+            return EXIT_FAILURE;
+        }
+        if failed { EXIT_FAILURE } else { EXIT_OK }
     }
 }
 
@@ -262,9 +264,10 @@ fn check_hooks_state_dir(settings: &Settings, report: &mut Report) {
         let Some(pid) = crate::lock::holder(&state.lock()) else {
             continue;
         };
-        let record: Option<crate::status::StatusRecord> = std::fs::read(state.status())
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let record: Option<crate::status::StatusRecord> =
+            crate::spool::read_nofollow(&state.status())
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
         let Some(record) = record.filter(|r| r.pid == pid) else {
             continue;
         };

@@ -10,9 +10,19 @@ use crate::spool::StateDir;
 
 /// Prints and removes the transcript's verdicts; returns the exit code.
 pub fn main(settings: &Settings, transcript: &str) -> i32 {
-    let dir = StateDir::new(&settings.state_dir).verdict_dir(transcript);
+    let state = StateDir::new(&settings.state_dir);
+    let dir = state.verdict_dir(transcript);
+    let pending = match outbox::pending(&dir) {
+        Ok(pending) => pending,
+        Err(e) => {
+            crate::logging::init(&state.log(), settings.config.log_max_bytes, false);
+            tracing::error!(folder = %dir.display(), "drain refused: {e}");
+            eprintln!("llm-judge: {e}");
+            return EXIT_FAILURE;
+        }
+    };
     let mut out = std::io::stdout().lock();
-    for path in outbox::pending(&dir) {
+    for path in pending {
         let Some(taken) = outbox::take(&path) else {
             continue; // Another drain took it.
         };

@@ -28,15 +28,19 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
         eprintln!("runner health reset: every runner is back in its table order");
     }
     let report = collect(&state);
-    if args.json {
-        println!(
-            "{}",
+    let text = if args.json {
+        format!(
+            "{}\n",
             serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        )
     } else {
-        print!("{}", render(&report, std::io::stdout().is_terminal()));
+        render(&report, std::io::stdout().is_terminal())
+    };
+    if crate::cli::print_stdout(&text) {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
     }
-    EXIT_OK
 }
 
 /// The whole report as the JSON of SPEC section 9.
@@ -44,7 +48,7 @@ pub fn collect(state: &StateDir) -> Value {
     let now = now_unix();
     let holder = crate::lock::holder(&state.lock());
     let record: Option<StatusRecord> = holder.and_then(|_| {
-        let bytes = std::fs::read(state.status()).ok()?;
+        let bytes = crate::spool::read_nofollow(&state.status()).ok()?;
         serde_json::from_slice(&bytes).ok()
     });
     let running = running_jobs(state, now);
@@ -130,7 +134,7 @@ fn running_jobs(state: &StateDir, now: f64) -> Vec<Value> {
         .flatten()
         .filter_map(|e| {
             let record: ClaimRecord =
-                serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+                serde_json::from_slice(&crate::spool::read_nofollow(&e.path()).ok()?).ok()?;
             let live = record.state != ClaimState::Queued && is_alive(record.owner_pid);
             live.then(|| {
                 let job = json!({

@@ -1,0 +1,231 @@
+//! The attack review's findings (SPEC sections 2, 3, 4 and 7), each through the
+//! binary: program lookup, symlinks in the state folder, forged log lines, a closed
+//! stdout, and a writable runner given a real folder. The allowlist bypasses are unit
+//! tests of `src/safety.rs` (with a property test against a commander-style parse);
+//! escapees are in `tests/escapees.rs`; temp folders in `tests/core.rs`.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+/// A relative `PATH` entry (`bin`, `.`) is skipped: a program inside the job's cwd
+/// never runs in place of the real runner.
+#[test]
+fn a_program_in_the_jobs_cwd_never_runs_through_a_relative_path_entry() {
+    let w = World::new();
+    // The planted fake sits in the job's cwd under bin/ and in the cwd itself.
+    for dir in [w.work.join("bin"), w.work.clone()] {
+        fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("codex");
+        fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\n[ -n \"${PROBE_VAR}\" ] && exit 0\ntouch {}/planted-ran\necho '{{\"x\": true}}'\n",
+                s(&w.root)
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+        settle(&fake);
+    }
+    let job = w.job(
+        "lookup",
+        &json!({"prompt": "p", "mode": "investigate", "cwd": s(&w.work)}),
+    );
+    let mut cmd = w.command();
+    // The judge's own folder is the job's cwd too, where a relative entry would resolve.
+    cmd.current_dir(&w.work)
+        .env("PATH", "bin:.:/usr/bin:/bin")
+        .arg("run")
+        .arg(&job);
+    let done = w.run(cmd);
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        !w.root.join("planted-ran").exists(),
+        "a planted program ran"
+    );
+    let v = w.verdict("", "lookup");
+    assert_eq!(v["outcome"], "unchecked");
+    assert_eq!(v["attempts"][0]["reason"], "not installed");
+}
+
+#[test]
+fn a_table_with_a_relative_program_or_an_empty_stdin_argv_is_refused_at_load() {
+    let w = World::new();
+    for (argv, words) in [
+        (r#"["bin/claude", "{prompt}"]"#, "relative path"),
+        (r#"["{prompt}"]"#, "must be the program"),
+    ] {
+        let config = w.config(
+            "bad.toml",
+            &format!("[[runners.default]]\nname = \"r\"\nargv = {argv}\n"),
+        );
+        let mut cmd = w.command();
+        cmd.arg("--config").arg(&config).args(["ask", "question"]);
+        let done = w.run(cmd);
+        assert_eq!(done.code, Some(2), "{argv}: {done:?}");
+        assert!(done.stderr.contains(words), "{argv}: {}", done.stderr);
+        assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
+    }
+}
+
+/// A 200 KiB prompt with a `["{prompt}"]`-only override: once refused at load, it
+/// can no longer panic a worker.
+#[test]
+fn an_override_whose_argv_empties_on_stdin_is_refused_not_a_panic() {
+    let w = World::new();
+    let job = w.job("long", &json!({"prompt": "x".repeat(200 * 1024)}));
+    let done = w.run_job(&job, Some(r#"[["r", ["{prompt}"]]]"#));
+    assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
+    let v = w.verdict("", "long");
+    assert_eq!(v["outcome"], "unchecked");
+    assert!(
+        v["reason"].as_str().unwrap().starts_with("judge error"),
+        "{v}"
+    );
+}
+
+/// judge.log replaced by a symlink (to a victim's file) is never written through.
+#[test]
+fn a_symlinked_judge_log_is_not_followed() {
+    let w = World::new();
+    fs::create_dir_all(&w.state).unwrap();
+    let victim = w.root.join("victim-bashrc");
+    fs::write(&victim, "# victim\n").unwrap();
+    std::os::unix::fs::symlink(&victim, w.log_path()).unwrap();
+    let job = w.job("j", &json!({"prompt": "p"}));
+    let done = w.run_job(&job, Some(&table(&[w.sh_runner("r", "echo '{}'\n")])));
+    assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "# victim\n");
+}
+
+/// `drain` refuses a symlinked `verdicts/<h>/` and leaves its target alone.
+#[test]
+fn drain_refuses_a_symlinked_verdict_folder() {
+    let w = World::new();
+    let target = w.root.join("elsewhere");
+    fs::create_dir_all(&target).unwrap();
+    fs::write(target.join("keep.json"), "{}").unwrap();
+    fs::create_dir_all(w.state.join("verdicts")).unwrap();
+    let link = w.state.join("verdicts").join(transcript_hash("T"));
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mut cmd = w.command();
+    cmd.args(["drain", "--transcript", "T"]);
+    let done = w.run(cmd);
+    assert_eq!(done.code, Some(1), "{done:?}");
+    assert!(done.stderr.contains("symlink"), "{}", done.stderr);
+    assert!(target.join("keep.json").exists(), "drain followed the link");
+    assert!(
+        w.log().contains("drain refused"),
+        "no judge.log line: {}",
+        w.log()
+    );
+}
+
+/// The daemon refuses a symlinked `jobs/` (its permissions would be the target's).
+#[test]
+fn the_daemon_refuses_a_symlinked_jobs_folder() {
+    let w = World::new();
+    let real = w.root.join("real-jobs");
+    fs::create_dir_all(&real).unwrap();
+    fs::remove_dir(w.jobs()).unwrap();
+    std::os::unix::fs::symlink(&real, w.jobs()).unwrap();
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, "[]").arg("daemon");
+    let done = w.start(cmd).finish(Duration::from_secs(30));
+    assert_ne!(done.code, Some(0), "{done:?}");
+    assert!(done.stderr.contains("symlink"), "{}", done.stderr);
+}
+
+/// A job id and a file name holding newlines cannot forge a judge.log line.
+#[test]
+fn ids_and_names_with_newlines_cannot_forge_log_lines() {
+    let w = World::new();
+    let forged = "x\n2026-01-01T00:00:00.000000Z  INFO job finished id=forged outcome=hit";
+    w.job_bytes(
+        "evil\nname",
+        serde_json::to_string(&json!({"prompt": "p", "id": forged}))
+            .unwrap()
+            .as_bytes(),
+    );
+    let job = w.jobs().join("evil\nname.json");
+    let done = w.run_job(&job, Some(&table(&[w.sh_runner("r", "echo '{}'\n")])));
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let log = w.log();
+    for line in log.lines() {
+        assert!(
+            line.starts_with("20") && line.contains("Z "),
+            "a line not made by the logger: {line:?}\n{log}"
+        );
+    }
+    assert!(log.contains("evil\\nname"), "{log}");
+}
+
+/// `status` and `doctor` with a closed stdout: an error message, never a panic.
+#[test]
+fn status_and_doctor_survive_a_closed_stdout() {
+    let w = World::new();
+    for args in [&["status"][..], &["status", "--json"], &["doctor"]] {
+        let mut cmd = w.command();
+        cmd.env(RUNNERS_VAR, "[]").args(args);
+        // A pipe whose reader is gone: the write fails with EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        cmd.stdout(Stdio::from(writer)).stderr(Stdio::piped());
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot write to stdout"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}
+
+/// cursor-agent (and any runner outside the allowlist) never gets the job's cwd,
+/// in default mode either; a read-only one does.
+#[test]
+fn only_read_only_runners_get_the_jobs_cwd() {
+    let w = World::new();
+    for name in ["claude", "codex", "cursor-agent"] {
+        w.fake_program(name, &format!("{}exit 1\n", w.recorder()));
+    }
+    for name in ["claude", "codex", "cursor-agent"] {
+        settle(&w.bin.join(name));
+    }
+    let cfg = w.config(
+        "inv-default.toml",
+        &with_test_defaults(
+            "[[runners.default]]\nname = \"codex\"\nargv = [\"codex\", \"exec\", \"--skip-git-repo-check\", \"--sandbox\", \"read-only\", \"-c\", \"notify=[]\", \"--ignore-user-config\", \"--ephemeral\", \"--\", \"{prompt}\"]\n\
+             [[runners.default]]\nname = \"claude\"\nargv = [\"claude\", \"-p\", \"--\", \"{prompt}\"]\n\
+             [[runners.default]]\nname = \"cursor\"\nargv = [\"cursor-agent\", \"-p\", \"--output-format\", \"text\", \"--\", \"{prompt}\"]\n",
+        ),
+    );
+    let job = w.job("edit", &json!({"prompt": "p", "cwd": s(&w.work)}));
+    let mut cmd = w.command_with_fakes_on_path();
+    cmd.arg("--config").arg(&cfg).arg("run").arg(&job);
+    let done = w.run(cmd);
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let pwd = |p: &str| w.recorded(p, "pwd").trim_end().to_string();
+    assert_eq!(pwd("codex"), s(&w.work), "a read-only runner gets the cwd");
+    for writable in ["claude", "cursor-agent"] {
+        assert!(
+            pwd(writable).starts_with(s(&w.runner_tmp())),
+            "{writable} worked in {}",
+            pwd(writable)
+        );
+    }
+    assert_eq!(
+        w.log_lines("is not read-only").len(),
+        2,
+        "one line per runner kept out: {}",
+        w.log()
+    );
+}
