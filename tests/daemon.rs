@@ -49,12 +49,12 @@ fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
     let jobs = w.state().join("jobs");
     const N: usize = 20_000;
     for i in 0..N {
-        // Plain writes: several events per file, more than the kernel's event queue holds.
-        fs::write(
-            jobs.join(format!("j{i:05}.json")),
-            format!(r#"{{"prompt":"p{i}","transcript":"T"}}"#),
-        )
-        .unwrap();
+        // Published as producers must (hidden temp, then rename: a plain write can be
+        // read half-written), still several events per file, more than the kernel's
+        // event queue holds.
+        let temp = jobs.join(format!(".j{i:05}.tmp"));
+        fs::write(&temp, format!(r#"{{"prompt":"p{i}","transcript":"T"}}"#)).unwrap();
+        fs::rename(&temp, jobs.join(format!("j{i:05}.json"))).unwrap();
     }
     wait_until("inbox empty", Duration::from_secs(600), || {
         fs::read_dir(&jobs).map(|d| d.count() == 0).unwrap_or(false)
