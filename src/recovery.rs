@@ -15,27 +15,54 @@ pub struct Swept {
     pub claims_dropped: usize,
     pub temps_removed: usize,
     pub pruned: usize,
+    pub runner_folders_removed: usize,
 }
+
+/// A runner folder older than this is a crashed judge's: no attempt lives that long
+/// (the timeout is at most 600 s, plus the kill grace).
+const STALE_RUNNER_FOLDER: Duration = Duration::from_secs(3600);
 
 /// Runs every start-up recovery step; errors are logged, never fatal.
 pub fn sweep(state: &StateDir, fsync: bool, undeliverable_days: f64) -> Swept {
     let (claims_dropped, referenced) = sweep_claims(state, fsync);
     let temps_removed = remove_orphan_temps(&state.verdicts(), &referenced);
     let pruned = prune_undeliverable(state, undeliverable_days);
+    let runner_folders_removed = remove_stale_runner_folders(&state.runner_tmp());
     let swept = Swept {
         claims_dropped,
         temps_removed,
         pruned,
+        runner_folders_removed,
     };
     if swept != Swept::default() {
         tracing::info!(
             claims_dropped = swept.claims_dropped,
             temps_removed = swept.temps_removed,
             pruned = swept.pruned,
+            runner_folders_removed = swept.runner_folders_removed,
             "recovery sweep"
         );
     }
     swept
+}
+
+/// Removes runner temp folders a crashed judge left in `<state>/tmp/` (a live `run`
+/// or `ask` may be using a young one: those stay).
+fn remove_stale_runner_folders(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = SystemTime::now();
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("llm-judge-"))
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE_RUNNER_FOLDER)
+        })
+        .filter(|e| std::fs::remove_dir_all(e.path()).is_ok())
+        .count()
 }
 
 /// Stops leftovers of every free claim; drops claims whose job is gone. Returns the
@@ -142,4 +169,27 @@ pub fn prune_undeliverable(state: &StateDir, days: f64) -> usize {
         })
         .filter(|f| std::fs::remove_file(f.path()).is_ok())
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_runner_folders_go_and_young_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("llm-judge-old");
+        let young = dir.path().join("llm-judge-young");
+        for d in [&old, &young] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("file"), b"x").unwrap();
+        }
+        let long_ago = SystemTime::now() - Duration::from_secs(2 * 3600);
+        std::fs::File::open(&old)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert_eq!(remove_stale_runner_folders(dir.path()), 1);
+        assert!(!old.exists() && young.exists());
+    }
 }
