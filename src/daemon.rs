@@ -98,8 +98,17 @@ impl Daemon {
         state: StateDir,
     ) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        // Without a tally (cannot create it), status.json's once-a-second counts remain.
+        let tally = match crate::status::Tally::create(&crate::status::tally_path(&state)) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(e) => {
+                tracing::warn!("cannot create the outcome tally: {e}");
+                None
+            }
+        };
         let extras = Extras {
             flights: settings.config.single_flight.then(Arc::default),
+            tally,
             ..Extras::for_state(&settings, &state)
         };
         Daemon {
@@ -133,6 +142,7 @@ impl Daemon {
         Extras {
             limits: self.extras.limits.clone(),
             flights,
+            tally: self.extras.tally.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }
@@ -405,7 +415,10 @@ impl Daemon {
                 .keys()
                 .map(|name| self.running_job(name))
                 .collect(),
-            outcomes: self.outcomes.clone(),
+            outcomes: match &self.extras.tally {
+                Some(t) => t.counts(),
+                None => self.outcomes.clone(),
+            },
             runners: self.history.stats(),
             state_dir: self.state.root.display().to_string(),
             state_dir_env: std::env::var(crate::config::STATE_DIR_VAR)

@@ -255,7 +255,17 @@ async fn judge_claimed(
     let fsync = settings.config.fsync;
     // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
     // fsyncs of jobs finishing together overlap (and the journal commits them together).
-    crate::blocking::blocking(|| publish(state, claim, path, name, &verdict, fsync))?;
+    // Counted before the rename, so `status` never lags a verdict someone already read.
+    let tally = extras.tally.as_deref();
+    if let Some(t) = tally {
+        t.add(verdict.outcome);
+    }
+    let published =
+        crate::blocking::blocking(|| publish(state, claim, path, name, &verdict, fsync));
+    if let (Err(_), Some(t)) = (&published, tally) {
+        t.undo(verdict.outcome);
+    }
+    published?;
     Ok(Claimed::Verdict(verdict))
 }
 

@@ -62,6 +62,8 @@ pub struct Extras {
     pub limits: Arc<RunnerLimits>,
     /// Identical jobs running at once share one set of runner starts (daemon only).
     pub flights: Option<Arc<Flights>>,
+    /// The daemon's outcome counts, bumped before each verdict is published (daemon only).
+    pub tally: Option<Arc<crate::status::Tally>>,
 }
 
 impl Extras {
@@ -73,6 +75,7 @@ impl Extras {
             cache: Cache::open(state, &c.cache),
             limits: Arc::default(),
             flights: None,
+            tally: None,
         }
     }
 }

@@ -69,6 +69,122 @@ impl OutcomeCounts {
     }
 }
 
+/// Where the daemon's [`Tally`] lives.
+pub fn tally_path(state: &crate::spool::StateDir) -> std::path::PathBuf {
+    state.root.join("status.tally")
+}
+
+/// The daemon's outcome counts, kept in `status.tally` and rewritten in place (one
+/// `pwrite`, no file creation) by the worker just before each verdict is renamed into
+/// place, so `status` counts a verdict as soon as anyone can see it; `status.json` is
+/// only rewritten once a second. One fixed-width line: pid, hit, clean, unchecked, check.
+pub struct Tally {
+    pid: u32,
+    inner: std::sync::Mutex<(OutcomeCounts, std::fs::File)>,
+}
+
+const TALLY_LEN: usize = 10 + 4 * 21 + 1;
+
+fn tally_check(pid: u32, c: &OutcomeCounts) -> u64 {
+    (pid as u64)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(c.hit.wrapping_mul(3))
+        .wrapping_add(c.clean.wrapping_mul(5))
+        .wrapping_add(c.unchecked.wrapping_mul(7))
+}
+
+fn tally_line(pid: u32, c: &OutcomeCounts) -> String {
+    let check = tally_check(pid, c);
+    format!(
+        "{pid:010} {:020} {:020} {:020} {check:020}\n",
+        c.hit, c.clean, c.unchecked
+    )
+}
+
+impl Tally {
+    /// Creates (truncates) the tally at `path` with zero counts for this process.
+    pub fn create(path: &std::path::Path) -> std::io::Result<Tally> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(crate::spool::NOFOLLOW)
+            .open(path)?;
+        let tally = Tally {
+            pid: std::process::id(),
+            inner: std::sync::Mutex::new((OutcomeCounts::default(), file)),
+        };
+        tally.update(|_| ())?;
+        Ok(tally)
+    }
+
+    /// Counts one verdict (before it is published).
+    pub fn add(&self, outcome: Outcome) {
+        if let Err(e) = self.update(|c| c.add(outcome)) {
+            tracing::warn!("cannot update the outcome tally: {e}");
+        }
+    }
+
+    /// Takes back a count whose verdict could not be published.
+    pub fn undo(&self, outcome: Outcome) {
+        let _ = self.update(|c| match outcome {
+            Outcome::Hit => c.hit = c.hit.saturating_sub(1),
+            Outcome::Clean => c.clean = c.clean.saturating_sub(1),
+            Outcome::Unchecked => c.unchecked = c.unchecked.saturating_sub(1),
+        });
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> OutcomeCounts {
+        match self.inner.lock() {
+            Ok(g) => g.0.clone(),
+            Err(poisoned) => poisoned.into_inner().0.clone(),
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut OutcomeCounts)) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut guard = match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        change(&mut guard.0);
+        let line = tally_line(self.pid, &guard.0);
+        guard.1.write_all_at(line.as_bytes(), 0)
+    }
+}
+
+/// The tally at `path` if it is whole and belongs to `pid` (a read racing a write
+/// can see a torn line: the check catches it and the read is retried).
+pub fn read_tally(path: &std::path::Path, pid: u32) -> Option<OutcomeCounts> {
+    for _ in 0..5 {
+        let bytes = crate::spool::read_nofollow(path).ok()?;
+        if let Some((p, counts)) = parse_tally(&bytes) {
+            return (p == pid).then_some(counts);
+        }
+    }
+    None
+}
+
+fn parse_tally(bytes: &[u8]) -> Option<(u32, OutcomeCounts)> {
+    if bytes.len() != TALLY_LEN {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut fields = text.split_ascii_whitespace();
+    let pid: u32 = fields.next()?.parse().ok()?;
+    let counts = OutcomeCounts {
+        hit: fields.next()?.parse().ok()?,
+        clean: fields.next()?.parse().ok()?,
+        unchecked: fields.next()?.parse().ok()?,
+    };
+    let check: u64 = fields.next()?.parse().ok()?;
+    (check == tally_check(pid, &counts)).then_some((pid, counts))
+}
+
 /// A runner's recent record.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunnerStats {
@@ -119,6 +235,25 @@ impl RunnerHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tally_round_trips_and_refuses_torn_or_foreign_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("status.tally");
+        let tally = Tally::create(&path).unwrap();
+        tally.add(Outcome::Hit);
+        tally.add(Outcome::Clean);
+        tally.add(Outcome::Hit);
+        tally.undo(Outcome::Clean);
+        let me = std::process::id();
+        let read = read_tally(&path, me).unwrap();
+        assert_eq!((read.hit, read.clean, read.unchecked), (2, 0, 0));
+        assert!(read_tally(&path, me.wrapping_add(1)).is_none());
+        let mut bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), TALLY_LEN);
+        bytes[30] = if bytes[30] == b'9' { b'8' } else { b'9' };
+        assert!(parse_tally(&bytes).is_none());
+    }
 
     #[test]
     fn history_keeps_recent_attempts() {

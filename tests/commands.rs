@@ -199,6 +199,41 @@ fn enqueue_wait_prints_the_verdict_and_removes_it() {
 }
 
 #[test]
+fn status_counts_a_verdict_as_soon_as_enqueue_wait_returned_it() {
+    // status.json is rewritten at most once a second; the count must not wait for it.
+    let w = World::new();
+    let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
+    let _d = w.start(std::slice::from_ref(&fake));
+    for n in 1..=3u64 {
+        let id = format!("c{n}");
+        let out = run(
+            w.command(&[]),
+            &[
+                "enqueue",
+                "--prompt",
+                &id,
+                "--id",
+                &id,
+                "--hit-if-all-true",
+                "ok",
+                "--wait",
+                "60",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("\"outcome\":\"hit\""),
+            "{}",
+            stdout(&out)
+        );
+        let s: Value =
+            serde_json::from_str(&stdout(&run(w.command(&[]), &["status", "--json"]))).unwrap();
+        assert_eq!(s["outcomes"]["hit"], n, "{s}");
+        assert_eq!(s["daemon"]["running"], true);
+    }
+}
+
+#[test]
 fn enqueue_wait_times_out_with_124_and_leaves_the_job_queued() {
     let w = World::new();
     let out = run(

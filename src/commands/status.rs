@@ -91,9 +91,16 @@ pub fn collect(state: &StateDir) -> Value {
         "daemon": daemon,
         "queue": {"waiting": waiting, "oldest_age_seconds": oldest.map(|t| round(now - t))},
         "running": running,
-        "outcomes": record.map(|r| r.outcomes).unwrap_or_default(),
+        "outcomes": record.map(|r| outcomes(state, r)).unwrap_or_default(),
         "runners": runners,
     })
+}
+
+/// The daemon's counts: its tally (current to the last verdict published) when it is
+/// this daemon's, else the status record's (rewritten once a second).
+fn outcomes(state: &StateDir, record: StatusRecord) -> crate::status::OutcomeCounts {
+    crate::status::read_tally(&crate::status::tally_path(state), record.pid)
+        .unwrap_or(record.outcomes)
 }
 
 fn round(seconds: f64) -> f64 {
