@@ -14,6 +14,9 @@ JSON line. Workloads (docs/performance.md explains each and the targets):
   idle      the daemon idle with an empty inbox: CPU time, wake-ups (context switches), RSS
   scale     time per job (verdicts 100 to 600) while 1k, 10k, 100k jobs wait, and peak RSS
   slow      64 jobs of a 250 ms runner, workers 8: wall time against the ideal 2.0 s
+  busy      backlog (1,000 jobs, workers 2, fsync on and off) and latency, each on a quiet
+            machine and then with 1,000 idle processes started by the bench (stopped
+            afterwards, also on error); every floor is measured under the same condition
 Only Python's standard library is used. Nothing here is a test: it asserts nothing.
 """
 
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import ctypes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "llm-judge")
@@ -40,6 +44,45 @@ def build():
     os.makedirs(os.path.dirname(RUNNER), exist_ok=True)
     cc = shutil.which("cc") or shutil.which("gcc")
     subprocess.run([cc, "-O2", "-o", RUNNER, os.path.join(ROOT, "bench", "fake_runner.c")], check=True)
+
+
+class IdleProcesses:
+    """`n` sleeping processes, as on a developer's laptop; stopped on exit, also on error.
+    Each dies with the bench (PR_SET_PDEATHSIG) even if the bench is killed."""
+
+    def __init__(self, n):
+        self.n = n
+        self.procs = []
+
+    def __enter__(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def die_with_parent():
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+        try:
+            for _ in range(self.n):
+                self.procs.append(subprocess.Popen(["sleep", "100000"], stdin=subprocess.DEVNULL,
+                                                   stdout=subprocess.DEVNULL, preexec_fn=die_with_parent))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            try:
+                p.kill()
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            p.wait()
+        self.procs = []
+        return False
+
+
+def process_count():
+    return sum(1 for e in os.listdir("/proc") if e.isdigit())
 
 
 def wait_until(cond, timeout, what):
@@ -177,8 +220,9 @@ def latency(jobs, gap):
         to_start = sorted((starts[n] - t) / 1e6 for n, t in published.items())
         to_verdict = sorted((os.stat(os.path.join(w.verdicts, n + ".json")).st_mtime_ns - t) / 1e6
                             for n, t in published.items())
-        return {"start_p50_ms": pct(to_start, 50), "start_p99_ms": pct(to_start, 99),
-                "verdict_p50_ms": pct(to_verdict, 50), "verdict_p99_ms": pct(to_verdict, 99)}
+        return {"start_p50_ms": pct(to_start, 50), "start_p95_ms": pct(to_start, 95),
+                "start_p99_ms": pct(to_start, 99), "verdict_p50_ms": pct(to_verdict, 50),
+                "verdict_p95_ms": pct(to_verdict, 95), "verdict_p99_ms": pct(to_verdict, 99)}
     finally:
         w.close()
 
@@ -233,6 +277,29 @@ def slow(jobs, workers, delay_ms):
         w.close()
 
 
+def busy(runs, n, latency_jobs):
+    """Backlog and latency quiet, then with 1,000 idle processes; each run does both
+    conditions back to back so a ratio never spans minutes of machine noise."""
+    samples = {"quiet": [], "busy": []}
+    for _ in range(runs):
+        for cond in ("quiet", "busy"):
+            ctx = IdleProcesses(1000) if cond == "busy" else IdleProcesses(0)
+            with ctx:
+                r = {"processes": process_count()}
+                floor = floor_jobs_per_second(n, 2)
+                on = backlog(n, 2, True)
+                off = backlog(n, 2, False)
+                r.update(floor_jps=floor, fsync_on_jps=on, fsync_off_jps=off,
+                         ratio_on=on / floor, ratio_off=off / floor)
+                r.update(latency(latency_jobs, 0.1))
+                samples[cond].append(r)
+    out = {cond: {k: statistics.median(x[k] for x in rows) for k in rows[0]}
+           for cond, rows in samples.items()}
+    out["busy_vs_quiet_on"] = out["busy"]["fsync_on_jps"] / out["quiet"]["fsync_on_jps"]
+    out["busy_vs_quiet_off"] = out["busy"]["fsync_off_jps"] / out["quiet"]["fsync_off_jps"]
+    return out
+
+
 def median_of(runs, fn):
     results = [fn() for _ in range(runs)]
     if isinstance(results[0], dict):
@@ -240,11 +307,17 @@ def median_of(runs, fn):
     return statistics.median(results)
 
 
+LATENCY = ("latency  to runner start p50 {start_p50_ms:.1f} ms  p95 {start_p95_ms:.1f} ms  p99 {start_p99_ms:.1f} ms;  "
+           "to verdict p50 {verdict_p50_ms:.1f} ms  p95 {verdict_p95_ms:.1f} ms  p99 {verdict_p99_ms:.1f} ms")
+
+
 def main():
+    # A SIGTERM unwinds like an error, so the idle processes are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", nargs="*", default=["backlog", "latency", "idle", "scale", "slow"])
+    ap.add_argument("--only", nargs="*", default=["backlog", "latency", "idle", "scale", "slow", "busy"])
     ap.add_argument("--idle-seconds", type=float, default=60)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
@@ -272,8 +345,7 @@ def main():
     if "latency" in args.only:
         r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
         out["latency"] = r
-        print("latency  to runner start p50 {start_p50_ms:.1f} ms  p99 {start_p99_ms:.1f} ms;  "
-              "to verdict p50 {verdict_p50_ms:.1f} ms  p99 {verdict_p99_ms:.1f} ms".format(**r), flush=True)
+        print(LATENCY.format(**r), flush=True)
     if "idle" in args.only:
         r = idle(10 if args.quick else args.idle_seconds)
         out["idle"] = r
@@ -296,6 +368,16 @@ def main():
         out["slow"] = r
         print("slow     64 x 250 ms, workers 8: {wall_s:.2f} s against ideal {ideal_s:.2f} s "
               "(ratio {ratio:.3f})".format(**r), flush=True)
+    if "busy" in args.only:
+        r = busy(runs, 300 if args.quick else 1000, 40 if args.quick else 200)
+        out["busy"] = r
+        for cond in ("quiet", "busy"):
+            print(f"{cond:<5}    {{processes:.0f}} processes  backlog workers 2  floor {{floor_jps:7.0f}}/s  "
+                  "fsync on {fsync_on_jps:7.0f}/s ({ratio_on:.2f})  off {fsync_off_jps:7.0f}/s ({ratio_off:.2f})"
+                  .format(**r[cond]), flush=True)
+            print(f"{cond:<5}    " + LATENCY.format(**r[cond]), flush=True)
+        print("busy     throughput busy / quiet: fsync on {busy_vs_quiet_on:.2f}, off {busy_vs_quiet_off:.2f}"
+              .format(**r), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)
