@@ -5,6 +5,8 @@ pub mod answer;
 pub mod blocking;
 pub mod cache;
 pub mod claim;
+pub mod codex_catalog;
+pub mod codex_model;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -1,0 +1,214 @@
+//! SPEC 4 "Codex model", the pure part: read a `codex debug models` catalog and pick the
+//! model a codex runner uses. No I/O; the process part lives in `codex_catalog`.
+
+use serde_json::Value;
+
+use crate::runners::Runner;
+
+/// The models a login may use, in the catalog's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catalog {
+    /// Every model slug, in the catalog's order (hidden ones too: they still run).
+    pub models: Vec<String>,
+    /// The first model not marked `"visibility": "hide"`: the substitute.
+    pub first: Option<String>,
+}
+
+/// One runner whose `-m` model was replaced because the catalog lacks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Substitution {
+    /// The runner's name.
+    pub runner: String,
+    /// The table's model.
+    pub from: String,
+    /// The catalog's first model, used instead.
+    pub to: String,
+}
+
+/// Parses `codex debug models` output: JSON (an array, or an object with `models`/`data`,
+/// items being strings or objects with `slug`/`id`/`model`/`name`) or one slug per line.
+pub fn parse_catalog(text: &str) -> Result<Catalog, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("`codex debug models` printed nothing".into());
+    }
+    let entries: Vec<(String, bool)> = match serde_json::from_str::<Value>(trimmed) {
+        Ok(value) => models_from_json(&value)?,
+        // Not JSON: one model per line, first word of each non-empty line.
+        Err(_) => trimmed
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .map(|s| (s.to_string(), false))
+            .collect(),
+    };
+    let first = entries
+        .iter()
+        .find(|(_, hidden)| !hidden)
+        .map(|(m, _)| m.clone());
+    if first.is_none() {
+        return Err("`codex debug models` listed no model".into());
+    }
+    let models = entries.into_iter().map(|(m, _)| m).collect();
+    Ok(Catalog { models, first })
+}
+
+/// (slug, hidden) pairs of a JSON catalog.
+fn models_from_json(value: &Value) -> Result<Vec<(String, bool)>, String> {
+    let items = match value {
+        Value::Array(items) => items,
+        Value::Object(map) => match ["models", "data"].iter().find_map(|k| map.get(*k)) {
+            Some(Value::Array(items)) => items,
+            _ => return Err("`codex debug models` JSON has no `models` array".into()),
+        },
+        _ => return Err("`codex debug models` JSON is neither an array nor an object".into()),
+    };
+    Ok(items
+        .iter()
+        .filter_map(|item| match item {
+            Value::String(s) => Some((s.clone(), false)),
+            Value::Object(map) => ["slug", "id", "model", "name"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str))
+                .map(|s| {
+                    let hidden = map.get("visibility").and_then(Value::as_str) == Some("hide");
+                    (s.to_string(), hidden)
+                }),
+            _ => None,
+        })
+        .filter(|(s, _)| !s.is_empty())
+        .collect())
+}
+
+/// True when the runner's program (basename of argv[0]) is codex.
+fn is_codex(argv: &[String]) -> bool {
+    argv.first()
+        .and_then(|p| std::path::Path::new(p).file_name())
+        .is_some_and(|n| n == "codex")
+}
+
+/// Index of the `-m`/`--model` value before `--` in a codex argv, if any.
+fn model_index(argv: &[String]) -> Option<usize> {
+    let end = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    argv[..end]
+        .iter()
+        .position(|a| a == "-m" || a == "--model")
+        .map(|i| i + 1)
+        .filter(|&i| i < end)
+}
+
+/// Rewrites every codex runner whose `-m` model is not in the catalog to the catalog's
+/// first model. Runners without `-m`, and every runner when `catalog` is `None`, are
+/// left alone.
+pub fn apply(runners: &[Runner], catalog: Option<&Catalog>) -> (Vec<Runner>, Vec<Substitution>) {
+    let mut out = runners.to_vec();
+    let mut subs = Vec::new();
+    let Some(catalog) = catalog else {
+        return (out, subs);
+    };
+    let Some(first) = catalog.first.as_ref() else {
+        return (out, subs);
+    };
+    for runner in &mut out {
+        if !is_codex(&runner.argv) {
+            continue;
+        }
+        let Some(i) = model_index(&runner.argv) else {
+            continue;
+        };
+        if catalog.models.iter().any(|m| *m == runner.argv[i]) {
+            continue;
+        }
+        subs.push(Substitution {
+            runner: runner.name.clone(),
+            from: runner.argv[i].clone(),
+            to: first.clone(),
+        });
+        runner.argv[i] = first.clone();
+    }
+    (out, subs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runner(name: &str, argv: &[&str]) -> Runner {
+        Runner {
+            name: name.into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            max_concurrent: None,
+        }
+    }
+
+    fn catalog(models: &[&str]) -> Catalog {
+        Catalog {
+            models: models.iter().map(|s| s.to_string()).collect(),
+            first: models.first().map(|s| s.to_string()),
+        }
+    }
+
+    fn shipped_codex() -> Runner {
+        runner(
+            "codex",
+            &[
+                "codex",
+                "exec",
+                "--skip-git-repo-check",
+                "-m",
+                "gpt-5.3-codex-spark",
+                "--sandbox",
+                "read-only",
+                "--",
+                "{prompt}",
+            ],
+        )
+    }
+
+    #[test]
+    fn parses_json_and_lines() {
+        let c = parse_catalog(r#"{"models":[{"slug":"gpt-5.5"},{"slug":"gpt-5.4-mini"}]}"#);
+        assert_eq!(
+            c.map(|c| c.models),
+            Ok(vec!["gpt-5.5".into(), "gpt-5.4-mini".into()])
+        );
+        let c = parse_catalog(r#"["a","b"]"#);
+        assert_eq!(c.map(|c| c.models), Ok(vec!["a".into(), "b".into()]));
+        let c = parse_catalog("gpt-5.5  default\n\ngpt-5.4\n");
+        assert_eq!(
+            c.map(|c| c.models),
+            Ok(vec!["gpt-5.5".into(), "gpt-5.4".into()])
+        );
+        assert!(parse_catalog("  ").is_err());
+        assert!(parse_catalog(r#"{"models":[]}"#).is_err());
+        assert!(parse_catalog("42").is_err());
+    }
+
+    #[test]
+    fn missing_model_becomes_the_first_listed() {
+        let cat = catalog(&["gpt-5.5", "gpt-5.4"]);
+        let (out, subs) = apply(&[shipped_codex()], Some(&cat));
+        assert_eq!(out[0].argv[4], "gpt-5.5");
+        assert_eq!(
+            subs,
+            vec![Substitution {
+                runner: "codex".into(),
+                from: "gpt-5.3-codex-spark".into(),
+                to: "gpt-5.5".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn listed_model_unknown_catalog_no_m_and_others_untouched() {
+        let cat = catalog(&["x", "gpt-5.3-codex-spark"]);
+        let (out, subs) = apply(&[shipped_codex()], Some(&cat));
+        assert_eq!((out, subs.len()), (vec![shipped_codex()], 0));
+        let (out, subs) = apply(&[shipped_codex()], None);
+        assert_eq!((out, subs.len()), (vec![shipped_codex()], 0));
+        let cat = catalog(&["x"]);
+        let no_m = runner("codex", &["codex", "exec", "--", "-m", "{prompt}"]);
+        let claude = runner("claude", &["claude", "-p", "-m", "haiku", "--", "{prompt}"]);
+        let (out, subs) = apply(&[no_m.clone(), claude.clone()], Some(&cat));
+        assert_eq!((out, subs.len()), (vec![no_m, claude], 0));
+    }
+}
