@@ -1,0 +1,295 @@
+//! What planning needs to know about this machine, read once: the environment, this
+//! binary's path, where the configured runners are, the state folder's permissions and
+//! logind's lingering. Reads only; nothing here changes anything.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::execute::quiet;
+use super::launchd::LABEL;
+use super::plan::Call;
+use super::spec::{Manager, ServiceSpec, service_path, stop_timeout_seconds};
+use super::systemd::UNIT_NAME;
+use crate::cli::{EXIT_FAILURE, EXIT_USAGE};
+use crate::config::Settings;
+use crate::spool::StateDir;
+
+/// Picks the service manager instead of the platform's own.
+pub(crate) const MANAGER_VAR: &str = "LLM_JUDGE_SERVICE_MANAGER";
+
+/// The user's side of the machine: where things go and who we are.
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    pub(crate) manager: Manager,
+    pub(crate) home: PathBuf,
+    pub(crate) xdg_config_home: Option<PathBuf>,
+    pub(crate) uid: u32,
+    pub(crate) user: Option<String>,
+}
+
+impl Host {
+    /// Reads the host from the environment; an exit code and message if it cannot.
+    pub(crate) fn from_env() -> Result<Host, (i32, String)> {
+        let manager = match std::env::var(MANAGER_VAR).ok().filter(|v| !v.is_empty()) {
+            Some(v) if v == "systemd" => Manager::Systemd,
+            Some(v) if v == "launchd" => Manager::Launchd,
+            Some(v) => {
+                return Err((
+                    EXIT_USAGE,
+                    format!(
+                        "{MANAGER_VAR}={v:?} is not a service manager; set it to systemd or launchd, or unset it"
+                    ),
+                ));
+            }
+            None if cfg!(target_os = "macos") => Manager::Launchd,
+            None if cfg!(target_os = "linux") => Manager::Systemd,
+            None => {
+                return Err((
+                    EXIT_FAILURE,
+                    format!(
+                        "no supported service manager on this system (systemd on Linux, launchd on macOS); \
+                         run `llm-judge daemon` under your own supervisor, or set {MANAGER_VAR}=systemd|launchd"
+                    ),
+                ));
+            }
+        };
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .ok_or((
+                EXIT_FAILURE,
+                "HOME is not set to an absolute path, so the service file has no place; set HOME"
+                    .to_string(),
+            ))?;
+        let xdg_config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        let user = ["USER", "LOGNAME"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()));
+        Ok(Host {
+            manager,
+            home,
+            xdg_config_home,
+            uid: rustix::process::getuid().as_raw(),
+            user,
+        })
+    }
+
+    /// Where the unit or plist goes.
+    pub(crate) fn target(&self) -> PathBuf {
+        match self.manager {
+            Manager::Systemd => self
+                .xdg_config_home
+                .clone()
+                .unwrap_or_else(|| self.home.join(".config"))
+                .join("systemd/user")
+                .join(UNIT_NAME),
+            Manager::Launchd => self
+                .home
+                .join("Library/LaunchAgents")
+                .join(format!("{LABEL}.plist")),
+        }
+    }
+
+    /// The launchd domain of this user's agents.
+    pub(crate) fn launchd_domain(&self) -> String {
+        format!("gui/{}", self.uid)
+    }
+
+    /// The agent's launchd service target.
+    pub(crate) fn launchd_service(&self) -> String {
+        format!("gui/{}/{LABEL}", self.uid)
+    }
+}
+
+/// Whether the user's services outlive their sessions, per logind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Linger {
+    On,
+    Off,
+    Unknown(String),
+}
+
+/// Reads `loginctl show-user ... --property=Linger --value` output.
+pub(crate) fn parse_linger(output: &str) -> Linger {
+    match output.trim() {
+        "yes" => Linger::On,
+        "no" => Linger::Off,
+        other => Linger::Unknown(other.to_string()),
+    }
+}
+
+/// Asks logind (read-only) whether lingering is on for this user.
+pub(crate) fn linger(host: &Host) -> Linger {
+    let call = Call::new(
+        "loginctl",
+        &[
+            "show-user",
+            &host.uid.to_string(),
+            "--property=Linger",
+            "--value",
+        ],
+    );
+    let answer = match quiet(&call) {
+        Ok((status, out)) if status.success() => parse_linger(&out),
+        Ok((_, out)) => Linger::Unknown(out.trim().to_string()),
+        Err(e) => Linger::Unknown(e),
+    };
+    if let Linger::Unknown(_) = &answer
+        && let Some(user) = &host.user
+        && Path::new("/var/lib/systemd/linger").join(user).exists()
+    {
+        return Linger::On;
+    }
+    answer
+}
+
+/// Everything install's plan is made from.
+#[derive(Debug, Clone)]
+pub(crate) struct InstallFacts {
+    pub(crate) host: Host,
+    /// The values for the service definition.
+    pub(crate) spec: ServiceSpec,
+    /// Entries of the current `PATH` left out of the service's (not absolute).
+    pub(crate) dropped_path: Vec<String>,
+    /// Whether `CATSTACK_LLM_JUDGE_RUNNERS` is set here (the service does not get it).
+    pub(crate) runner_override: bool,
+    /// The user sudo was run by, when running as root under sudo.
+    pub(crate) sudo_user: Option<String>,
+    /// Each configured runner program and where the service's `PATH` finds it.
+    pub(crate) runners: Vec<(String, Option<PathBuf>)>,
+    /// Why the existing state folder would stop the daemon, if it would.
+    pub(crate) state_dir_error: Option<String>,
+    /// The state folder's judge.log.
+    pub(crate) judge_log: PathBuf,
+    /// Lingering (systemd only).
+    pub(crate) linger: Option<Linger>,
+}
+
+/// Reads the facts install plans from.
+pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallFacts, String> {
+    let bin = this_binary()?;
+    let config = match &settings.config_path {
+        Some(p) => Some(std::path::absolute(p).map_err(|e| {
+            format!("cannot make the config path {} absolute ({e}); pass --config with an absolute path", p.display())
+        })?),
+        None => None,
+    };
+    let (path, dropped_path) = service_path(
+        std::env::var_os("PATH").as_deref(),
+        &host.home,
+        host.manager,
+    );
+    let spec = ServiceSpec {
+        bin,
+        state_dir: settings.state_dir.clone(),
+        config,
+        path,
+        stop_timeout_seconds: stop_timeout_seconds(&settings.config),
+    };
+    let state = StateDir::new(&spec.state_dir);
+    let state_dir_error = if state.root.exists() {
+        crate::permissions::check_private(&state.root).err()
+    } else {
+        None
+    };
+    let sudo_user = if rustix::process::getuid().is_root() {
+        std::env::var("SUDO_USER")
+            .ok()
+            .filter(|u| !u.is_empty() && u != "root")
+    } else {
+        None
+    };
+    // The configured tables: the service does not get the override variable.
+    let mut programs: Vec<&str> = Vec::new();
+    let tables = &settings.config.runners;
+    for table in [&tables.default, &tables.investigate] {
+        for runner in table {
+            if let Some(p) = runner.argv.first()
+                && !programs.contains(&p.as_str())
+            {
+                programs.push(p.as_str());
+            }
+        }
+    }
+    let runners = programs
+        .into_iter()
+        .map(|program| {
+            let hit = if program.contains('/') {
+                Path::new(program).is_file().then(|| PathBuf::from(program))
+            } else {
+                find_on_path(OsStr::new(program), Some(OsStr::new(&spec.path)))
+            };
+            (program.to_string(), hit)
+        })
+        .collect();
+    let linger = (host.manager == Manager::Systemd).then(|| linger(host));
+    Ok(InstallFacts {
+        host: host.clone(),
+        judge_log: state.log(),
+        spec,
+        dropped_path,
+        runner_override: settings.runner_override.is_some(),
+        sudo_user,
+        runners,
+        state_dir_error,
+        linger,
+    })
+}
+
+/// This binary's absolute path, preferring the path it was started by (a stable
+/// symlink such as Homebrew's) when that is the same file.
+fn this_binary() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| {
+        format!(
+            "cannot find this binary's path ({e}); run llm-judge by its absolute path and try again"
+        )
+    })?;
+    if exe.to_string_lossy().ends_with(" (deleted)") {
+        return Err(format!(
+            "this binary ({}) was replaced or removed while running; run the installed llm-judge again",
+            exe.display()
+        ));
+    }
+    let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
+    let invoked = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|arg0| {
+            if arg0.is_absolute() {
+                Some(arg0)
+            } else if arg0.components().count() > 1 {
+                std::path::absolute(&arg0).ok()
+            } else {
+                find_on_path(arg0.as_os_str(), std::env::var_os("PATH").as_deref())
+            }
+        });
+    Ok(match invoked {
+        Some(p) if std::fs::canonicalize(&p).is_ok_and(|c| c == real) => p,
+        _ => exe,
+    })
+}
+
+/// `program` on a `PATH` value, if it is there and executable.
+fn find_on_path(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|c| {
+            std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linger_answers() {
+        assert_eq!(parse_linger("yes\n"), Linger::On);
+        assert_eq!(parse_linger("no\n"), Linger::Off);
+        assert_eq!(parse_linger(""), Linger::Unknown(String::new()));
+    }
+}

@@ -1,0 +1,105 @@
+//! `llm-judge service install / uninstall / status` (SPEC section 11).
+//!
+//! Install and uninstall go in three steps, one module each:
+//! - `host`: read what the plan needs from this machine (environment, this binary's
+//!   path, where the runners are, lingering); reads only.
+//! - `plan`: a pure function of those facts builds a `Plan`: the files to write with
+//!   their contents and modes, the commands to run in order, the notes and warnings.
+//!   The service files come from `systemd` and `launchd`, which hold the shipped files
+//!   (`systemd/llm-judge.service`, `launchd/com.catstack.llm-judge.plist`, valid and
+//!   usable as they are) and the pure transformation that sets this machine's values in
+//!   them (`spec`: the binary, the state folder, the config, `PATH`, the stop timeout).
+//! - `execute`: carries a `Plan` out. `--dry-run` prints the same `Plan` instead.
+//!
+//! The manager is systemd on Linux and launchd on macOS; `LLM_JUDGE_SERVICE_MANAGER`
+//! (`systemd` or `launchd`) overrides the guess. `systemctl`, `loginctl` and `launchctl`
+//! are found on `PATH`, so tests put recording fakes first on it.
+
+mod execute;
+mod host;
+mod launchd;
+mod plan;
+mod spec;
+mod systemd;
+
+use crate::cli::{EXIT_FAILURE, EXIT_OK, ServiceAction};
+use crate::config::Settings;
+use host::{Host, linger};
+use launchd::LABEL;
+use plan::{Call, Plan, linger_warning, systemctl};
+use spec::Manager;
+use systemd::UNIT_NAME;
+
+/// Runs a service action; returns the exit code.
+pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
+    let host = match Host::from_env() {
+        Ok(host) => host,
+        Err((code, e)) => {
+            eprintln!("llm-judge: {e}");
+            return code;
+        }
+    };
+    let result = match action {
+        ServiceAction::Install { dry_run } => host::install_facts(settings, &host)
+            .and_then(|facts| plan::plan_install(&facts))
+            .and_then(|plan| carry_out_or_print(&plan, dry_run)),
+        ServiceAction::Uninstall { dry_run } => {
+            let plan = plan::plan_uninstall(&host, host.target().exists());
+            carry_out_or_print(&plan, dry_run)
+        }
+        ServiceAction::Status => status(&host),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("llm-judge: {e}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+/// `--dry-run` prints the plan; otherwise it is carried out.
+fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, String> {
+    if dry_run {
+        print!("{plan}");
+        println!("# dry run: nothing was written, started or stopped");
+    } else {
+        execute::carry_out(plan)?;
+    }
+    Ok(EXIT_OK)
+}
+
+fn status(host: &Host) -> Result<i32, String> {
+    let target = host.target();
+    if target.exists() {
+        println!("service file: {}", target.display());
+    } else {
+        println!(
+            "service file: {} (missing: not installed; run `llm-judge service install`)",
+            target.display()
+        );
+    }
+    let call = match host.manager {
+        Manager::Systemd => systemctl(&["status", UNIT_NAME, "--no-pager", "--lines=10"]),
+        Manager::Launchd => Call::new("launchctl", &["print", &host.launchd_service()]),
+    };
+    let status = execute::status(&call)?;
+    if host.manager == Manager::Systemd
+        && let Some(warning) = linger_warning(host, &linger(host))
+    {
+        println!("{warning}");
+    }
+    if status.success() {
+        return Ok(EXIT_OK);
+    }
+    match host.manager {
+        // systemctl status: 3 = not running, 4 = no such unit.
+        Manager::Systemd => println!("{UNIT_NAME} is not running ({})", execute::describe(status)),
+        Manager::Launchd => println!(
+            "{LABEL} is not loaded in {} ({})",
+            host.launchd_domain(),
+            execute::describe(status)
+        ),
+    }
+    Ok(EXIT_FAILURE)
+}
