@@ -2,21 +2,14 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 use crate::commands;
-use crate::config::{self, Settings, Sources};
-use crate::job::Mode;
-use crate::spool::StateDir;
-
-/// Exit code: the command worked.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the command failed.
-pub const EXIT_FAILURE: i32 = 1;
-/// Exit code: bad usage or invalid input (config, environment, job).
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code: `--wait` ran out of time.
-pub const EXIT_TIMEOUT: i32 = 124;
+use crate::commands::ModeArg;
+use crate::commands::service::ServiceAction;
+use crate::commands::status::StatusArgs;
+use crate::core::config::{self, Sources};
+use crate::support::exit::{EXIT_OK, EXIT_USAGE};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -101,57 +94,6 @@ enum Command {
     Service(ServiceAction),
 }
 
-/// `status` flags.
-#[derive(Args, Debug)]
-pub struct StatusArgs {
-    /// Machine-readable JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Forget all runner health (benched runners go back to their table order).
-    #[arg(long)]
-    pub reset_health: bool,
-}
-
-/// `service` subcommands (SPEC section 11).
-#[derive(Subcommand, Debug, Clone, Copy)]
-pub enum ServiceAction {
-    /// Write the unit or plist for this user, then enable and start it.
-    #[command(
-        after_help = "Examples:\n  llm-judge service install --dry-run\n  llm-judge service install"
-    )]
-    Install {
-        /// Print what would be written and run, change nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// Stop and disable the service and remove its file.
-    #[command(after_help = "Example:\n  llm-judge service uninstall")]
-    Uninstall {
-        /// Print what would be removed and run, change nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// Ask the service manager about the service.
-    #[command(after_help = "Example:\n  llm-judge service status")]
-    Status,
-}
-
-/// A runner table on the command line.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum ModeArg {
-    Default,
-    Investigate,
-}
-
-impl From<ModeArg> for Mode {
-    fn from(m: ModeArg) -> Mode {
-        match m {
-            ModeArg::Default => Mode::Default,
-            ModeArg::Investigate => Mode::Investigate,
-        }
-    }
-}
-
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -201,45 +143,4 @@ pub fn main() -> i32 {
         Command::Doctor => commands::doctor::main(&settings),
         Command::Service(action) => commands::service::main(&settings, action),
     }
-}
-
-/// Writes `text` to stdout; a closed or full stdout is reported on stderr, never a
-/// panic (`println!` panics). False when it could not be written.
-pub fn print_stdout(text: &str) -> bool {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => true,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "llm-judge: cannot write to stdout: {e}");
-            false
-        }
-    }
-}
-
-/// Creates the state folder and starts judge.log; says why on failure.
-pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, String> {
-    let state = StateDir::new(&settings.state_dir);
-    state.create().map_err(|e| {
-        format!(
-            "state folder {}: {e}; fix its permissions or pass --state-dir",
-            state.root.display()
-        )
-    })?;
-    crate::logging::init(&state.log(), settings.config.log_max_bytes, also_stderr);
-    if settings.runner_override.is_some() {
-        tracing::warn!(
-            "{} is set: it replaces every runner table (no safety check)",
-            crate::runners::RUNNERS_VAR
-        );
-    }
-    Ok(state)
-}
-
-/// A single-threaded async runtime for one-shot commands.
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
 }

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, open_state, runtime};
-use crate::config::Settings;
-use crate::job::{HitRule, Job, Mode, timeout_of};
-use crate::verdict::Outcome;
+use crate::core::config::Settings;
+use crate::core::job::{HitRule, Job, Mode, timeout_of};
+use crate::core::verdict::Outcome;
+use crate::store::open_state;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use crate::support::runtime::runtime;
 
 /// Asks and prints `{"outcome", "runner", "answer", "attempts"}`, outcome `answered` or
 /// `unchecked` (catstack's `ask` shape); exit 0 when answered.
@@ -51,11 +53,11 @@ pub fn main(
         rule: HitRule::AllTrue(Vec::new()),
     };
     let verdict = match open_state(settings, false).and_then(|_| runtime()) {
-        Ok(rt) => rt.block_on(crate::judge::judge(
+        Ok(rt) => rt.block_on(crate::engine::attempts::judge(
             settings,
             &job,
-            &crate::claim::new_tag(),
-            &crate::judge::Extras::default(),
+            &crate::store::claim::new_tag(),
+            &crate::engine::attempts::Extras::default(),
             |_, _| {},
         )),
         Err(e) => {

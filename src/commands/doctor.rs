@@ -6,13 +6,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK};
-use crate::config::{Settings, Sources};
-use crate::job::Mode;
-use crate::runner_process::resolve_program;
-use crate::runners::RUNNERS_VAR;
-use crate::safety::check_investigate_table;
-use crate::spool::StateDir;
+use crate::core::config::{Settings, Sources};
+use crate::core::job::Mode;
+use crate::core::runner_table::RUNNERS_VAR;
+use crate::core::safety::check_investigate_table;
+use crate::process::spawn::resolve_program;
+use crate::store::state_dir::StateDir;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// How long `<runner> --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,7 +61,7 @@ impl Report {
         if failed {
             report.push_str("\njobs could not be judged: fix the FAIL lines above\n");
         }
-        if !crate::cli::print_stdout(&report) {
+        if !crate::support::exit::print_stdout(&report) {
             return EXIT_FAILURE;
         }
         if failed { EXIT_FAILURE } else { EXIT_OK }
@@ -158,7 +158,7 @@ fn version_of(path: &Path) -> String {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .env(crate::runner_process::CHILD_VAR, "1")
+        .env(crate::process::spawn::CHILD_VAR, "1")
         .spawn();
     let Ok(mut child) = child else {
         return "--version could not start".into();
@@ -200,7 +200,7 @@ fn check_state(state: &StateDir, report: &mut Report) {
             if !dir.exists() {
                 continue;
             }
-            match crate::permissions::check_private(&dir) {
+            match crate::store::permissions::check_private(&dir) {
                 Ok(None) => report.add(Level::Ok, format!("{} is private", dir.display())),
                 Ok(Some(warning)) => report.add(Level::Warn, warning),
                 Err(e) => report.add(
@@ -210,7 +210,7 @@ fn check_state(state: &StateDir, report: &mut Report) {
             }
         }
     }
-    match crate::lock::holder(&state.lock()) {
+    match crate::store::daemon_lock::holder(&state.lock()) {
         Some(pid) => report.add(Level::Ok, format!("daemon running (pid {pid})")),
         None => report.add(
             Level::Warn,
@@ -230,7 +230,7 @@ fn check_state(state: &StateDir, report: &mut Report) {
 /// resolved folder and its own value of that variable in status.json, so a variable
 /// set on one side only (say in the service but not in the hooks' shell) shows up.
 fn check_hooks_state_dir(settings: &Settings, report: &mut Report) {
-    let var = crate::config::STATE_DIR_VAR;
+    let var = crate::core::config::STATE_DIR_VAR;
     let env = std::env::var(var).ok().filter(|v| !v.is_empty());
     let hooks = match (&env, std::env::var_os("HOME")) {
         (Some(dir), _) => std::path::PathBuf::from(dir),
@@ -261,11 +261,11 @@ fn check_hooks_state_dir(settings: &Settings, report: &mut Report) {
     }
     for folder in folders {
         let state = StateDir::new(&folder);
-        let Some(pid) = crate::lock::holder(&state.lock()) else {
+        let Some(pid) = crate::store::daemon_lock::holder(&state.lock()) else {
             continue;
         };
-        let record: Option<crate::status::StatusRecord> =
-            crate::spool::read_nofollow(&state.status())
+        let record: Option<crate::store::status_file::StatusRecord> =
+            crate::store::state_dir::read_nofollow(&state.status())
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok());
         let Some(record) = record.filter(|r| r.pid == pid) else {

@@ -3,10 +3,10 @@
 
 use std::io::Write;
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK};
-use crate::config::Settings;
-use crate::outbox;
-use crate::spool::StateDir;
+use crate::core::config::Settings;
+use crate::store::outbox;
+use crate::store::state_dir::StateDir;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Prints and removes the transcript's verdicts; returns the exit code.
 pub fn main(settings: &Settings, transcript: &str) -> i32 {
@@ -15,7 +15,7 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
     let pending = match outbox::pending(&dir) {
         Ok(pending) => pending,
         Err(e) => {
-            crate::logging::init(&state.log(), settings.config.log_max_bytes, false);
+            crate::store::judge_log::init(&state.log(), settings.config.log_max_bytes, false);
             tracing::error!(folder = %dir.display(), "drain refused: {e}");
             eprintln!("llm-judge: {e}");
             return EXIT_FAILURE;
@@ -26,7 +26,7 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
         let Some(taken) = outbox::take(&path) else {
             continue; // Another drain took it.
         };
-        crate::failpoint::crash("drain_claimed");
+        crate::support::failpoint::crash("drain_claimed");
         let printed = writeln!(out, "{}", taken.verdict).and_then(|()| out.flush());
         if let Err(e) = printed {
             // Nobody read it (closed pipe): it goes back for the next drain.
@@ -37,7 +37,7 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
             }
             return EXIT_FAILURE;
         }
-        crate::failpoint::crash("drain_printed");
+        crate::support::failpoint::crash("drain_printed");
         if let Err(e) = taken.done() {
             eprintln!(
                 "llm-judge: printed {} but cannot remove it: {e}",

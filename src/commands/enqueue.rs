@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, ModeArg};
-use crate::config::Settings;
-use crate::job::parse_job;
-use crate::outbox;
-use crate::spool::{self, StateDir};
+use crate::commands::ModeArg;
+use crate::core::config::Settings;
+use crate::core::job::parse_job;
+use crate::store::outbox;
+use crate::store::state_dir::{self, StateDir};
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE};
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "Examples:
@@ -79,14 +80,14 @@ pub struct EnqueueArgs {
 
 /// True when a runner's hook is calling: write nothing.
 pub fn recursion_guard() -> bool {
-    std::env::var_os(crate::runner_process::CHILD_VAR).is_some()
+    std::env::var_os(crate::process::spawn::CHILD_VAR).is_some()
 }
 
 /// Writes the job; returns the exit code.
 pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let wait = args.wait;
     if let Some(s) =
-        wait.filter(|s| !(s.is_finite() && *s >= 0.0 && *s <= crate::config::MAX_SECONDS))
+        wait.filter(|s| !(s.is_finite() && *s >= 0.0 && *s <= crate::core::config::MAX_SECONDS))
     {
         eprintln!("llm-judge enqueue: --wait {s} must be a number of seconds from 0 to 1e9");
         return EXIT_USAGE;
@@ -127,7 +128,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
              drained (pass --transcript)"
         );
     }
-    if wait.is_none() && crate::lock::holder(&state.lock()).is_none() {
+    if wait.is_none() && crate::store::daemon_lock::holder(&state.lock()).is_none() {
         eprintln!(
             "llm-judge enqueue: warning: no daemon holds the lock of {}; the job waits until one \
              starts (llm-judge daemon, or llm-judge run {})",
@@ -333,7 +334,7 @@ fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), St
         .create()
         .map_err(|e| format!("state folder {}: {e}", state.root.display()))?;
     let target = state.jobs().join(format!("{}.json", job.id));
-    spool::publish(&target, &job.bytes, settings.config.fsync).map_err(|e| e.to_string())
+    state_dir::publish(&target, &job.bytes, settings.config.fsync).map_err(|e| e.to_string())
 }
 
 /// Waits for the job's verdict without busy polling: a watch on its verdict folder
@@ -341,11 +342,11 @@ fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), St
 fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     let dir = state.verdict_dir(&job.transcript);
     let path = dir.join(format!("{}.json", job.id));
-    if let Err(e) = spool::create_dir(&dir) {
+    if let Err(e) = state_dir::create_dir(&dir) {
         eprintln!("llm-judge enqueue: {e}");
         return EXIT_FAILURE;
     }
-    if crate::lock::holder(&state.lock()).is_none() {
+    if crate::store::daemon_lock::holder(&state.lock()).is_none() {
         eprintln!(
             "llm-judge enqueue: no daemon is running for {}; waiting anyway",
             state.root.display()

@@ -7,3 +7,21 @@ pub mod enqueue;
 pub mod run;
 pub mod service;
 pub mod status;
+
+use crate::core::job::Mode;
+
+/// A runner table on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ModeArg {
+    Default,
+    Investigate,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Default => Mode::Default,
+            ModeArg::Investigate => Mode::Investigate,
+        }
+    }
+}

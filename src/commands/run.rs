@@ -2,22 +2,24 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, open_state, runtime};
-use crate::config::{Settings, Sources};
-use crate::job_file::{self, Handled};
-use crate::runners::RUNNERS_VAR;
+use crate::core::config::{Settings, Sources};
+use crate::core::runner_table::RUNNERS_VAR;
+use crate::engine::lifecycle::{self, Handled};
+use crate::store::open_state;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use crate::support::runtime::runtime;
 
 /// Judges the job file; exit 0 whatever the outcome (and when someone else has it).
 pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
     let result = open_state(settings, false).and_then(|state| {
         let rt = runtime()?;
-        let extras = crate::judge::Extras::for_state(settings, &state);
-        Ok(rt.block_on(job_file::handle(
+        let extras = crate::engine::attempts::Extras::for_state(settings, &state);
+        Ok(rt.block_on(lifecycle::handle(
             settings,
             &state,
             &job_file,
             &extras,
-            job_file::WorkerLink::default(),
+            lifecycle::WorkerLink::default(),
         )))
     });
     match result {
@@ -65,7 +67,7 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &str) -> i32 {
             .collect(),
         ..sources.clone()
     };
-    match crate::config::load(&without) {
+    match crate::core::config::load(&without) {
         Ok(settings) => {
             let settings = Settings {
                 runner_error: Some(error.to_string()),

@@ -7,18 +7,29 @@ use std::time::UNIX_EPOCH;
 
 use serde_json::{Value, json};
 
-use crate::claim::{ClaimRecord, ClaimState};
-use crate::cli::{EXIT_FAILURE, EXIT_OK, StatusArgs};
-use crate::config::Settings;
-use crate::process_tree::is_alive;
-use crate::spool::{StateDir, is_job_name, now_unix};
-use crate::status::StatusRecord;
+use crate::core::config::Settings;
+use crate::process::os::is_alive;
+use crate::store::claim::{ClaimRecord, ClaimState};
+use crate::store::state_dir::{StateDir, is_job_name, now_unix};
+use crate::store::status_file::StatusRecord;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
+
+/// `status` flags.
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    /// Machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Forget all runner health (benched runners go back to their table order).
+    #[arg(long)]
+    pub reset_health: bool,
+}
 
 /// Shows status; returns the exit code.
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let state = StateDir::new(&settings.state_dir);
     if args.reset_health {
-        if let Err(e) = crate::health::reset(&state) {
+        if let Err(e) = crate::store::health::reset(&state) {
             eprintln!(
                 "llm-judge status: cannot reset runner health in {}: {e}",
                 state.root.display()
@@ -36,7 +47,7 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     } else {
         render(&report, std::io::stdout().is_terminal())
     };
-    if crate::cli::print_stdout(&text) {
+    if crate::support::exit::print_stdout(&text) {
         EXIT_OK
     } else {
         EXIT_FAILURE
@@ -46,9 +57,9 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
 /// The whole report as the JSON of SPEC section 9.
 pub fn collect(state: &StateDir) -> Value {
     let now = now_unix();
-    let holder = crate::lock::holder(&state.lock());
+    let holder = crate::store::daemon_lock::holder(&state.lock());
     let record: Option<StatusRecord> = holder.and_then(|_| {
-        let bytes = crate::spool::read_nofollow(&state.status()).ok()?;
+        let bytes = crate::store::state_dir::read_nofollow(&state.status()).ok()?;
         serde_json::from_slice(&bytes).ok()
     });
     let running = running_jobs(state, now);
@@ -74,7 +85,7 @@ pub fn collect(state: &StateDir) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    for h in crate::health::read(state).into_values() {
+    for h in crate::store::health::read(state).into_values() {
         let entry = runners
             .entry(h.name.clone())
             .or_insert_with(|| json!({"health": null}));
@@ -98,8 +109,8 @@ pub fn collect(state: &StateDir) -> Value {
 
 /// The daemon's counts: its tally (current to the last verdict published) when it is
 /// this daemon's, else the status record's (rewritten once a second).
-fn outcomes(state: &StateDir, record: StatusRecord) -> crate::status::OutcomeCounts {
-    crate::status::read_tally(&crate::status::tally_path(state), record.pid)
+fn outcomes(state: &StateDir, record: StatusRecord) -> crate::store::status_file::OutcomeCounts {
+    crate::store::status_file::read_tally(&crate::store::status_file::tally_path(state), record.pid)
         .unwrap_or(record.outcomes)
 }
 
@@ -141,7 +152,8 @@ fn running_jobs(state: &StateDir, now: f64) -> Vec<Value> {
         .flatten()
         .filter_map(|e| {
             let record: ClaimRecord =
-                serde_json::from_slice(&crate::spool::read_nofollow(&e.path()).ok()?).ok()?;
+                serde_json::from_slice(&crate::store::state_dir::read_nofollow(&e.path()).ok()?)
+                    .ok()?;
             let live = record.state != ClaimState::Queued && is_alive(record.owner_pid);
             live.then(|| {
                 let job = json!({

@@ -9,7 +9,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use super::plan::{Call, Plan, Step};
-use crate::spool::StateDir;
+use crate::store::state_dir::StateDir;
 
 /// How often an unload is checked while waiting for launchd to let go.
 const UNLOAD_POLL: Duration = Duration::from_millis(200);
@@ -24,7 +24,7 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), String> {
                 state
                     .create()
                     .map_err(|e| format!("{e}; fix its permissions or pass --state-dir"))?;
-                if let Some(warning) = crate::permissions::check_private(&state.root)? {
+                if let Some(warning) = crate::store::permissions::check_private(&state.root)? {
                     println!("warning: {warning}");
                 }
             }

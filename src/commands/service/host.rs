@@ -11,9 +11,9 @@ use super::launchd::LABEL;
 use super::plan::Call;
 use super::spec::{Manager, ServiceSpec, service_path, stop_timeout_seconds};
 use super::systemd::UNIT_NAME;
-use crate::cli::{EXIT_FAILURE, EXIT_USAGE};
-use crate::config::Settings;
-use crate::spool::StateDir;
+use crate::core::config::Settings;
+use crate::store::state_dir::StateDir;
+use crate::support::exit::{EXIT_FAILURE, EXIT_USAGE};
 
 /// Picks the service manager instead of the platform's own.
 pub(crate) const MANAGER_VAR: &str = "LLM_JUDGE_SERVICE_MANAGER";
@@ -191,7 +191,7 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
     };
     let state = StateDir::new(&spec.state_dir);
     let state_dir_error = if state.root.exists() {
-        crate::permissions::check_private(&state.root).err()
+        crate::store::permissions::check_private(&state.root).err()
     } else {
         None
     };

@@ -207,7 +207,7 @@ mod tests {
     fn the_shipped_plist_has_integers_and_no_placeholders() {
         assert!(!PLIST_TEMPLATE.contains('@'), "a placeholder is left");
         let (s, e, _) = value_span(PLIST_TEMPLATE, "ExitTimeOut", "integer").unwrap();
-        let config = crate::config::parse_config(None).unwrap();
+        let config = crate::core::config::parse_config(None).unwrap();
         assert_eq!(
             &PLIST_TEMPLATE[s..e],
             format!(

@@ -22,13 +22,37 @@ mod plan;
 mod spec;
 mod systemd;
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, ServiceAction};
-use crate::config::Settings;
+use crate::core::config::Settings;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 use host::{Host, linger};
 use launchd::LABEL;
 use plan::{Call, Plan, linger_warning, systemctl};
 use spec::Manager;
 use systemd::UNIT_NAME;
+
+/// `service` subcommands (SPEC section 11).
+#[derive(clap::Subcommand, Debug, Clone, Copy)]
+pub enum ServiceAction {
+    /// Write the unit or plist for this user, then enable and start it.
+    #[command(
+        after_help = "Examples:\n  llm-judge service install --dry-run\n  llm-judge service install"
+    )]
+    Install {
+        /// Print what would be written and run, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Stop and disable the service and remove its file.
+    #[command(after_help = "Example:\n  llm-judge service uninstall")]
+    Uninstall {
+        /// Print what would be removed and run, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Ask the service manager about the service.
+    #[command(after_help = "Example:\n  llm-judge service status")]
+    Status,
+}
 
 /// Runs a service action; returns the exit code.
 pub fn main(settings: &Settings, action: ServiceAction) -> i32 {

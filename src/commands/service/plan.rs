@@ -11,7 +11,7 @@ use super::host::{Host, InstallFacts, Linger};
 use super::launchd::{LABEL, LAUNCHD_LOG, LAUNCHD_LOG_MAX_BYTES, render_plist};
 use super::spec::{Manager, text};
 use super::systemd::{UNIT_NAME, render_unit};
-use crate::runners::RUNNERS_VAR;
+use crate::core::runner_table::RUNNERS_VAR;
 
 /// Mode of the unit file and plist: launchd refuses group/other-writable plists.
 pub(crate) const SERVICE_FILE_MODE: u32 = 0o644;

@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::config::Config;
+use crate::core::config::Config;
 
 /// After the drain grace the daemon stops its runners and waits this long for its
 /// workers (`STOP_WAIT` in the daemon).
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn stop_timeout_exceeds_the_drain_grace() {
-        let mut c = crate::config::parse_config(None).unwrap();
+        let mut c = crate::core::config::parse_config(None).unwrap();
         assert_eq!(stop_timeout_seconds(&c), 15 + 5 + 10 + 15);
         c.shutdown_grace_seconds = 100.5;
         c.kill_grace_seconds = 2.0;

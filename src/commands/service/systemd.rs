@@ -200,7 +200,7 @@ mod tests {
             r#"Environment="PATH=%h/.local/bin:/usr/local/bin:/usr/bin:/bin""#
         );
         // The default graces' stop timeout.
-        let config = crate::config::parse_config(None).unwrap();
+        let config = crate::core::config::parse_config(None).unwrap();
         assert_eq!(
             line(UNIT_TEMPLATE, "TimeoutStopSec="),
             format!(

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::{Notify, mpsc};
 
-use crate::spool::is_job_name;
+use crate::store::state_dir::is_job_name;
 
 /// Job files known to wait, oldest first. Holds names only: jobs are read when run.
 #[derive(Default)]
@@ -114,7 +114,7 @@ impl InboxWatcher {
     pub fn watch(&mut self) -> Result<(), String> {
         use std::os::unix::fs::MetadataExt;
         self.watcher = None;
-        crate::spool::create_dir(&self.jobs_dir).map_err(|e| e.to_string())?;
+        crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|e| e.to_string())?;
         let mut watcher = notify::recommended_watcher(self.handler())
             .map_err(|e| format!("cannot start the inbox watcher: {e}"))?;
         watcher

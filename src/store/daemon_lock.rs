@@ -25,7 +25,7 @@ pub fn acquire(path: &Path) -> Result<DaemonLock, String> {
     let deadline = Instant::now() + DEAD_HOLDER_WAIT;
     while flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
         let pid = holder_pid(&mut file);
-        if pid.is_some_and(crate::process_tree::is_alive) || Instant::now() >= deadline {
+        if pid.is_some_and(crate::process::os::is_alive) || Instant::now() >= deadline {
             return Err(refusal(path, pid));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -52,7 +52,7 @@ fn refusal(path: &Path, pid: Option<u32>) -> String {
 pub fn holder(path: &Path) -> Option<u32> {
     let mut file = OpenOptions::new()
         .read(true)
-        .custom_flags(crate::spool::NOFOLLOW)
+        .custom_flags(crate::store::state_dir::NOFOLLOW)
         .open(path)
         .ok()?;
     if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
@@ -68,7 +68,7 @@ fn open(path: &Path) -> Result<File, String> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(crate::spool::NOFOLLOW)
+        .custom_flags(crate::store::state_dir::NOFOLLOW)
         .open(path)
         .map_err(|e| {
             format!(

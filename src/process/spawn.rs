@@ -11,9 +11,9 @@ use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
-use crate::process_tree::{TAG_VAR, kill_tagged, signal_group};
-use crate::supervisor::{self, Launch, RECORD_BYTES, Report};
-use crate::verdict::RunEnd;
+use crate::core::verdict::RunEnd;
+use crate::process::os::{TAG_VAR, kill_tagged, signal_group};
+use crate::process::supervisor::{self, Launch, RECORD_BYTES, Report};
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
@@ -253,14 +253,14 @@ impl Attempt {
         if !matches!(closed, Ok(Ok(_))) {
             self.signal_runner(Signal::KILL);
             signal_pid(self.supervisor, Signal::KILL);
-            crate::blocking::blocking(|| kill_tagged(tag));
+            crate::support::runtime::blocking(|| kill_tagged(tag));
             tracing::warn!(
                 supervisor = self.supervisor,
                 "a runner's supervisor did not finish in time; killed it"
             );
         }
         let supervisor = self.supervisor;
-        crate::blocking::blocking(|| supervisor::reap(supervisor));
+        crate::support::runtime::blocking(|| supervisor::reap(supervisor));
         self.done = true;
     }
 }

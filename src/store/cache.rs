@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha1::{Digest, Sha1};
 
-use crate::config::CacheConfig;
-use crate::job::Mode;
-use crate::runners::Runner;
-use crate::spool::{StateDir, now_unix};
+use crate::core::config::CacheConfig;
+use crate::core::job::Mode;
+use crate::core::runner_table::Runner;
+use crate::store::state_dir::{StateDir, now_unix};
 
 /// Stores between two checks of the entry count.
 const PRUNE_EVERY: u64 = 64;
@@ -63,7 +63,7 @@ impl Cache {
     /// A fresh answer for `key`; expired and corrupt entries are removed (corrupt: logged).
     pub fn get(&self, key: &str) -> Option<Entry> {
         let path = self.path(key);
-        let bytes = crate::spool::read_nofollow(&path).ok()?;
+        let bytes = crate::store::state_dir::read_nofollow(&path).ok()?;
         let entry: Entry = match serde_json::from_slice(&bytes) {
             Ok(entry) => entry,
             Err(e) => {
@@ -88,8 +88,8 @@ impl Cache {
             answer: answer.clone(),
         };
         let bytes = serde_json::to_vec(&entry).unwrap_or_default();
-        let stored = crate::spool::create_dir(&self.dir)
-            .and_then(|()| crate::spool::publish(&self.path(key), &bytes, false));
+        let stored = crate::store::state_dir::create_dir(&self.dir)
+            .and_then(|()| crate::store::state_dir::publish(&self.path(key), &bytes, false));
         if let Err(e) = stored {
             tracing::error!("cannot store a cache entry: {e}");
             return;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FlockOperation, flock};
 use serde::{Deserialize, Serialize};
 
-use crate::spool::sync_dir;
+use crate::store::state_dir::sync_dir;
 
 /// Where a claimed job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

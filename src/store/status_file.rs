@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::{Attempt, Outcome};
+use crate::core::verdict::{Attempt, Outcome};
 
 /// Attempts per runner kept for the answer rate and median time.
 const RECENT_ATTEMPTS: usize = 100;
@@ -70,7 +70,7 @@ impl OutcomeCounts {
 }
 
 /// Where the daemon's [`Tally`] lives.
-pub fn tally_path(state: &crate::spool::StateDir) -> std::path::PathBuf {
+pub fn tally_path(state: &crate::store::state_dir::StateDir) -> std::path::PathBuf {
     state.root.join("status.tally")
 }
 
@@ -111,7 +111,7 @@ impl Tally {
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .custom_flags(crate::spool::NOFOLLOW)
+            .custom_flags(crate::store::state_dir::NOFOLLOW)
             .open(path)?;
         let tally = Tally {
             pid: std::process::id(),
@@ -161,7 +161,7 @@ impl Tally {
 /// can see a torn line: the check catches it and the read is retried).
 pub fn read_tally(path: &std::path::Path, pid: u32) -> Option<OutcomeCounts> {
     for _ in 0..5 {
-        let bytes = crate::spool::read_nofollow(path).ok()?;
+        let bytes = crate::store::state_dir::read_nofollow(path).ok()?;
         if let Some((p, counts)) = parse_tally(&bytes) {
             return (p == pid).then_some(counts);
         }

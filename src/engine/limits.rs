@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::runners::Runner;
+use crate::core::runner_table::Runner;
 
 /// Slots of limited runners in this process.
 #[derive(Default)]

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::job::{Mode, TimeoutRules};
-use crate::runners::{RUNNERS_VAR, Runner, check_table, parse_override};
-use crate::safety::check_investigate_table;
+use crate::core::job::{Mode, TimeoutRules};
+use crate::core::runner_table::{RUNNERS_VAR, Runner, check_table, parse_override};
+use crate::core::safety::check_investigate_table;
 
 /// The documented default config, compiled in.
-pub const DEFAULT_TOML: &str = include_str!("../config/llm-judge.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../config/llm-judge.toml");
 /// Names the config file when `--config` is not given.
 pub const CONFIG_VAR: &str = "LLM_JUDGE_CONFIG";
 /// Names the state folder when `--state-dir` is not given.

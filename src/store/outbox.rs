@@ -12,8 +12,8 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::process_tree::{is_alive, start_time};
-use crate::spool::now_unix;
+use crate::process::os::{is_alive, start_time};
+use crate::store::state_dir::now_unix;
 
 const CLAIM_DIR: &str = ".draining-";
 
@@ -58,7 +58,7 @@ pub fn pending(dir: &Path) -> io::Result<Vec<PathBuf>> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
-        Ok(meta) if !meta.is_dir() => return Err(crate::spool::refused_folder(dir)),
+        Ok(meta) if !meta.is_dir() => return Err(crate::store::state_dir::refused_folder(dir)),
         Ok(_) => {}
     }
     let Ok(entries) = fs::read_dir(dir) else {
@@ -93,7 +93,7 @@ fn mtime(path: &Path) -> SystemTime {
 pub fn take(path: &Path) -> Option<Taken> {
     let name = path.file_name()?;
     let dir = path.parent()?.join(claim_dir_name());
-    crate::spool::private_dir(&dir).ok()?;
+    crate::store::state_dir::private_dir(&dir).ok()?;
     let claim = dir.join(name);
     if fs::rename(path, &claim).is_err() {
         forget_claim_dir(&claim);
@@ -150,7 +150,7 @@ fn recover_claims(dir: &Path, claim_dir: &OsStr) -> Vec<OsString> {
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.
 fn read_verdict(path: &Path) -> Result<Value, String> {
-    let bytes = crate::spool::read_nofollow(path).map_err(|e| e.to_string())?;
+    let bytes = crate::store::state_dir::read_nofollow(path).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&bytes);
     match serde_json::from_str(&text) {
         Ok(v @ Value::Object(_)) => Ok(v),
@@ -167,7 +167,7 @@ fn unreadable(path: &Path, name: &OsStr, error: &str) -> Value {
         "transcript": null,
         "outcome": "unchecked",
         "on_hit": null,
-        "reason": crate::verdict::clip("unreadable verdict file", &format!("{}: {error}", path.display())),
+        "reason": crate::core::verdict::clip("unreadable verdict file", &format!("{}: {error}", path.display())),
         "runner": null,
         "answer": null,
         "attempts": [],

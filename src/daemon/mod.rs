@@ -1,6 +1,9 @@
 //! The daemon (SPEC section 6): one per state folder, watches jobs/, judges on a
 //! bounded pool, oldest first, drains on SIGTERM/SIGINT, reloads on SIGHUP.
 
+pub mod inbox;
+pub mod sd_notify;
+
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -10,14 +13,17 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{MissedTickBehavior, sleep_until};
 
-use crate::cli::{EXIT_FAILURE, EXIT_OK, open_state};
-use crate::config::{self, Settings, Sources};
-use crate::inbox::{Hint, InboxWatcher, Queue};
-use crate::job_file::{self, Handled};
-use crate::judge::Extras;
-use crate::sd_notify::Notifier;
-use crate::spool::{StateDir, now_unix};
-use crate::status::{OutcomeCounts, QueueStatus, RunnerHistory, RunningJob, StatusRecord};
+use crate::core::config::{self, Settings, Sources};
+use crate::daemon::inbox::{Hint, InboxWatcher, Queue};
+use crate::daemon::sd_notify::Notifier;
+use crate::engine::attempts::Extras;
+use crate::engine::lifecycle::{self, Handled};
+use crate::store::open_state;
+use crate::store::state_dir::{StateDir, now_unix};
+use crate::store::status_file::{
+    OutcomeCounts, QueueStatus, RunnerHistory, RunningJob, StatusRecord,
+};
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Status writes are at most this frequent.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -37,7 +43,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         tracing::error!("refusing to start: {e}");
         return EXIT_FAILURE;
     }
-    let _lock = match crate::lock::acquire(&state.lock()) {
+    let _lock = match crate::store::daemon_lock::acquire(&state.lock()) {
         Ok(lock) => lock,
         Err(e) => {
             tracing::error!("refusing to start: {e}");
@@ -59,7 +65,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
 
 fn check_folders(state: &StateDir) -> Result<(), String> {
     for dir in [&state.root, &state.jobs()] {
-        if let Some(warning) = crate::permissions::check_private(dir)? {
+        if let Some(warning) = crate::store::permissions::check_private(dir)? {
             tracing::warn!("{warning}");
         }
     }
@@ -99,7 +105,9 @@ impl Daemon {
     ) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
-        let tally = match crate::status::Tally::create(&crate::status::tally_path(&state)) {
+        let tally = match crate::store::status_file::Tally::create(
+            &crate::store::status_file::tally_path(&state),
+        ) {
             Ok(t) => Some(Arc::new(t)),
             Err(e) => {
                 tracing::warn!("cannot create the outcome tally: {e}");
@@ -166,7 +174,7 @@ impl Daemon {
         };
         self.log_start();
         let c = self.settings.config.clone();
-        crate::recovery::sweep(&self.state, c.fsync, c.undeliverable_days);
+        crate::engine::recovery::sweep(&self.state, c.fsync, c.undeliverable_days);
         let mut watcher = InboxWatcher::new(&self.state.jobs());
         if let Err(e) = watcher.watch() {
             tracing::error!("{e}; relying on rescans every {}s", c.rescan_seconds);
@@ -212,7 +220,7 @@ impl Daemon {
                         self.rewatch(&mut watcher);
                     }
                     self.scan();
-                    crate::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
+                    crate::engine::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
                 }
                 Some(event) = self.done_rx.recv() => match event {
                     WorkerEvent::SlotFree(name) => {
@@ -250,7 +258,7 @@ impl Daemon {
         };
         tracing::info!(
             version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), workers = self.workers(),
-            default = %table(crate::job::Mode::Default), investigate = %table(crate::job::Mode::Investigate),
+            default = %table(crate::core::job::Mode::Default), investigate = %table(crate::core::job::Mode::Investigate),
             state = %self.state.root.display(), "daemon start"
         );
     }
@@ -276,13 +284,13 @@ impl Daemon {
                 let path = state.jobs().join(&name);
                 let release_tx = report.tx.clone();
                 let release_name = name.clone();
-                let link = job_file::WorkerLink {
+                let link = lifecycle::WorkerLink {
                     cancel: Some(cancel),
                     release_slot: Some(Box::new(move || {
                         let _ = release_tx.send(WorkerEvent::SlotFree(release_name));
                     })),
                 };
-                let handled = job_file::handle(&settings, &state, &path, &extras, link).await;
+                let handled = lifecycle::handle(&settings, &state, &path, &extras, link).await;
                 report.send(handled);
             });
         }
@@ -421,12 +429,12 @@ impl Daemon {
             },
             runners: self.history.stats(),
             state_dir: self.state.root.display().to_string(),
-            state_dir_env: std::env::var(crate::config::STATE_DIR_VAR)
+            state_dir_env: std::env::var(crate::core::config::STATE_DIR_VAR)
                 .ok()
                 .filter(|v| !v.is_empty()),
         };
         let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-        if let Err(e) = crate::spool::publish(&self.state.status(), &bytes, false) {
+        if let Err(e) = crate::store::state_dir::publish(&self.state.status(), &bytes, false) {
             tracing::error!("cannot write the status record: {e}");
         }
         self.status_dirty = false;
@@ -450,9 +458,9 @@ impl Daemon {
 
     /// What the claim of a running job says about it.
     fn running_job(&self, name: &OsString) -> RunningJob {
-        let record = crate::spool::read_nofollow(&self.state.claims().join(name))
+        let record = crate::store::state_dir::read_nofollow(&self.state.claims().join(name))
             .ok()
-            .and_then(|b| serde_json::from_slice::<crate::claim::ClaimRecord>(&b).ok())
+            .and_then(|b| serde_json::from_slice::<crate::store::claim::ClaimRecord>(&b).ok())
             .unwrap_or_default();
         RunningJob {
             file: name.to_string_lossy().into_owned(),

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::job::{HitRule, Job, JobError};
+use crate::core::job::{HitRule, Job, JobError};
 
 /// Reasons are clipped to this many code points.
 pub const REASON_MAX_CHARS: usize = 300;
@@ -63,7 +63,7 @@ pub fn judge_attempt(
         RunEnd::Exited { code } if *code != 0 => {
             (clip(&format!("exit {code}"), &tail(stderr, stdout)), None)
         }
-        RunEnd::Exited { .. } => match crate::answer::last_json_object(stdout) {
+        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(stdout) {
             Some(obj) => ("answered".to_string(), Some(obj)),
             None => (
                 clip("no JSON object line in stdout", &tail(stderr, stdout)),

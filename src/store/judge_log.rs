@@ -60,7 +60,7 @@ impl LogFile {
                     .create(true)
                     .append(true)
                     .mode(0o600)
-                    .custom_flags(crate::spool::NOFOLLOW)
+                    .custom_flags(crate::store::state_dir::NOFOLLOW)
                     .open(&self.path)?,
             );
         }

@@ -12,15 +12,17 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::cache;
-use crate::claim::{self, Acquired, Claim, ClaimState, FileIdentity, Previous, RunnerRecord};
-use crate::config::Settings;
-use crate::flight::{self, Flight, FlightResult};
-use crate::job::{Job, JobError, Mode, parse_job, unreadable_job};
-use crate::judge::Extras;
-use crate::process_tree::{kill_recorded_group, kill_tagged, start_time};
-use crate::spool::{self, StateDir, now_unix, stem_of};
-use crate::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
+use crate::core::config::Settings;
+use crate::core::job::{Job, JobError, Mode, parse_job, unreadable_job};
+use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
+use crate::engine::attempts::Extras;
+use crate::engine::flight::{self, Flight, FlightResult};
+use crate::process::os::{kill_recorded_group, kill_tagged, start_time};
+use crate::store::cache;
+use crate::store::claim::{
+    self, Acquired, Claim, ClaimState, FileIdentity, Previous, RunnerRecord,
+};
+use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
 pub const MAX_INTERRUPTIONS: u32 = 3;
@@ -31,7 +33,7 @@ pub enum Handled {
     /// A verdict was published and the job removed.
     Judged {
         outcome: Outcome,
-        attempts: Vec<crate::verdict::Attempt>,
+        attempts: Vec<crate::core::verdict::Attempt>,
     },
     /// Another process holds the claim.
     Busy { holder_pid: Option<u32> },
@@ -89,7 +91,7 @@ async fn handle_named(
     link: &mut WorkerLink,
 ) -> io::Result<Handled> {
     let fsync = settings.config.fsync;
-    spool::create_dir(&state.claims())?;
+    state_dir::create_dir(&state.claims())?;
     let (mut claim, previous) = match acquire_claim(state, name, fsync).await? {
         Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
         Acquired::Claimed { claim, previous } => (claim, previous),
@@ -136,7 +138,7 @@ async fn handle_named(
         let _ = claim.release();
         return Err(e);
     }
-    crate::failpoint::crash("after_claim");
+    crate::support::failpoint::crash("after_claim");
     let started = Instant::now();
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(Claimed::Verdict(verdict)) => verdict,
@@ -158,7 +160,7 @@ async fn handle_named(
         }
     };
     remove_judged_job(path, claim.record.job)?;
-    crate::failpoint::crash("job_removed");
+    crate::support::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
         id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
@@ -180,7 +182,7 @@ async fn acquire_claim(state: &StateDir, name: &OsStr, fsync: bool) -> io::Resul
         match acquired {
             Acquired::Busy {
                 holder_pid: Some(pid),
-            } if !crate::process_tree::is_alive(pid) && Instant::now() < deadline => {
+            } if !crate::process::os::is_alive(pid) && Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
             other => return Ok(other),
@@ -261,7 +263,7 @@ async fn judge_claimed(
         t.add(verdict.outcome);
     }
     let published =
-        crate::blocking::blocking(|| publish(state, claim, path, name, &verdict, fsync));
+        crate::support::runtime::blocking(|| publish(state, claim, path, name, &verdict, fsync));
     if let (Err(_), Some(t)) = (&published, tally) {
         t.undo(verdict.outcome);
     }
@@ -364,9 +366,9 @@ async fn judge_runners(
         if let Err(e) = claim.save() {
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
         }
-        crate::failpoint::crash("runner_started");
+        crate::support::failpoint::crash("runner_started");
     };
-    let judging = crate::judge::judge(settings, job, tag, extras, |runner, pgid| {
+    let judging = crate::engine::attempts::judge(settings, job, tag, extras, |runner, pgid| {
         record_runner(claim, runner, pgid)
     });
     let verdict = until_cancelled(judging, cancel).await;
@@ -446,7 +448,7 @@ pub fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<(
         (record.state, &record.verdict_temp, &record.verdict_path)
         && temp.exists()
     {
-        spool::commit(temp, target, fsync)?;
+        state_dir::commit(temp, target, fsync)?;
         tracing::info!(verdict = %target.display(), "recovered: finished publishing a verdict");
     }
     Ok(())
@@ -461,12 +463,12 @@ fn publish(
     fsync: bool,
 ) -> io::Result<()> {
     let dir = state.verdict_dir(&verdict.transcript);
-    let file_name = spool::verdict_name(name);
+    let file_name = state_dir::verdict_name(name);
     let target = dir.join(&file_name);
     let mut bytes = serde_json::to_vec(verdict).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    let temp = spool::write_temp(&dir, &file_name, &bytes, fsync)?;
-    crate::failpoint::crash("verdict_temp_written");
+    let temp = state_dir::write_temp(&dir, &file_name, &bytes, fsync)?;
+    crate::support::failpoint::crash("verdict_temp_written");
     claim.record.state = ClaimState::Publishing;
     claim.record.verdict_temp = Some(temp.path.clone());
     claim.record.verdict_path = Some(target.clone());
@@ -474,7 +476,7 @@ fn publish(
         let _ = fs::remove_file(&temp.path);
         return Err(e);
     }
-    crate::failpoint::crash("publishing_recorded");
+    crate::support::failpoint::crash("publishing_recorded");
     if let Err(e) = fs::rename(&temp.path, &target) {
         let _ = fs::remove_file(&temp.path);
         return Err(io::Error::new(
@@ -482,9 +484,9 @@ fn publish(
             format!("cannot rename {} into place: {e}", temp.path.display()),
         ));
     }
-    crate::failpoint::crash("verdict_renamed");
+    crate::support::failpoint::crash("verdict_renamed");
     // Published now, whatever happens next: a failed folder sync must not requeue it.
-    if fsync && let Err(e) = spool::sync_dir(&dir) {
+    if fsync && let Err(e) = state_dir::sync_dir(&dir) {
         tracing::error!("verdict published but not synced to disk: {e}");
     }
     tracing::debug!(file = %path.display(), verdict = %target.display(), "verdict published");
@@ -581,7 +583,7 @@ fn as_error(job: &Job, reason: String) -> JobError {
 /// Moves a non-regular file out of the inbox without opening or following it.
 fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> io::Result<()> {
     let dir = state.rejected();
-    spool::create_dir(&dir)?;
+    state_dir::create_dir(&dir)?;
     let mut target = dir.join(name);
     let mut n = 1;
     while fs::symlink_metadata(&target).is_ok() {

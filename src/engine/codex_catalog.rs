@@ -6,10 +6,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::codex_model::{self, Catalog, Substitution};
-use crate::config::Settings;
-use crate::runner_process::resolve_program;
-use crate::runners::Runner;
+use crate::core::codex_model::{self, Catalog, Substitution};
+use crate::core::config::Settings;
+use crate::core::runner_table::Runner;
+use crate::process::spawn::resolve_program;
 
 /// How long `codex debug models` may take (SPEC 4).
 pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);

@@ -1,7 +1,7 @@
 //! The investigate safety invariant (SPEC section 4): an allowlist check of every
 //! investigate runner argv. Pure.
 
-use crate::runners::{PROMPT_SLOT, Runner};
+use crate::core::runner_table::{PROMPT_SLOT, Runner};
 
 const READ_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 const MUST_DENY: [&str; 4] = ["Write", "Edit", "NotebookEdit", "Bash"];

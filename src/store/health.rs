@@ -12,10 +12,10 @@ use rustix::fs::{FlockOperation, flock};
 use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 
-use crate::config::HealthConfig;
-use crate::runners::Runner;
-use crate::spool::{StateDir, now_unix};
-use crate::verdict::RunEnd;
+use crate::core::config::HealthConfig;
+use crate::core::runner_table::Runner;
+use crate::core::verdict::RunEnd;
+use crate::store::state_dir::{StateDir, now_unix};
 
 /// Timeouts in a row that bench a runner.
 pub const TIMEOUTS_TO_BENCH: u32 = 2;
@@ -197,7 +197,7 @@ pub fn read(state: &StateDir) -> HealthFile {
 }
 
 fn load(path: &std::path::Path) -> HealthFile {
-    match crate::spool::read_nofollow(path) {
+    match crate::store::state_dir::read_nofollow(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
             tracing::warn!(file = %path.display(), "runner health file is corrupt, starting afresh: {e}");
             HealthFile::new()
@@ -209,7 +209,7 @@ fn load(path: &std::path::Path) -> HealthFile {
 fn save(path: &std::path::Path, file: &HealthFile) {
     let bytes = serde_json::to_vec_pretty(file).unwrap_or_default();
     // Health is advice: losing the last update on power loss is harmless, so no fsync.
-    if let Err(e) = crate::spool::publish(path, &bytes, false) {
+    if let Err(e) = crate::store::state_dir::publish(path, &bytes, false) {
         tracing::error!("cannot save runner health: {e}");
     }
 }
@@ -221,7 +221,7 @@ fn lock(path: &std::path::Path) -> Option<File> {
         .truncate(false)
         .write(true)
         .mode(0o600)
-        .custom_flags(crate::spool::NOFOLLOW)
+        .custom_flags(crate::store::state_dir::NOFOLLOW)
         .open(path)
         .ok()?;
     flock(&file, FlockOperation::LockExclusive).ok()?;

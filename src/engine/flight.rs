@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 use sha1::{Digest, Sha1};
 use tokio::sync::watch;
 
-use crate::job::Job;
-use crate::runners::Runner;
-use crate::verdict::Attempt;
+use crate::core::job::Job;
+use crate::core::runner_table::Runner;
+use crate::core::verdict::Attempt;
 
 /// What a leader found: the answer (runner and object), if any, and its attempts.
 #[derive(Debug, Clone)]

@@ -6,16 +6,16 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::cache::Cache;
-use crate::config::Settings;
-use crate::flight::Flights;
-use crate::health::{HealthStore, sign_of};
-use crate::job::Job;
-use crate::limits::RunnerLimits;
-use crate::runner_process::{self, RunSpec};
-use crate::runners::{Runner, build_invocation};
-use crate::spool::{StateDir, now_unix};
-use crate::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
+use crate::core::config::Settings;
+use crate::core::job::Job;
+use crate::core::runner_table::{Runner, build_invocation};
+use crate::core::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
+use crate::engine::flight::Flights;
+use crate::engine::limits::RunnerLimits;
+use crate::process::spawn::{self, RunSpec};
+use crate::store::cache::Cache;
+use crate::store::health::{HealthStore, sign_of};
+use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 
 /// Where the runners of a job work.
@@ -46,7 +46,7 @@ pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
         }
         Some(other) => refuse(format!(
             "cwd is a {}, not a string",
-            crate::job::json_type(other)
+            crate::core::job::json_type(other)
         )),
     }
 }
@@ -63,7 +63,7 @@ pub struct Extras {
     /// Identical jobs running at once share one set of runner starts (daemon only).
     pub flights: Option<Arc<Flights>>,
     /// The daemon's outcome counts, bumped before each verdict is published (daemon only).
-    pub tally: Option<Arc<crate::status::Tally>>,
+    pub tally: Option<Arc<crate::store::status_file::Tally>>,
 }
 
 impl Extras {
@@ -116,7 +116,7 @@ pub async fn judge(
             attempt_runner(settings, job, runner, &runner_cwd, tag, &mut on_spawn).await;
         if let Some(health) = &extras.health {
             let sign = sign_of(&end, found.is_some());
-            crate::blocking::blocking(|| health.record(runner, sign, &attempt.reason));
+            crate::support::runtime::blocking(|| health.record(runner, sign, &attempt.reason));
         }
         attempts.push(attempt);
         if let Some(obj) = found {
@@ -132,7 +132,7 @@ pub async fn judge(
 /// override variable bypasses this, as it bypasses every safety check.
 pub fn cwd_for_runner(cwd: &CwdChoice, runner: &Runner, overridden: bool) -> CwdChoice {
     match cwd {
-        CwdChoice::Given(_) if !overridden && !crate::safety::is_read_only(runner) => {
+        CwdChoice::Given(_) if !overridden && !crate::core::safety::is_read_only(runner) => {
             CwdChoice::Temp { refused: None }
         }
         other => other.clone(),
@@ -181,11 +181,11 @@ async fn attempt_runner(
         output_cap: c.output_cap_bytes,
     };
     tracing::info!(
-        id = %job.id, runner = %runner.name, timeout = %crate::verdict::human_number(job.timeout_seconds),
+        id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
         cwd = %dir.display(),
         "runner start"
     );
-    let out = runner_process::run(&spec, |pgid| on_spawn(&runner.name, pgid)).await;
+    let out = spawn::run(&spec, |pgid| on_spawn(&runner.name, pgid)).await;
     let (mut attempt, found) = judge_attempt(&runner.name, &out.end, &out.stdout, &out.stderr);
     attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
     tracing::info!(
@@ -200,7 +200,7 @@ async fn attempt_runner(
 fn fresh_runner_folder(state_dir: &Path) -> std::io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     let parent = StateDir::new(state_dir).runner_tmp();
-    crate::spool::private_dir(&parent)?;
+    crate::store::state_dir::private_dir(&parent)?;
     tempfile::Builder::new()
         .prefix("llm-judge-")
         .permissions(std::fs::Permissions::from_mode(0o700))
@@ -211,7 +211,7 @@ fn failed(runner: &Runner, reason: String) -> Attempt {
     Attempt {
         runner: runner.name.clone(),
         ok: false,
-        reason: crate::verdict::clip(&reason, ""),
+        reason: crate::core::verdict::clip(&reason, ""),
         elapsed_ms: Some(0),
     }
 }

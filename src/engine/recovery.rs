@@ -5,9 +5,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::claim::{self, Acquired, ClaimState, Previous};
-use crate::job_file::{finish_previous_publish, stop_leftovers};
-use crate::spool::{StateDir, transcript_hash};
+use crate::engine::lifecycle::{finish_previous_publish, stop_leftovers};
+use crate::store::claim::{self, Acquired, ClaimState, Previous};
+use crate::store::state_dir::{StateDir, transcript_hash};
 
 /// What a sweep did.
 #[derive(Debug, Default, PartialEq)]
@@ -135,7 +135,7 @@ fn may_still_be_written(temp_name: &str, path: &Path) -> bool {
     let mut parts = temp_name.rsplit('.');
     let (_tmp, _n, pid) = (parts.next(), parts.next(), parts.next());
     match pid.and_then(|p| p.parse::<u32>().ok()) {
-        Some(p) => p != std::process::id() && crate::process_tree::is_alive(p),
+        Some(p) => p != std::process::id() && crate::process::os::is_alive(p),
         None => recently_written(path),
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::runners::Runner;
+use crate::core::runner_table::Runner;
 
 /// The models a login may use, in the catalog's order.
 #[derive(Debug, Clone, PartialEq, Eq)]

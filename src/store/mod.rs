@@ -1,0 +1,35 @@
+//! The state folder on disk (SPEC sections 2, 6, 7, 10): its layout and publish by
+//! rename, claims, the verdict outbox, the answer cache, runner health, the daemon
+//! lock, judge.log, the status record and the permission checks.
+
+pub mod cache;
+pub mod claim;
+pub mod daemon_lock;
+pub mod health;
+pub mod judge_log;
+pub mod outbox;
+pub mod permissions;
+pub mod state_dir;
+pub mod status_file;
+
+use crate::core::config::Settings;
+use state_dir::StateDir;
+
+/// Creates the state folder and starts judge.log; says why on failure.
+pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, String> {
+    let state = StateDir::new(&settings.state_dir);
+    state.create().map_err(|e| {
+        format!(
+            "state folder {}: {e}; fix its permissions or pass --state-dir",
+            state.root.display()
+        )
+    })?;
+    judge_log::init(&state.log(), settings.config.log_max_bytes, also_stderr);
+    if settings.runner_override.is_some() {
+        tracing::warn!(
+            "{} is set: it replaces every runner table (no safety check)",
+            crate::core::runner_table::RUNNERS_VAR
+        );
+    }
+    Ok(state)
+}

@@ -1,0 +1,6 @@
+//! Leaf helpers any layer may use: the async runtime and blocking work, and the
+//! test-only crash points.
+
+pub mod exit;
+pub mod failpoint;
+pub mod runtime;
