@@ -17,11 +17,10 @@ use crate::core::job::{Job, JobError, Mode, parse_job, unreadable_job};
 use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::{self, Flight, FlightResult};
-use crate::process::os::{kill_recorded_group, kill_tagged, start_time};
+use crate::engine::recovery::{Recovery, finish_previous_publish, recover, stop_leftovers};
+use crate::process::os::start_time;
 use crate::store::cache;
-use crate::store::claim::{
-    self, Acquired, Claim, ClaimState, FileIdentity, Previous, RunnerRecord,
-};
+use crate::store::claim::{self, Acquired, Claim, ClaimState, FileIdentity, RunnerRecord};
 use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
@@ -377,81 +376,6 @@ async fn judge_runners(
         stop_leftovers(&claim.record);
     }
     verdict
-}
-
-/// What the previous holder's record means for this one.
-enum Recovery {
-    /// Its verdict was already published: nothing to judge.
-    Done,
-    /// Judge it; this many interruptions so far.
-    Interruptions(u32),
-}
-
-fn recover(
-    previous: &Previous,
-    identity: FileIdentity,
-    path: &Path,
-    fsync: bool,
-) -> io::Result<Recovery> {
-    let record = match previous {
-        Previous::Nothing => return Ok(Recovery::Interruptions(0)),
-        Previous::Torn => {
-            tracing::warn!(file = %path.display(), "claim record was cut short by a crash; counting one interruption");
-            return Ok(Recovery::Interruptions(1));
-        }
-        Previous::Record(record) => record,
-    };
-    stop_leftovers(record);
-    let same_job = record.job == Some(identity);
-    match record.state {
-        ClaimState::Publishing if same_job => {
-            finish_previous_publish(previous, fsync)?;
-            tracing::info!(file = %path.display(), "recovered: verdict was already published; removing the job");
-            Ok(Recovery::Done)
-        }
-        _ if !same_job => {
-            finish_previous_publish(previous, fsync)?;
-            Ok(Recovery::Interruptions(0))
-        }
-        ClaimState::Queued => Ok(Recovery::Interruptions(record.interruptions)),
-        ClaimState::Running | ClaimState::Publishing => {
-            let n = record.interruptions + 1;
-            tracing::warn!(file = %path.display(), interruptions = n, "recovered: judge was interrupted while running this job");
-            Ok(Recovery::Interruptions(n))
-        }
-    }
-}
-
-/// Stops runner processes a crashed holder left behind.
-pub fn stop_leftovers(record: &claim::ClaimRecord) {
-    let mut stopped = 0;
-    if !record.tag.is_empty() {
-        stopped += kill_tagged(&record.tag);
-    }
-    if let Some(r) = &record.runner
-        && kill_recorded_group(r.pgid, r.start_time)
-    {
-        stopped += 1;
-    }
-    if stopped > 0 {
-        tracing::warn!(tag = %record.tag, stopped, "recovered: stopped runner processes left by an interrupted judge");
-    }
-}
-
-/// Completes a publish an earlier holder started: a temp file still there was not
-/// yet renamed; a missing one was (and may already have been drained).
-pub fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<()> {
-    let Previous::Record(record) = previous else {
-        return Ok(());
-    };
-    if let (ClaimState::Publishing, Some(temp), Some(target)) =
-        (record.state, &record.verdict_temp, &record.verdict_path)
-        && temp.exists()
-    {
-        state_dir::commit(temp, target, fsync)?;
-        tracing::info!(verdict = %target.display(), "recovered: finished publishing a verdict");
-    }
-    Ok(())
 }
 
 fn publish(

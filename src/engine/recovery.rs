@@ -1,13 +1,93 @@
-//! Start-up recovery: stop runners a killed judge left, finish or drop claims of
-//! jobs that are gone, remove orphan temp files, prune undeliverable verdicts.
+//! Recovery of what an interrupted judge left: per claim (`recover`, used by the job
+//! lifecycle when it takes a claim over) and at start-up (`sweep`): stop runners a
+//! killed judge left, finish or drop claims of jobs that are gone, remove orphan temp
+//! files, prune undeliverable verdicts.
 
 use std::collections::HashSet;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::engine::lifecycle::{finish_previous_publish, stop_leftovers};
-use crate::store::claim::{self, Acquired, ClaimState, Previous};
-use crate::store::state_dir::{StateDir, transcript_hash};
+use crate::process::os::{kill_recorded_group, kill_tagged};
+use crate::store::claim::{self, Acquired, ClaimState, FileIdentity, Previous};
+use crate::store::state_dir::{self, StateDir, transcript_hash};
+
+/// What the previous holder's record means for this one.
+pub enum Recovery {
+    /// Its verdict was already published: nothing to judge.
+    Done,
+    /// Judge it; this many interruptions so far.
+    Interruptions(u32),
+}
+
+/// Reads what the previous holder of a claim left: stops its runners, finishes its
+/// publish, and counts the interruptions.
+pub fn recover(
+    previous: &Previous,
+    identity: FileIdentity,
+    path: &Path,
+    fsync: bool,
+) -> io::Result<Recovery> {
+    let record = match previous {
+        Previous::Nothing => return Ok(Recovery::Interruptions(0)),
+        Previous::Torn => {
+            tracing::warn!(file = %path.display(), "claim record was cut short by a crash; counting one interruption");
+            return Ok(Recovery::Interruptions(1));
+        }
+        Previous::Record(record) => record,
+    };
+    stop_leftovers(record);
+    let same_job = record.job == Some(identity);
+    match record.state {
+        ClaimState::Publishing if same_job => {
+            finish_previous_publish(previous, fsync)?;
+            tracing::info!(file = %path.display(), "recovered: verdict was already published; removing the job");
+            Ok(Recovery::Done)
+        }
+        _ if !same_job => {
+            finish_previous_publish(previous, fsync)?;
+            Ok(Recovery::Interruptions(0))
+        }
+        ClaimState::Queued => Ok(Recovery::Interruptions(record.interruptions)),
+        ClaimState::Running | ClaimState::Publishing => {
+            let n = record.interruptions + 1;
+            tracing::warn!(file = %path.display(), interruptions = n, "recovered: judge was interrupted while running this job");
+            Ok(Recovery::Interruptions(n))
+        }
+    }
+}
+
+/// Stops runner processes a crashed holder left behind.
+pub fn stop_leftovers(record: &claim::ClaimRecord) {
+    let mut stopped = 0;
+    if !record.tag.is_empty() {
+        stopped += kill_tagged(&record.tag);
+    }
+    if let Some(r) = &record.runner
+        && kill_recorded_group(r.pgid, r.start_time)
+    {
+        stopped += 1;
+    }
+    if stopped > 0 {
+        tracing::warn!(tag = %record.tag, stopped, "recovered: stopped runner processes left by an interrupted judge");
+    }
+}
+
+/// Completes a publish an earlier holder started: a temp file still there was not
+/// yet renamed; a missing one was (and may already have been drained).
+pub fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<()> {
+    let Previous::Record(record) = previous else {
+        return Ok(());
+    };
+    if let (ClaimState::Publishing, Some(temp), Some(target)) =
+        (record.state, &record.verdict_temp, &record.verdict_path)
+        && temp.exists()
+    {
+        state_dir::commit(temp, target, fsync)?;
+        tracing::info!(verdict = %target.display(), "recovered: finished publishing a verdict");
+    }
+    Ok(())
+}
 
 /// What a sweep did.
 #[derive(Debug, Default, PartialEq)]
