@@ -8,7 +8,7 @@ use crate::commands;
 use crate::commands::ModeArg;
 use crate::commands::service::ServiceAction;
 use crate::commands::status::StatusArgs;
-use crate::core::config::{self, Sources};
+use crate::store::config_file::{self, Sources};
 use crate::support::exit::{EXIT_OK, EXIT_USAGE};
 
 #[derive(Parser, Debug)]
@@ -110,7 +110,7 @@ pub fn main() -> i32 {
         return EXIT_OK;
     }
     let sources = Sources::from_process(cli.config.clone(), cli.state_dir.clone());
-    let settings = match config::load(&sources) {
+    let settings = match config_file::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("llm-judge: {e}");

@@ -6,11 +6,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::core::config::{Settings, Sources};
+use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner_table::RUNNERS_VAR;
 use crate::core::safety::check_investigate_table;
 use crate::process::spawn::resolve_program;
+use crate::store::config_file::Sources;
 use crate::store::state_dir::StateDir;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 

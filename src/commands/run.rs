@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::core::config::{Settings, Sources};
+use crate::core::config::Settings;
 use crate::core::runner_table::RUNNERS_VAR;
 use crate::engine::lifecycle::{self, Handled};
+use crate::store::config_file::Sources;
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::support::runtime::runtime;
@@ -67,7 +68,7 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &str) -> i32 {
             .collect(),
         ..sources.clone()
     };
-    match crate::core::config::load(&without) {
+    match crate::store::config_file::load(&without) {
         Ok(settings) => {
             let settings = Settings {
                 runner_error: Some(error.to_string()),

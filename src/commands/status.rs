@@ -29,7 +29,7 @@ pub struct StatusArgs {
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let state = StateDir::new(&settings.state_dir);
     if args.reset_health {
-        if let Err(e) = crate::store::health::reset(&state) {
+        if let Err(e) = crate::store::health_store::reset(&state) {
             eprintln!(
                 "llm-judge status: cannot reset runner health in {}: {e}",
                 state.root.display()
@@ -85,7 +85,7 @@ pub fn collect(state: &StateDir) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    for h in crate::store::health::read(state).into_values() {
+    for h in crate::store::health_store::read(state).into_values() {
         let entry = runners
             .entry(h.name.clone())
             .or_insert_with(|| json!({"health": null}));

@@ -13,11 +13,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{MissedTickBehavior, sleep_until};
 
-use crate::core::config::{self, Settings, Sources};
+use crate::core::config::Settings;
 use crate::daemon::inbox::{Hint, InboxWatcher, Queue};
 use crate::daemon::sd_notify::Notifier;
 use crate::engine::attempts::Extras;
 use crate::engine::lifecycle::{self, Handled};
+use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
 use crate::store::status_file::{
@@ -382,7 +383,7 @@ impl Daemon {
     }
 
     fn reload(&mut self) {
-        match config::load(&self.sources) {
+        match config_file::load(&self.sources) {
             Ok(new) => {
                 if new.state_dir != self.state.root {
                     tracing::warn!(

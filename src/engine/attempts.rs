@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::core::config::Settings;
+use crate::core::health::sign_of;
 use crate::core::job::Job;
 use crate::core::runner_table::{Runner, build_invocation};
 use crate::core::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
@@ -14,7 +15,7 @@ use crate::engine::flight::Flights;
 use crate::engine::limits::RunnerLimits;
 use crate::process::spawn::{self, RunSpec};
 use crate::store::cache::Cache;
-use crate::store::health::{HealthStore, sign_of};
+use crate::store::health_store::HealthStore;
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 

@@ -4,8 +4,9 @@
 
 pub mod cache;
 pub mod claim;
+pub mod config_file;
 pub mod daemon_lock;
-pub mod health;
+pub mod health_store;
 pub mod judge_log;
 pub mod outbox;
 pub mod permissions;

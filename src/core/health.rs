@@ -1,21 +1,15 @@
 //! Runner health (SPEC section 10): a runner that exits non-zero, or times out on 2
 //! jobs in a row, is benched (moved to the end of its table) for a backoff that
-//! doubles up to a cap; an answer clears it. The rules are pure; `HealthStore` keeps
-//! them in `<state>/health.json` under a lock, shared by the daemon and `run`.
+//! doubles up to a cap; an answer clears it. The rules, pure; `store::health_store`
+//! keeps them in `<state>/health.json` under a lock, shared by the daemon and `run`.
 
-use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
-
-use rustix::fs::{FlockOperation, flock};
 use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
+use std::collections::BTreeMap;
 
 use crate::core::config::HealthConfig;
 use crate::core::runner_table::Runner;
 use crate::core::verdict::RunEnd;
-use crate::store::state_dir::{StateDir, now_unix};
 
 /// Timeouts in a row that bench a runner.
 pub const TIMEOUTS_TO_BENCH: u32 = 2;
@@ -105,127 +99,6 @@ pub fn order<'a>(table: &'a [Runner], health: &HealthFile, now: f64) -> Vec<&'a 
     let benched = |r: &Runner| health.get(&key(r)).is_some_and(|h| h.benched_until > now);
     let (late, early): (Vec<&Runner>, Vec<&Runner>) = table.iter().partition(|r| benched(r));
     early.into_iter().chain(late).collect()
-}
-
-/// Health kept in the state folder.
-#[derive(Debug, Clone)]
-pub struct HealthStore {
-    path: PathBuf,
-    lock: PathBuf,
-    cfg: HealthConfig,
-}
-
-impl HealthStore {
-    /// The store of a state folder, or `None` when health is turned off.
-    pub fn open(state: &StateDir, cfg: &HealthConfig) -> Option<Self> {
-        cfg.enabled.then(|| HealthStore {
-            path: health_path(state),
-            lock: state.root.join("health.lock"),
-            cfg: cfg.clone(),
-        })
-    }
-
-    /// The current health of every runner (empty when unreadable; logged).
-    pub fn load(&self) -> HealthFile {
-        load(&self.path)
-    }
-
-    /// The table in trying order.
-    pub fn order<'a>(&self, table: &'a [Runner]) -> Vec<&'a Runner> {
-        order(table, &self.load(), now_unix())
-    }
-
-    /// Records an attempt; logs benching and clearing.
-    pub fn record(&self, runner: &Runner, sign: Sign, reason: &str) {
-        if sign == Sign::Neutral {
-            return;
-        }
-        let _guard = lock(&self.lock);
-        let mut file = self.load();
-        let k = key(runner);
-        let prev = file.get(&k).cloned();
-        let next = update(
-            prev.as_ref(),
-            &runner.name,
-            sign,
-            reason,
-            now_unix(),
-            &self.cfg,
-        );
-        if next == prev {
-            return;
-        }
-        match &next {
-            Some(h)
-                if prev
-                    .as_ref()
-                    .is_none_or(|p| p.benched_until != h.benched_until)
-                    && h.benched_until > 0.0 =>
-            {
-                tracing::warn!(
-                    runner = %runner.name, backoff_seconds = h.backoff_seconds, reason = ?reason,
-                    "runner benched: tried last until its backoff ends"
-                );
-            }
-            None => tracing::info!(runner = %runner.name, "runner answered: health cleared"),
-            _ => {}
-        }
-        match next {
-            Some(h) => file.insert(k, h),
-            None => file.remove(&k),
-        };
-        save(&self.path, &file);
-    }
-}
-
-fn health_path(state: &StateDir) -> PathBuf {
-    state.root.join("health.json")
-}
-
-/// Forgets all runner health (`status --reset-health`).
-pub fn reset(state: &StateDir) -> std::io::Result<()> {
-    let _guard = lock(&state.root.join("health.lock"));
-    match std::fs::remove_file(health_path(state)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
-}
-
-/// The health file of a state folder, for `status`.
-pub fn read(state: &StateDir) -> HealthFile {
-    load(&health_path(state))
-}
-
-fn load(path: &std::path::Path) -> HealthFile {
-    match crate::store::state_dir::read_nofollow(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::warn!(file = %path.display(), "runner health file is corrupt, starting afresh: {e}");
-            HealthFile::new()
-        }),
-        Err(_) => HealthFile::new(),
-    }
-}
-
-fn save(path: &std::path::Path, file: &HealthFile) {
-    let bytes = serde_json::to_vec_pretty(file).unwrap_or_default();
-    // Health is advice: losing the last update on power loss is harmless, so no fsync.
-    if let Err(e) = crate::store::state_dir::publish(path, &bytes, false) {
-        tracing::error!("cannot save runner health: {e}");
-    }
-}
-
-/// An exclusive lock held while the guard lives (updates are read-modify-write).
-fn lock(path: &std::path::Path) -> Option<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(crate::store::state_dir::NOFOLLOW)
-        .open(path)
-        .ok()?;
-    flock(&file, FlockOperation::LockExclusive).ok()?;
-    Some(file)
 }
 
 #[cfg(test)]

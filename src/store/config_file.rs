@@ -1,0 +1,155 @@
+//! Loading the settings (SPEC section 8): the config file named by flag, environment
+//! or XDG path is read and parsed over the embedded default (`core::config`), the
+//! override variable and the state folder come from flags and environment.
+
+use std::path::{Path, PathBuf};
+
+use crate::core::config::{CONFIG_VAR, Config, STATE_DIR_VAR, Settings, parse_config};
+use crate::core::runner_table::{RUNNERS_VAR, parse_override};
+
+/// What the command line and environment give.
+#[derive(Debug, Default, Clone)]
+pub struct Sources {
+    pub config_flag: Option<PathBuf>,
+    pub state_dir_flag: Option<PathBuf>,
+    /// The environment, captured once, so tests need not touch the process env.
+    pub env: Vec<(String, String)>,
+}
+
+impl Sources {
+    /// Sources with the real process environment.
+    pub fn from_process(config_flag: Option<PathBuf>, state_dir_flag: Option<PathBuf>) -> Self {
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        Sources {
+            config_flag,
+            state_dir_flag,
+            env,
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// Loads and checks the settings. Errors name the file, key or variable.
+pub fn load(sources: &Sources) -> Result<Settings, String> {
+    let config_path = config_path(sources);
+    let file_text = match &config_path {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read config file {}: {e}; fix the path or drop --config/{CONFIG_VAR}",
+                path.display()
+            )
+        })?),
+        None => None,
+    };
+    let config = parse_config(file_text.as_deref()).map_err(|e| match &config_path {
+        Some(path) => format!("config file {}: {e}", path.display()),
+        None => format!("embedded default config: {e}"),
+    })?;
+    let runner_override = match sources.var(RUNNERS_VAR) {
+        Some(text) => Some(parse_override(text)?),
+        None => None,
+    };
+    // Absolute, so paths in logs, claims and watcher events all agree.
+    let state_dir = state_dir(sources, &config);
+    let state_dir = std::path::absolute(&state_dir).unwrap_or(state_dir);
+    // Resolved once here; nothing inside it is ever followed (SPEC section 2).
+    let state_dir = std::fs::canonicalize(&state_dir).unwrap_or(state_dir);
+    Ok(Settings {
+        config,
+        config_path,
+        state_dir,
+        runner_override,
+        runner_error: None,
+    })
+}
+
+fn config_path(sources: &Sources) -> Option<PathBuf> {
+    if let Some(path) = &sources.config_flag {
+        return Some(path.clone());
+    }
+    if let Some(path) = sources.var(CONFIG_VAR) {
+        return Some(PathBuf::from(path));
+    }
+    let base = match sources.var("XDG_CONFIG_HOME") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(sources.var("HOME")?).join(".config"),
+    };
+    let candidate = base.join("llm-judge").join("config.toml");
+    candidate.is_file().then_some(candidate)
+}
+
+fn state_dir(sources: &Sources, config: &Config) -> PathBuf {
+    if let Some(dir) = &sources.state_dir_flag {
+        return dir.clone();
+    }
+    if let Some(dir) = sources.var(STATE_DIR_VAR) {
+        return PathBuf::from(dir);
+    }
+    expand_home(&config.state_dir, sources.var("HOME"))
+}
+
+fn expand_home(path: &str, home: Option<&str>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => Path::new(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::job::Mode;
+
+    fn sources(env: &[(&str, &str)]) -> Sources {
+        Sources {
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Sources::default()
+        }
+    }
+
+    #[test]
+    fn state_dir_precedence() {
+        let s = load(&sources(&[
+            ("HOME", "/h"),
+            ("XDG_CONFIG_HOME", "/nonexistent"),
+        ]))
+        .unwrap();
+        assert_eq!(s.state_dir, PathBuf::from("/h/.cache/catstack-llm-judge"));
+        let s = load(&sources(&[("HOME", "/h"), (STATE_DIR_VAR, "/env")])).unwrap();
+        assert_eq!(s.state_dir, PathBuf::from("/env"));
+        let s = load(&sources(&[(STATE_DIR_VAR, "")])).unwrap();
+        assert!(s.state_dir.ends_with("~/.cache/catstack-llm-judge"));
+        assert!(s.state_dir.is_absolute());
+        let mut src = sources(&[(STATE_DIR_VAR, "/env")]);
+        src.state_dir_flag = Some("/flag".into());
+        assert_eq!(load(&src).unwrap().state_dir, PathBuf::from("/flag"));
+    }
+
+    #[test]
+    fn override_replaces_both_tables_and_bad_override_is_refused() {
+        let s = load(&sources(&[(RUNNERS_VAR, r#"[["f", ["/bin/f"]]]"#)])).unwrap();
+        assert_eq!(s.table(Mode::Default)[0].name, "f");
+        assert_eq!(s.table(Mode::Investigate)[0].name, "f");
+        let e = load(&sources(&[(RUNNERS_VAR, "{")])).unwrap_err();
+        assert!(e.contains(RUNNERS_VAR), "{e}");
+    }
+
+    #[test]
+    fn missing_config_file_is_named() {
+        let mut src = sources(&[]);
+        src.config_flag = Some("/no/such/file.toml".into());
+        assert!(load(&src).unwrap_err().contains("/no/such/file.toml"));
+    }
+}
