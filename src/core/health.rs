@@ -4,10 +4,10 @@
 //! keeps them in `<state>/health.json` under a lock, shared by the daemon and `run`.
 
 use serde::{Deserialize, Serialize};
-use sha1::{Digest, Sha1};
 use std::collections::BTreeMap;
 
 use crate::core::config::HealthConfig;
+use crate::core::digest::sha1_hex;
 use crate::core::runner_table::Runner;
 use crate::core::verdict::RunEnd;
 
@@ -51,8 +51,7 @@ pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
 
 /// The key of a runner: its name and a hash of its argv (a changed argv starts fresh).
 pub fn key(runner: &Runner) -> String {
-    let digest = Sha1::digest(runner.argv.join("\0").as_bytes());
-    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = sha1_hex(runner.argv.join("\0").as_bytes(), 6);
     format!("{}@{hex}", runner.name)
 }
 

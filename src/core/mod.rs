@@ -4,6 +4,7 @@
 pub mod answer;
 pub mod codex_model;
 pub mod config;
+pub mod digest;
 pub mod health;
 pub mod job;
 pub mod runner_table;

@@ -70,6 +70,15 @@ fn without_prompt_slot(argv: &[String]) -> Vec<String> {
     out
 }
 
+/// A table as its names and argv, in order: what identifies it in cache and
+/// single-flight keys.
+pub fn names_and_argv(table: &[Runner]) -> Vec<(&str, &[String])> {
+    table
+        .iter()
+        .map(|r| (r.name.as_str(), r.argv.as_slice()))
+        .collect()
+}
+
 /// Parses `CATSTACK_LLM_JUDGE_RUNNERS`: a JSON list of `[name, [argv...]]` pairs.
 pub fn parse_override(text: &str) -> Result<Vec<Runner>, String> {
     let bad = |why: String| {

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use sha1::{Digest, Sha1};
 use tokio::sync::watch;
 
+use crate::core::digest::sha1_hex_full;
 use crate::core::job::Job;
-use crate::core::runner_table::Runner;
+use crate::core::runner_table::{Runner, names_and_argv};
 use crate::core::verdict::Attempt;
 
 /// What a leader found: the answer (runner and object), if any, and its attempts.
@@ -43,15 +43,9 @@ pub struct Leader {
 
 /// The single-flight key of a job under a table.
 pub fn key(job: &Job, table: &[Runner]) -> String {
-    let table: Vec<(&str, &[String])> = table
-        .iter()
-        .map(|r| (r.name.as_str(), r.argv.as_slice()))
-        .collect();
+    let table = names_and_argv(table);
     let text = json!([job.mode.name(), table, job.cwd, job.prompt]).to_string();
-    Sha1::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha1_hex_full(text.as_bytes())
 }
 
 impl Flights {

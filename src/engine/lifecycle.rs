@@ -6,9 +6,8 @@
 #![allow(clippy::result_large_err)]
 
 use std::ffi::OsStr;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Instant;
 
@@ -461,11 +460,7 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
     let stem = stem_of(path.file_name().unwrap_or_default());
     let unreadable =
         |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
-    let file: File = match OpenOptions::new()
-        .read(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
-        .open(path)
-    {
+    let file: File = match state_dir::open_nofollow(path) {
         Ok(file) => file,
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotRegular),
         Err(e) => return Err(unreadable(e).into()),

@@ -19,21 +19,23 @@ fn to_pid(raw: u32) -> Option<Pid> {
     i32::try_from(raw).ok().and_then(Pid::from_raw)
 }
 
+/// Field `n` (0 = the state, field 3 of `man proc`) of `/proc/<pid>/stat` (Linux).
+/// Field 2 (comm) may hold spaces and parentheses: fields after the last ')' are plain.
+fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(n).map(str::to_string)
+}
+
 /// When a process started, in clock ticks since boot (Linux); guards against pid reuse.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 2 (comm) may hold spaces and parentheses: fields after the last ')' are plain.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    stat_field(pid, 19)?.parse().ok()
 }
 
 /// True when the process exists and is not a zombie.
 pub fn is_alive(pid: u32) -> bool {
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        return stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X");
+    if let Some(state) = stat_field(pid, 0) {
+        return state != "Z" && state != "X";
     }
     !cfg!(target_os = "linux")
         && to_pid(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
@@ -106,13 +108,8 @@ fn scan_tagged(tag: &str) -> Scan {
 
 /// Kernel threads have no environment at all; their parent is 0 or kthreadd (2).
 fn is_kernel_thread(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        matches!(ppid, Some(0) | Some(2))
-    })
+    let ppid = stat_field(pid, 1).and_then(|p| p.parse::<u32>().ok());
+    matches!(ppid, Some(0) | Some(2))
 }
 
 /// SIGKILLs every tagged process until none is left (bounded passes, for forkers).

@@ -310,10 +310,14 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         }
         return is_executable(&path).then_some(path);
     }
-    let path = std::env::var_os("PATH")?;
-    // Only absolute entries: a relative one (`.`, `bin`) would be looked up in the
-    // judge's folder but could name a program inside the job's cwd.
-    std::env::split_paths(&path)
+    find_on_path(program.as_ref(), std::env::var_os("PATH").as_deref())
+}
+
+/// `program` on a `PATH` value, if it is there and executable. Only absolute entries:
+/// a relative one (`.`, `bin`) would be looked up in the judge's folder but could name
+/// a program inside the job's cwd.
+pub fn find_on_path(program: &std::ffi::OsStr, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))

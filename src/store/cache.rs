@@ -3,15 +3,14 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use sha1::{Digest, Sha1};
 
 use crate::core::config::CacheConfig;
+use crate::core::digest::sha1_hex_full;
 use crate::core::job::Mode;
-use crate::core::runner_table::Runner;
+use crate::core::runner_table::{Runner, names_and_argv};
 use crate::store::state_dir::{StateDir, now_unix};
 
 /// Stores between two checks of the entry count.
@@ -27,15 +26,9 @@ pub struct Entry {
 
 /// The cache key of a question: mode, the whole table (names and argv) and the prompt.
 pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
-    let table: Vec<(&str, &[String])> = table
-        .iter()
-        .map(|r| (r.name.as_str(), r.argv.as_slice()))
-        .collect();
+    let table = names_and_argv(table);
     let text = json!([mode.name(), table, prompt]).to_string();
-    Sha1::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha1_hex_full(text.as_bytes())
 }
 
 /// The cache of a state folder.
@@ -101,28 +94,16 @@ impl Cache {
 
     /// Keeps at most `max_entries`, dropping the oldest.
     pub fn prune(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+        let not_hidden = |name: &std::ffi::OsStr| !name.to_string_lossy().starts_with('.');
+        let Ok(files) = crate::store::state_dir::oldest_first(&self.dir, not_hidden) else {
             return;
         };
-        let mut files: Vec<(SystemTime, PathBuf)> = entries
-            .flatten()
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| {
-                (
-                    e.metadata()
-                        .and_then(|m| m.modified())
-                        .unwrap_or(SystemTime::UNIX_EPOCH),
-                    e.path(),
-                )
-            })
-            .collect();
         if files.len() <= self.cfg.max_entries {
             return;
         }
-        files.sort();
         let excess = files.len() - self.cfg.max_entries;
-        for (_, path) in files.into_iter().take(excess) {
-            let _ = std::fs::remove_file(path);
+        for name in files.into_iter().take(excess) {
+            let _ = std::fs::remove_file(self.dir.join(name));
         }
         tracing::info!(removed = excess, "cache pruned to max_entries");
     }

@@ -5,14 +5,14 @@
 //! verdict was being published.
 
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FlockOperation, flock};
 use serde::{Deserialize, Serialize};
 
+use crate::store::file_lock::{open_lock_file, try_lock_exclusive};
 use crate::store::state_dir::sync_dir;
 
 /// Where a claimed job is in its life.
@@ -153,21 +153,13 @@ pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> io::Result<Acqui
     let path = claims_dir.join(name);
     // A holder may unlink the file between our open and lock: retry on a stale inode.
     for _ in 0..16 {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(nofollow_flag())
-            .open(&path)
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot open claim {}: {e}", path.display()),
-                )
-            })?;
-        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut file = open_lock_file(&path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot open claim {}: {e}", path.display()),
+            )
+        })?;
+        if !try_lock_exclusive(&file) {
             let holder_pid = read_record(&mut file).ok().and_then(|r| match r {
                 Previous::Record(r) => Some(r.owner_pid),
                 _ => None,
@@ -194,10 +186,6 @@ pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> io::Result<Acqui
         "claim {} keeps being replaced; another judge is churning it",
         path.display()
     )))
-}
-
-fn nofollow_flag() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }
 
 fn read_record(file: &mut File) -> io::Result<Previous> {

@@ -7,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{FlockOperation, flock};
+use crate::store::file_lock::{open_lock_file, try_lock_exclusive, try_lock_shared};
 
 /// Held for the daemon's life; the kernel releases it when the process ends.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ const DEAD_HOLDER_WAIT: Duration = Duration::from_secs(3);
 pub fn acquire(path: &Path) -> Result<DaemonLock, String> {
     let mut file = open(path)?;
     let deadline = Instant::now() + DEAD_HOLDER_WAIT;
-    while flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+    while !try_lock_exclusive(&file) {
         let pid = holder_pid(&mut file);
         if pid.is_some_and(crate::process::os::is_alive) || Instant::now() >= deadline {
             return Err(refusal(path, pid));
@@ -55,27 +55,19 @@ pub fn holder(path: &Path) -> Option<u32> {
         .custom_flags(crate::store::state_dir::NOFOLLOW)
         .open(path)
         .ok()?;
-    if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
+    if try_lock_shared(&file) {
         return None;
     }
     holder_pid(&mut file)
 }
 
 fn open(path: &Path) -> Result<File, String> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(crate::store::state_dir::NOFOLLOW)
-        .open(path)
-        .map_err(|e| {
-            format!(
-                "cannot open lock file {}: {e} (a symlink is never followed: remove it)",
-                path.display()
-            )
-        })
+    open_lock_file(path).map_err(|e| {
+        format!(
+            "cannot open lock file {}: {e} (a symlink is never followed: remove it)",
+            path.display()
+        )
+    })
 }
 
 fn holder_pid(file: &mut File) -> Option<u32> {

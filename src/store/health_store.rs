@@ -1,15 +1,13 @@
 //! Runner health on disk: `<state>/health.json`, updated under `health.lock` by the
 //! daemon and `run` alike, with the rules of `core::health`.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::path::PathBuf;
-
-use rustix::fs::{FlockOperation, flock};
 
 use crate::core::config::HealthConfig;
 use crate::core::health::{HealthFile, Sign, key, order, update};
 use crate::core::runner_table::Runner;
+use crate::store::file_lock::{lock_exclusive, open_lock_file};
 use crate::store::state_dir::{StateDir, now_unix};
 
 /// Health kept in the state folder.
@@ -121,14 +119,7 @@ fn save(path: &std::path::Path, file: &HealthFile) {
 
 /// An exclusive lock held while the guard lives (updates are read-modify-write).
 fn lock(path: &std::path::Path) -> Option<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(crate::store::state_dir::NOFOLLOW)
-        .open(path)
-        .ok()?;
-    flock(&file, FlockOperation::LockExclusive).ok()?;
+    let file = open_lock_file(path).ok()?;
+    lock_exclusive(&file).ok()?;
     Some(file)
 }

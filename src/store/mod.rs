@@ -6,6 +6,7 @@ pub mod cache;
 pub mod claim;
 pub mod config_file;
 pub mod daemon_lock;
+pub mod file_lock;
 pub mod health_store;
 pub mod judge_log;
 pub mod outbox;

@@ -4,16 +4,15 @@
 //! died goes back; a claim whose print failed goes back at once. Two takers never
 //! get the same verdict (rename is atomic).
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
 use crate::process::os::{is_alive, start_time};
-use crate::store::state_dir::now_unix;
+use crate::store::state_dir::{now_unix, oldest_first};
 
 const CLAIM_DIR: &str = ".draining-";
 
@@ -64,29 +63,21 @@ pub fn pending(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(Vec::new());
     };
-    let mut found: Vec<(SystemTime, OsString)> = Vec::new();
+    // Claims of takers that died go back first, so the listing below has them.
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let text = name.to_string_lossy();
-        if text.starts_with(CLAIM_DIR) {
-            for original in recover_claims(dir, &name) {
-                found.push((mtime(&dir.join(&original)), original));
-            }
-            continue;
+        if name.to_string_lossy().starts_with(CLAIM_DIR) {
+            recover_claims(dir, &name);
         }
-        if text.starts_with('.') || !text.ends_with(".json") {
-            continue;
-        }
-        found.push((mtime(&entry.path()), name));
     }
-    found.sort();
-    Ok(found.into_iter().map(|(_, name)| dir.join(name)).collect())
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::symlink_metadata(path)
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH)
+    let is_verdict = |name: &OsStr| {
+        let text = name.to_string_lossy();
+        !text.starts_with('.') && text.ends_with(".json")
+    };
+    let Ok(names) = oldest_first(dir, is_verdict) else {
+        return Ok(Vec::new());
+    };
+    Ok(names.into_iter().map(|name| dir.join(name)).collect())
 }
 
 /// Claims one verdict; `None` when another taker got it first.
@@ -112,27 +103,26 @@ fn claim_dir_name() -> String {
     format!("{CLAIM_DIR}{me}-{}", start_time(me).unwrap_or(0))
 }
 
-/// Puts back the claims of a taker that is gone; returns the verdicts' names.
-fn recover_claims(dir: &Path, claim_dir: &OsStr) -> Vec<OsString> {
+/// Puts the claims of a taker that is gone back into `dir`.
+fn recover_claims(dir: &Path, claim_dir: &OsStr) {
     let owner = claim_dir.to_string_lossy();
     let Some((pid, started)) = owner
         .strip_prefix(CLAIM_DIR)
         .and_then(|o| o.split_once('-'))
     else {
-        return Vec::new();
+        return;
     };
     let (Ok(pid), Ok(started)) = (pid.parse::<u32>(), started.parse::<u64>()) else {
-        return Vec::new();
+        return;
     };
     if is_alive(pid) && start_time(pid).unwrap_or(0) == started {
-        return Vec::new();
+        return;
     }
     let folder = dir.join(claim_dir);
     if !fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
         tracing::warn!(folder = %folder.display(), "a drain claim folder that is a symlink or file: left alone, never followed");
-        return Vec::new();
+        return;
     }
-    let mut back = Vec::new();
     for entry in fs::read_dir(&folder).into_iter().flatten().flatten() {
         let name = entry.file_name();
         let target = dir.join(&name);
@@ -141,11 +131,9 @@ fn recover_claims(dir: &Path, claim_dir: &OsStr) -> Vec<OsString> {
             let _ = fs::remove_file(entry.path());
         } else if fs::rename(entry.path(), &target).is_ok() {
             tracing::info!(verdict = %target.display(), "recovered a verdict claimed by a drain that died");
-            back.push(name);
         }
     }
     let _ = fs::remove_dir(&folder);
-    back
 }
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.

@@ -6,8 +6,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-use sha1::{Digest, Sha1};
+use crate::core::digest::sha1_hex;
 
 /// Paths inside one state folder.
 #[derive(Debug, Clone)]
@@ -102,13 +103,19 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 /// `open` flag that refuses a symlink in the last component (SPEC section 2).
 pub const NOFOLLOW: i32 = libc::O_NOFOLLOW;
 
+/// Opens a file to read without following a symlink in its last component (that is
+/// `ELOOP`) or blocking on a FIFO.
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
 /// Reads a state file without following a symlink or blocking on a FIFO.
 pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+    let mut file = open_nofollow(path)?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::other(format!(
             "{} is not a regular file",
@@ -149,8 +156,7 @@ pub fn refused_folder(dir: &Path) -> io::Error {
 
 /// First 16 lowercase hex digits of SHA-1 of the transcript string.
 pub fn transcript_hash(transcript: &str) -> String {
-    let digest = Sha1::digest(transcript.as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    sha1_hex(transcript.as_bytes(), 8)
 }
 
 /// The stem of a job file name: the name without `.json`.
@@ -177,6 +183,26 @@ pub fn is_job_name(name: &OsStr) -> bool {
     !bytes.starts_with(b".") && bytes.ends_with(b".json")
 }
 
+/// A file's mtime by `lstat` (never following a link); the epoch when unknown, so it
+/// sorts first.
+pub fn mtime_of(path: &Path) -> SystemTime {
+    fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// The names in `dir` that `keep` accepts, oldest first (mtime, then name).
+pub fn oldest_first(dir: &Path, keep: impl Fn(&OsStr) -> bool) -> io::Result<Vec<OsString>> {
+    let mut found: Vec<(SystemTime, OsString)> = fs::read_dir(dir)?
+        .flatten()
+        .map(|entry| entry.file_name())
+        .filter(|name| keep(name))
+        .map(|name| (mtime_of(&dir.join(&name)), name))
+        .collect();
+    found.sort();
+    Ok(found.into_iter().map(|(_, name)| name).collect())
+}
+
 /// A written, synced temp file waiting to be renamed into place.
 #[derive(Debug)]
 pub struct TempFile {
@@ -186,17 +212,26 @@ pub struct TempFile {
 /// Writes `bytes` to a new hidden temp file in `dir` and syncs it.
 pub fn write_temp(dir: &Path, name: &OsStr, bytes: &[u8], fsync: bool) -> io::Result<TempFile> {
     create_dir(dir)?;
+    write_temp_in(dir, name, bytes, fsync, PRIVATE_FILE)
+}
+
+/// The mode of every file the store writes.
+const PRIVATE_FILE: u32 = 0o600;
+
+/// Writes `bytes` to a new hidden temp file in the existing folder `dir` with `mode`;
+/// a mode other than the store's private one is set whatever the umask.
+fn write_temp_in(
+    dir: &Path,
+    name: &OsStr,
+    bytes: &[u8],
+    fsync: bool,
+    mode: u32,
+) -> io::Result<TempFile> {
     let mut temp_name = OsString::from(".");
     // A name near the 255-byte limit leaves no room for the suffix: use its hash.
     if name.len() > 200 {
         use std::os::unix::ffi::OsStrExt;
-        let digest = Sha1::digest(name.as_bytes());
-        temp_name.push(
-            digest[..8]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>(),
-        );
+        temp_name.push(sha1_hex(name.as_bytes(), 8));
     } else {
         temp_name.push(name);
     }
@@ -206,8 +241,12 @@ pub fn write_temp(dir: &Path, name: &OsStr, bytes: &[u8], fsync: bool) -> io::Re
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(mode)
             .open(&path)?;
+        if mode != PRIVATE_FILE {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
         file.write_all(bytes)?;
         if fsync {
             file.sync_all()?;
@@ -247,8 +286,20 @@ pub fn commit(temp: &Path, target: &Path, fsync: bool) -> io::Result<()> {
 /// Publishes `bytes` at `target` atomically.
 pub fn publish(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
+    create_dir(dir)?;
+    publish_in(dir, target, bytes, fsync, PRIVATE_FILE)
+}
+
+/// Publishes `bytes` at `target` atomically and durably with `mode`, in a folder
+/// outside the state folder that must exist (a service unit, say).
+pub fn publish_with_mode(target: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    publish_in(dir, target, bytes, true, mode)
+}
+
+fn publish_in(dir: &Path, target: &Path, bytes: &[u8], fsync: bool, mode: u32) -> io::Result<()> {
     let name = target.file_name().unwrap_or(OsStr::new("file"));
-    let temp = write_temp(dir, name, bytes, fsync)?;
+    let temp = write_temp_in(dir, name, bytes, fsync, mode)?;
     commit(&temp.path, target, fsync).inspect_err(|_| {
         let _ = fs::remove_file(&temp.path);
     })

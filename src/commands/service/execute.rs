@@ -1,9 +1,7 @@
 //! Carries out a `Plan`, step by step, saying what it did; and runs the service
 //! manager's commands (for plans, for `service status` and for the facts).
 
-use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -168,30 +166,10 @@ fn write_file(target: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
         .ok_or_else(|| format!("{} has no parent folder", target.display()))?;
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create folder {}: {e}", dir.display()))?;
-    let mut temp_name = OsString::from(".");
-    temp_name.push(target.file_name().unwrap_or(OsStr::new("service")));
-    temp_name.push(format!(".{}.tmp", std::process::id()));
-    let temp = dir.join(temp_name);
-    let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&temp)?;
-        // The mode survives a restrictive umask: launchd refuses group/other-writable
-        // plists but needs to read them.
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, target)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
+    // The mode survives a restrictive umask: launchd refuses group/other-writable
+    // plists but needs to read them.
+    let written = crate::store::state_dir::publish_with_mode(target, bytes, mode);
     written.map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
         format!(
             "cannot write {}: {e}; check that folder's permissions",
             target.display()

@@ -3,7 +3,6 @@
 //! logind's lingering. Reads only; nothing here changes anything.
 
 use std::ffi::OsStr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::execute::quiet;
@@ -12,6 +11,7 @@ use super::plan::Call;
 use super::spec::{Manager, ServiceSpec, service_path, stop_timeout_seconds};
 use super::systemd::UNIT_NAME;
 use crate::core::config::Settings;
+use crate::process::spawn::find_on_path;
 use crate::store::state_dir::StateDir;
 use crate::support::exit::{EXIT_FAILURE, EXIT_USAGE};
 
@@ -270,16 +270,6 @@ fn this_binary() -> Result<PathBuf, String> {
         Some(p) if std::fs::canonicalize(&p).is_ok_and(|c| c == real) => p,
         _ => exe,
     })
-}
-
-/// `program` on a `PATH` value, if it is there and executable.
-fn find_on_path(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
-    std::env::split_paths(path?)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(program))
-        .find(|c| {
-            std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 #[cfg(test)]

@@ -1,0 +1,39 @@
+//! `flock` on state files, the one way the store locks (claims, `daemon.lock`,
+//! `health.lock`): the lock ends with its holder, crash included.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rustix::fs::{FlockOperation, flock};
+
+use crate::store::state_dir::NOFOLLOW;
+
+/// Opens a lock file to read and write, creating it `0600`; a symlink in its place
+/// is refused (`ELOOP`), never followed.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(NOFOLLOW)
+        .open(path)
+}
+
+/// Takes the exclusive lock without waiting; false when another holds it.
+pub fn try_lock_exclusive(file: &File) -> bool {
+    flock(file, FlockOperation::NonBlockingLockExclusive).is_ok()
+}
+
+/// Takes a shared lock without waiting; false when another holds it exclusively.
+pub fn try_lock_shared(file: &File) -> bool {
+    flock(file, FlockOperation::NonBlockingLockShared).is_ok()
+}
+
+/// Waits for the exclusive lock.
+pub fn lock_exclusive(file: &File) -> io::Result<()> {
+    flock(file, FlockOperation::LockExclusive).map_err(io::Error::from)
+}
