@@ -3,11 +3,29 @@
 //! `cli` and `commands`, then `daemon`, then `engine`, then `store`, then
 //! `process`, then the pure `core`; `support` is a leaf any layer may use.
 
-pub mod cli;
-pub mod commands;
-pub mod core;
-pub mod daemon;
-pub mod engine;
-pub mod process;
-pub mod store;
-pub mod support;
+pub(crate) mod cli;
+pub(crate) mod commands;
+pub(crate) mod core;
+pub(crate) mod daemon;
+pub(crate) mod engine;
+pub(crate) mod process;
+pub(crate) mod store;
+pub(crate) mod support;
+
+/// What this library offers beyond the binary: the pure rules the property tests
+/// check, and the two names the integration tests compute. Everything else is
+/// `pub(crate)`, so the compiler reports what nothing uses.
+pub mod api {
+    pub use crate::core::answer::last_json_object;
+    pub use crate::core::job::{
+        HitRule, Job, JobError, Mode, TimeoutRules, check_id, parse_job, timeout_of,
+    };
+    pub use crate::core::runner_table::Runner;
+    pub use crate::core::safety::check_investigate_table;
+    pub use crate::core::verdict::{Attempt, REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
+    pub use crate::store::claim::new_tag;
+    pub use crate::store::state_dir::transcript_hash;
+}
+
+/// Runs the command line; returns the exit code (the `llm-judge` binary).
+pub use cli::main;

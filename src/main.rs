@@ -1,5 +1,5 @@
-//! The `llm-judge` binary: parses the command line and hands off to `cli`.
+//! The `llm-judge` binary: parses the command line and hands off to the library.
 
 fn main() {
-    std::process::exit(llm_judge::cli::main());
+    std::process::exit(llm_judge::main());
 }

@@ -252,14 +252,14 @@ fn adversarial_job_contents_each_get_one_verdict_and_the_daemon_survives() {
         .into_iter()
         .find(|(_, n, _)| n == "dup-keys.json")
         .unwrap();
-    assert_eq!(dup.0, llm_judge::store::state_dir::transcript_hash("T"));
+    assert_eq!(dup.0, llm_judge::api::transcript_hash("T"));
     // Judge errors landed in the "" folder (no transcript known).
     let nan = w
         .verdicts()
         .into_iter()
         .find(|(_, n, _)| n == "nan.json")
         .unwrap();
-    assert_eq!(nan.0, llm_judge::store::state_dir::transcript_hash(""));
+    assert_eq!(nan.0, llm_judge::api::transcript_hash(""));
     still_serving(&w, &mut d, &mark);
 }
 
@@ -340,10 +340,7 @@ fn adversarial_file_names_in_jobs_each_get_one_verdict_or_are_ignored() {
         let v = &found[0].2;
         assert_eq!(v["outcome"], "hit", "{file:?}: {v}");
         assert_eq!(v["id"], lossy_stem(name), "{file:?}");
-        assert_eq!(
-            found[0].0,
-            llm_judge::store::state_dir::transcript_hash("T")
-        );
+        assert_eq!(found[0].0, llm_judge::api::transcript_hash("T"));
     }
     assert_eq!(verdicts.len(), jobs.len(), "no verdict for an ignored file");
     for name in &ignored {

@@ -36,7 +36,7 @@ fn verdict_file(w: &World, transcript: &str, stem: &str, mtime_secs: u64) {
     let dir = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash(transcript));
+        .join(llm_judge::api::transcript_hash(transcript));
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{stem}.json"));
     fs::write(
@@ -83,7 +83,7 @@ fn round_trip_enqueue_daemon_drain() {
     let dir = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("/t/1.jsonl"));
+        .join(llm_judge::api::transcript_hash("/t/1.jsonl"));
     wait_until("verdict", DEADLINE, || {
         dir.join(format!("{id}.json")).exists()
     });
@@ -360,7 +360,7 @@ fn a_crashed_drains_claim_is_recovered_and_a_closed_pipe_gives_back() {
     let dir = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"));
+        .join(llm_judge::api::transcript_hash("T"));
     // A drain that died holding "b": pid 999999999 does not exist.
     fs::create_dir(dir.join(".draining-999999999-12345")).unwrap();
     fs::write(
@@ -394,7 +394,7 @@ fn an_unreadable_verdict_file_comes_back_as_unchecked() {
     let dir = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"));
+        .join(llm_judge::api::transcript_hash("T"));
     fs::create_dir_all(dir.join("bad.json")).unwrap();
     fs::write(dir.join("torn.json"), "{\"id\": ").unwrap();
     let out = run(w.command(&[]), &["drain", "--transcript", "T"]);

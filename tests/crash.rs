@@ -52,7 +52,7 @@ fn ids(out: &Output) -> Vec<String> {
 fn verdict_dir(w: &World) -> std::path::PathBuf {
     w.state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"))
+        .join(llm_judge::api::transcript_hash("T"))
 }
 
 /// Crash the daemon at `point`, drain what was published, restart, check invariants.

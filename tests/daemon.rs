@@ -62,7 +62,7 @@ fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
     let folder = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"));
+        .join(llm_judge::api::transcript_hash("T"));
     assert_eq!(names(&folder).len(), N, "one verdict per job");
     let finished = w.log().matches("job finished").count();
     assert_eq!(finished, N, "each job judged exactly once");
@@ -195,7 +195,7 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
     let folder = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"));
+        .join(llm_judge::api::transcript_hash("T"));
     // Renamed into place, then drained (removed) by a hook, then the crash.
     publishing_claim(
         &w,

@@ -90,7 +90,7 @@ fn a_full_disk_keeps_jobs_queued_and_the_daemon_recovers_when_space_returns() {
     let verdicts = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"));
+        .join(llm_judge::api::transcript_hash("T"));
     let published: Vec<String> = names(&verdicts);
     assert!(
         published.is_empty(),

@@ -228,7 +228,7 @@ fn the_start_up_sweep_keeps_young_temp_files_without_a_pid() {
     let folder = w
         .state()
         .join("verdicts")
-        .join(llm_judge::store::state_dir::transcript_hash("T"));
+        .join(llm_judge::api::transcript_hash("T"));
     fs::create_dir_all(&folder).unwrap();
     // catstack's Python writer names its temp files `.XXXXXXXX.tmp` (no pid).
     let young = folder.join(".k2j4h5g6.tmp");

@@ -5,11 +5,11 @@
 
 mod pinned;
 
-use llm_judge::core::answer::last_json_object;
-use llm_judge::core::job::{Mode, TimeoutRules, check_id, parse_job, timeout_of};
-use llm_judge::core::runner_table::Runner;
-use llm_judge::core::safety::check_investigate_table;
-use llm_judge::core::verdict::{REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
+use llm_judge::api::Runner;
+use llm_judge::api::check_investigate_table;
+use llm_judge::api::last_json_object;
+use llm_judge::api::{Mode, TimeoutRules, check_id, parse_job, timeout_of};
+use llm_judge::api::{REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
 use pinned::{INVESTIGATE_CLAUDE, INVESTIGATE_CODEX, with_program};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -145,7 +145,7 @@ fn render(pairs: &[(String, String)], junk: &str, damage: u8) -> Vec<u8> {
 
 // ------------------------------------------------------------------ job files
 
-fn check_job_result(bytes: &[u8], stem: &str) -> Result<llm_judge::core::job::Job, String> {
+fn check_job_result(bytes: &[u8], stem: &str) -> Result<llm_judge::api::Job, String> {
     match parse_job(bytes, stem, RULES) {
         Ok(job) => {
             let t = job.timeout_seconds;

@@ -3,6 +3,7 @@
 //! reaching that point, exactly as a `kill -9` there would.
 
 /// Every crash point, in the order a job (then a drain) reaches them.
+#[cfg(feature = "failpoints")]
 pub const POINTS: [&str; 8] = [
     "after_claim",
     "runner_started",

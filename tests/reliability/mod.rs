@@ -23,7 +23,7 @@ pub const MARK_VAR: &str = "RELIABILITY_MARK";
 
 /// A unique marker for one test.
 pub fn new_mark(test: &str) -> String {
-    format!("{test}-{}", llm_judge::store::claim::new_tag())
+    format!("{test}-{}", llm_judge::api::new_tag())
 }
 
 /// Writes the world's config file with exactly `text` plus test defaults: runner
