@@ -1,5 +1,5 @@
 //! The crash matrix (issue 6): kill -9 at every step of a job's life and of a drain,
-//! via the compiled-in crash points of `src/failpoint.rs`, then restart and check the
+//! via the compiled-in crash points of `src/support/failpoint.rs`, then restart and check the
 //! invariants: every job has exactly one verdict (counting verdicts drained between
 //! the crash and the restart), no job file is left, no claim or temp file is left, no
 //! runner process is alive. Built only with `--features failpoints` (the README's test

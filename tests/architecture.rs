@@ -1,0 +1,138 @@
+//! docs/architecture.md as a test: every `crate::` path in `src/` (outside unit-test
+//! modules) names the module's own layer or one below it, and the modules import
+//! each other without a circle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first; `support` is a leaf that uses nothing of the crate.
+const LAYERS: [&str; 8] = [
+    "support", "core", "process", "store", "engine", "daemon", "commands", "cli",
+];
+
+fn rank(layer: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| *l == layer)
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `a::b::c` for `src/a/b/c.rs` or `src/a/b/c/mod.rs`.
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// Every `crate::x::y…` path in `text`, as its segments.
+fn crate_paths(text: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let segments: Vec<String> = rest[..end]
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        found.push(segments);
+    }
+    found
+}
+
+#[test]
+fn modules_use_only_their_layer_and_those_below_without_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let modules: BTreeMap<String, PathBuf> = files
+        .iter()
+        .map(|f| (module_of(&src, f), f.clone()))
+        .filter(|(m, _)| m != "lib" && m != "main")
+        .collect();
+    let mut wrong = Vec::new();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, file) in &modules {
+        let text = std::fs::read_to_string(file).unwrap();
+        let body = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        let layer = module.split("::").next().unwrap_or("");
+        let own = rank(layer).unwrap_or_else(|| panic!("{module} is in no layer"));
+        for path in crate_paths(body) {
+            let Some(target_layer) = path.first() else {
+                continue;
+            };
+            let Some(target) = rank(target_layer) else {
+                continue;
+            };
+            let up = target > own || (layer == "support" && target_layer != "support");
+            if up {
+                wrong.push(format!("{module} uses crate::{}", path.join("::")));
+            }
+            // The longest prefix that is a module is what this one imports.
+            let used = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].join("::"))
+                .find(|m| modules.contains_key(m));
+            if let Some(used) = used
+                && &used != module
+                && !module.starts_with(&format!("{used}::"))
+            {
+                edges.entry(module.clone()).or_default().insert(used);
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "modules reach up a layer:\n{}",
+        wrong.join("\n")
+    );
+    // Depth-first search for a circle.
+    fn visit(
+        m: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            return Some(path[i..].to_vec());
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for next in edges.get(m).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in modules.keys() {
+        let circle = visit(module, &edges, &mut Vec::new(), &mut done);
+        assert!(circle.is_none(), "import circle: {circle:?}");
+    }
+}
