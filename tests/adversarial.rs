@@ -4,8 +4,8 @@
 //! gets exactly one verdict (or is ignored, when its name says it is a producer's
 //! temp file), the daemon never dies, and a job after all of them is still judged.
 
-mod reliability;
-mod world;
+mod support;
+use support::{reliability, world};
 
 use std::ffi::OsStr;
 use std::fs;
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use reliability::*;
 use serde_json::{Value, json};
-use world::{DEADLINE, World, wait_until};
+use world::{DEADLINE, World, wait_for};
 
 /// The fake runner: records its args (NUL-separated) and stdin under `rec/`, keyed
 /// by its pid, then answers. Its argv puts a flag and `--` before the prompt.
@@ -74,7 +74,7 @@ fn still_serving(w: &World, d: &mut world::Daemon, mark: &str) {
         "sentinel",
         &json!({"prompt": "sentinel", "transcript": "S"}),
     );
-    wait_until("sentinel judged", DEADLINE, || {
+    wait_for("sentinel judged", DEADLINE, || {
         w.verdicts().len() == before + 1
     });
     assert_eq!(w.verdict("sentinel")["runner"], "rec");
@@ -200,7 +200,7 @@ fn adversarial_job_contents_each_get_one_verdict_and_the_daemon_survives() {
     for (stem, bytes, _) in &cases {
         raw_job(&w, format!("{stem}.json").as_bytes(), bytes);
     }
-    wait_until("every job judged", Duration::from_secs(120), || {
+    wait_for("every job judged", Duration::from_secs(120), || {
         w.verdicts().len() == cases.len()
     });
     assert!(w.jobs_left().is_empty(), "{:?}", w.jobs_left());
@@ -328,7 +328,7 @@ fn adversarial_file_names_in_jobs_each_get_one_verdict_or_are_ignored() {
     let ignored: Vec<&Vec<u8>> = names.iter().filter(|(_, j)| !*j).map(|(n, _)| n).collect();
     let jobs_dir = w.state().join("jobs");
     let present = |name: &[u8]| jobs_dir.join(OsStr::from_bytes(name)).exists();
-    wait_until("every job judged", Duration::from_secs(60), || {
+    wait_for("every job judged", Duration::from_secs(60), || {
         jobs.iter().all(|n| !present(n)) && w.verdicts().len() == jobs.len()
     });
     let verdicts = w.verdicts();
@@ -388,7 +388,7 @@ fn a_250_byte_job_file_name_gets_one_verdict() {
         name.as_bytes(),
         br#"{"prompt": "long", "transcript": "T"}"#,
     );
-    wait_until("the long-named job judged", Duration::from_secs(20), || {
+    wait_for("the long-named job judged", Duration::from_secs(20), || {
         w.verdicts().len() == 1
     });
     assert!(w.jobs_left().is_empty());
@@ -409,7 +409,7 @@ fn two_non_utf8_names_with_the_same_lossy_stem_get_two_verdicts() {
     raw_job(&w, b"\xff.json", br#"{"prompt": "one", "transcript": "T"}"#);
     raw_job(&w, b"\xfe.json", br#"{"prompt": "two", "transcript": "T"}"#);
     let jobs_dir: PathBuf = w.state().join("jobs");
-    wait_until("both judged", DEADLINE, || {
+    wait_for("both judged", DEADLINE, || {
         fs::read_dir(&jobs_dir).unwrap().count() == 0 && runs(&w).len() == 2
     });
     let verdicts = w.verdicts();
@@ -456,7 +456,7 @@ fn huge_config_durations_are_refused_or_honoured_never_a_panic() {
             &["daemon"],
         );
         let starts = w.log().matches("daemon start").count();
-        wait_until("daemon up or gone", DEADLINE, || {
+        wait_for("daemon up or gone", DEADLINE, || {
             !d.alive() || w.log().matches("daemon start").count() > starts
         });
         if d.alive() {

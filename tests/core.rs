@@ -1,8 +1,8 @@
 //! Integration tests of the judge core through the `llm-judge` binary: `run` and
 //! `ask` with fake runners (SPEC sections 2-5 and 7-9).
 
-mod common;
-mod pinned;
+mod support;
+use support::{common, pinned};
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

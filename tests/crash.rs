@@ -6,7 +6,8 @@
 //! command passes it).
 #![cfg(feature = "failpoints")]
 
-mod world;
+mod support;
+use support::world;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -92,10 +93,10 @@ fn crash_the_daemon_at(point: &str) {
         *seen.entry(id).or_default() += 1;
     }
     let _d2 = w.start(&[r]);
-    wait_until("inbox emptied after restart", DEADLINE, || {
+    wait_for("inbox emptied after restart", DEADLINE, || {
         w.jobs_left().is_empty()
     });
-    wait_until("claims released", DEADLINE, || {
+    wait_for("claims released", DEADLINE, || {
         names(&w.state().join("claims")).is_empty()
     });
     for id in ids(&drain(&w, None)) {
@@ -109,7 +110,7 @@ fn crash_the_daemon_at(point: &str) {
         names(&verdict_dir(&w))
     );
     let pids = pids_in(&w.read("pids"));
-    wait_until("no runner process left", DEADLINE, || {
+    wait_for("no runner process left", DEADLINE, || {
         pids.iter().all(|&p| !is_alive(p))
     });
 }

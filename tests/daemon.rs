@@ -2,7 +2,8 @@
 //! temp state folder with fake runners. Every wait has a deadline; nothing sleeps to
 //! synchronise; every daemon is killed and reaped when its test ends.
 
-mod world;
+mod support;
+use support::world;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -24,14 +25,14 @@ fn jobs_present_before_start_and_arriving_after_are_judged() {
         );
     }
     let _d = w.start(&[fake]);
-    wait_until("pre jobs judged", DEADLINE, || w.verdicts().len() == 3);
+    wait_for("pre jobs judged", DEADLINE, || w.verdicts().len() == 3);
     for i in 0..3 {
         w.job(
             &format!("post{i}"),
             &json!({"prompt": format!("q{i}"), "transcript": "T"}),
         );
     }
-    wait_until("post jobs judged", DEADLINE, || w.verdicts().len() == 6);
+    wait_for("post jobs judged", DEADLINE, || w.verdicts().len() == 6);
     assert!(w.jobs_left().is_empty());
     assert_eq!(w.verdict("pre0")["outcome"], "hit");
     assert_eq!(w.verdict("post2")["runner"], "fake");
@@ -56,7 +57,7 @@ fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
         fs::write(&temp, format!(r#"{{"prompt":"p{i}","transcript":"T"}}"#)).unwrap();
         fs::rename(&temp, jobs.join(format!("j{i:05}.json"))).unwrap();
     }
-    wait_until("inbox empty", Duration::from_secs(600), || {
+    wait_for("inbox empty", Duration::from_secs(600), || {
         fs::read_dir(&jobs).map(|d| d.count() == 0).unwrap_or(false)
     });
     let folder = w
@@ -81,7 +82,7 @@ fn never_more_than_workers_runners_at_once() {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
     }
     let _d = w.start(&[slow]);
-    wait_until("all judged", DEADLINE, || w.verdicts().len() == 10);
+    wait_for("all judged", DEADLINE, || w.verdicts().len() == 10);
     let (lines, peak) = peak_overlap(&w.read("spans"));
     assert_eq!(lines, 20);
     assert!(peak <= 3, "{peak} runners at once with workers = 3");
@@ -109,7 +110,7 @@ fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
     let runner = blocking_runner(&w);
     w.job("k", &json!({"prompt": "p", "transcript": "T"}));
     let mut d = w.start(std::slice::from_ref(&runner));
-    wait_until("runner and grandchild started", DEADLINE, || {
+    wait_for("runner and grandchild started", DEADLINE, || {
         pids_in(&w.read("grandchild.pids")).len() == 1
     });
     d.kill9();
@@ -118,17 +119,17 @@ fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
         .chain(pids_in(&w.read("grandchild.pids")))
         .collect();
     // Each runner's supervisor sees the judge die and stops its whole tree.
-    wait_until("runners stopped with the daemon", DEADLINE, || {
+    wait_for("runners stopped with the daemon", DEADLINE, || {
         leftovers.iter().all(|&p| !is_alive(p))
     });
     fs::write(w.path("answer"), "").unwrap();
     let _d2 = w.start(&[runner]);
-    wait_until("verdict after restart", DEADLINE, || {
+    wait_for("verdict after restart", DEADLINE, || {
         w.verdicts().len() == 1
     });
     assert_eq!(w.verdict("k")["outcome"], "hit");
     assert!(w.log().contains("interruptions=1"), "{}", w.log());
-    wait_until("claim released", DEADLINE, || {
+    wait_for("claim released", DEADLINE, || {
         names(&w.state().join("claims")).is_empty()
     });
     assert!(w.jobs_left().is_empty());
@@ -144,13 +145,13 @@ fn a_job_interrupted_three_times_gets_an_unchecked_verdict() {
     );
     for round in 1..=3 {
         let mut d = w.start(std::slice::from_ref(&runner));
-        wait_until("runner started", DEADLINE, || {
+        wait_for("runner started", DEADLINE, || {
             pids_in(&w.read("runner.pids")).len() == round
         });
         d.kill9();
     }
     let _d = w.start(&[runner]);
-    wait_until("verdict", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("verdict", DEADLINE, || w.verdicts().len() == 1);
     let v = w.verdict("doomed");
     assert_eq!(v["outcome"], "unchecked");
     assert_eq!(v["hook"], "h");
@@ -210,8 +211,8 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
     fs::write(&temp, r#"{"id":"pending","outcome":"clean"}"#).unwrap();
     publishing_claim(&w, "pending", &temp, &folder.join("pending.json"));
     let _d = w.start(&[fake]);
-    wait_until("both jobs removed", DEADLINE, || w.jobs_left().is_empty());
-    wait_until("claims released", DEADLINE, || {
+    wait_for("both jobs removed", DEADLINE, || w.jobs_left().is_empty());
+    wait_for("claims released", DEADLINE, || {
         names(&w.state().join("claims")).is_empty()
     });
     assert_eq!(
@@ -236,7 +237,7 @@ fn sigterm_lets_a_running_job_finish_within_the_grace() {
     );
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(&[runner]);
-    wait_until("runner started", DEADLINE, || w.path("started").exists());
+    wait_for("runner started", DEADLINE, || w.path("started").exists());
     d.signal("TERM");
     w.wait_log("draining");
     fs::write(w.path("go"), "").unwrap();
@@ -253,7 +254,7 @@ fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
     let runner = blocking_runner(&w);
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(std::slice::from_ref(&runner));
-    wait_until("runner started", DEADLINE, || {
+    wait_for("runner started", DEADLINE, || {
         pids_in(&w.read("grandchild.pids")).len() == 1
     });
     d.signal("TERM");
@@ -265,12 +266,12 @@ fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
         .into_iter()
         .chain(pids_in(&w.read("grandchild.pids")))
         .collect();
-    wait_until("runners stopped", DEADLINE, || {
+    wait_for("runners stopped", DEADLINE, || {
         pids.iter().all(|&p| !is_alive(p))
     });
     fs::write(w.path("answer"), "").unwrap();
     let _d = w.start(&[runner]);
-    wait_until("judged by the next daemon", DEADLINE, || {
+    wait_for("judged by the next daemon", DEADLINE, || {
         w.verdicts().len() == 1
     });
     assert!(
@@ -288,7 +289,7 @@ fn a_second_signal_stops_at_once() {
     let runner = blocking_runner(&w);
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(&[runner]);
-    wait_until("runner started", DEADLINE, || {
+    wait_for("runner started", DEADLINE, || {
         pids_in(&w.read("runner.pids")).len() == 1
     });
     d.signal("TERM");
@@ -298,7 +299,7 @@ fn a_second_signal_stops_at_once() {
     assert!(status.success(), "{status:?}");
     assert_eq!(w.jobs_left(), ["j.json"], "left queued");
     let pid = pids_in(&w.read("runner.pids"))[0];
-    wait_until("runner stopped", DEADLINE, || !is_alive(pid));
+    wait_for("runner stopped", DEADLINE, || !is_alive(pid));
 }
 
 #[test]
@@ -317,13 +318,13 @@ fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
     let d = w.start_with(cmd);
     w.job("a", &json!({"prompt": "p"}));
-    wait_until("a judged", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("a judged", DEADLINE, || w.verdicts().len() == 1);
     assert_eq!(w.verdict("a")["runner"], "first");
     w.config(&table("second"));
     d.signal("HUP");
     w.wait_log("config reloaded");
     w.job("b", &json!({"prompt": "p"}));
-    wait_until("b judged", DEADLINE, || w.verdicts().len() == 2);
+    wait_for("b judged", DEADLINE, || w.verdicts().len() == 2);
     assert_eq!(w.verdict("b")["runner"], "second");
     w.config("wrokers = 2\n");
     d.signal("HUP");
@@ -334,7 +335,7 @@ fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
         w.log()
     );
     w.job("c", &json!({"prompt": "p"}));
-    wait_until("c judged", DEADLINE, || w.verdicts().len() == 3);
+    wait_for("c judged", DEADLINE, || w.verdicts().len() == 3);
     assert_eq!(w.verdict("c")["runner"], "second");
 }
 
@@ -392,7 +393,7 @@ fn symlinks_folders_fifos_and_bad_files_in_jobs() {
     )
     .unwrap();
     let _d = w.start(&[fake]);
-    wait_until("inbox emptied", DEADLINE, || w.jobs_left().is_empty());
+    wait_for("inbox emptied", DEADLINE, || w.jobs_left().is_empty());
     assert_eq!(
         names(&w.state().join("rejected")),
         ["fifo.json", "folder.json", "link.json"]
@@ -432,13 +433,13 @@ fn the_jobs_folder_deleted_and_recreated_while_running() {
     let _d = w.start(&[fake]);
     w.wait_log("daemon start");
     w.job("before", &json!({"prompt": "p"}));
-    wait_until("first judged", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("first judged", DEADLINE, || w.verdicts().len() == 1);
     let jobs = w.state().join("jobs");
     fs::remove_dir(&jobs).unwrap();
     w.wait_log("watching the inbox again");
     fs::create_dir_all(&jobs).unwrap();
     w.job("after", &json!({"prompt": "p"}));
-    wait_until("second judged", DEADLINE, || w.verdicts().len() == 2);
+    wait_for("second judged", DEADLINE, || w.verdicts().len() == 2);
 }
 
 #[test]
@@ -453,17 +454,17 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
     );
     w.job("same", &json!({"prompt": "first", "transcript": "T"}));
     let _d = w.start(&[runner]);
-    wait_until("first run started", DEADLINE, || {
+    wait_for("first run started", DEADLINE, || {
         w.read("prompts").lines().count() == 1
     });
     // The producer publishes the same id again (a new file replaces the old name).
     w.job("same", &json!({"prompt": "second", "transcript": "T"}));
     fs::write(w.path("go"), "").unwrap();
-    wait_until("the newer job judged too", DEADLINE, || {
+    wait_for("the newer job judged too", DEADLINE, || {
         w.read("prompts").lines().collect::<Vec<_>>() == ["first", "second"]
             && w.jobs_left().is_empty()
     });
-    wait_until("claims released", DEADLINE, || {
+    wait_for("claims released", DEADLINE, || {
         names(&w.state().join("claims")).is_empty()
     });
     assert_eq!(

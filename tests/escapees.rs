@@ -5,8 +5,8 @@
 //! attempt ended: with another job running at the same time, through a daemon
 //! shutdown, after `llm-judge ask`, and in a chain of 40.
 
-mod reliability;
-mod world;
+mod support;
+use support::{reliability, world};
 
 use std::time::Duration;
 
@@ -66,15 +66,15 @@ fn an_escapee_is_stopped_while_another_job_still_runs() {
     w.wait_log("daemon start");
     let job = |name: &str| json!({"prompt": name, "transcript": "T", "hit_if_all_true": ["ok"]});
     w.job("slow", &job("slow"));
-    world::wait_until("slow job running", GONE, || w.path("slow.started").exists());
+    world::wait_for("slow job running", GONE, || w.path("slow.started").exists());
     w.job("leaver", &job("leaver"));
-    world::wait_until("leaver judged", Duration::from_secs(60), || {
+    world::wait_for("leaver judged", Duration::from_secs(60), || {
         w.verdicts().len() == 1
     });
     assert!(!w.path("release").exists() && w.jobs_left() == ["slow.json"]);
     assert_gone(&w, "a.pids");
     std::fs::write(w.path("release"), "").unwrap();
-    world::wait_until("slow judged", Duration::from_secs(60), || {
+    world::wait_for("slow judged", Duration::from_secs(60), || {
         w.verdicts().len() == 2
     });
     d.signal("TERM");
@@ -95,7 +95,7 @@ fn an_escapee_is_stopped_through_a_daemon_shutdown() {
     let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
     w.wait_log("daemon start");
     w.job("hang", &json!({"prompt": "p", "timeout_seconds": 300}));
-    world::wait_until("runner hanging", GONE, || w.path("hanging").exists());
+    world::wait_for("runner hanging", GONE, || w.path("hanging").exists());
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
     assert_eq!(

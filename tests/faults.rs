@@ -7,8 +7,8 @@
 //! leftovers the fakes did not write down too. (Gigabytes of output, with the memory
 //! bound, are in `tests/faults_memory.rs`: getrusage covers a whole test binary.)
 
-mod reliability;
-mod world;
+mod support;
+use support::{reliability, world};
 
 use std::time::Duration;
 
@@ -227,7 +227,7 @@ fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again()
         );
     }
     // The daemon, 2 + 66 + 3 runner processes once every fault is fully started.
-    world::wait_until("faults running", Duration::from_secs(30), || {
+    world::wait_for("faults running", Duration::from_secs(30), || {
         marked(&mark).len() >= 1 + 2 + 66 + 3
     });
     let first_daemon = d.child.id();
@@ -241,7 +241,7 @@ fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again()
     );
     std::fs::write(w.path("second"), "").unwrap();
     let mut d = w.start_with(command(&w, Some(&[dispatch]), &mark));
-    world::wait_until("jobs judged again", Duration::from_secs(60), || {
+    world::wait_for("jobs judged again", Duration::from_secs(60), || {
         w.verdicts().len() == cases.len()
     });
     let left = wait_no_marked(&mark, &[d.child.id()], GONE);
@@ -298,7 +298,7 @@ fn all_faults_at_once_through_the_daemon() {
             &json!({"prompt": name, "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
         );
     }
-    world::wait_until("all fault jobs judged", Duration::from_secs(90), || {
+    world::wait_for("all fault jobs judged", Duration::from_secs(90), || {
         w.verdicts().len() == cases.len()
     });
     for (name, _, timeout, reason) in &cases {

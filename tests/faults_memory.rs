@@ -3,8 +3,8 @@
 //! read with getrusage(RUSAGE_CHILDREN), which covers every waited-for descendant of
 //! the test process: here only the judges of these tests and their runners.
 
-mod reliability;
-mod world;
+mod support;
+use support::{reliability, world};
 
 use std::time::Duration;
 

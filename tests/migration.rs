@@ -3,7 +3,8 @@
 //! `run` with a bad runner variable, the temp-file grace of the start-up sweep, and
 //! doctor's state-folder check.
 
-mod world;
+mod support;
+use support::world;
 
 use std::fs;
 use std::io::Write;
@@ -176,7 +177,7 @@ fn enqueue_warns_when_no_daemon_holds_the_lock_and_when_there_is_no_transcript()
     assert!(err.contains("no transcript"), "{err}");
 
     let _d = w.start(std::slice::from_ref(&fake));
-    wait_until("the daemon's lock", DEADLINE, || {
+    wait_for("the daemon's lock", DEADLINE, || {
         fs::read_to_string(w.state().join("daemon.lock")).is_ok_and(|t| !t.trim().is_empty())
             && fs::metadata(w.state().join("status.json")).is_ok()
     });
@@ -280,7 +281,7 @@ fn doctor_warns_when_hooks_and_the_daemon_resolve_different_state_folders() {
     let mut daemon = w.command(&[]);
     daemon.env(STATE_VAR, w.state());
     let _d = w.start_with(daemon);
-    wait_until("status.json", DEADLINE, || {
+    wait_for("status.json", DEADLINE, || {
         fs::read(w.state().join("status.json"))
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())

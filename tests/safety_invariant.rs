@@ -4,9 +4,8 @@
 //! old table, judge.log says "config reload failed" and names the problem); and no
 //! job can reach a runner argv other than by picking a table with `mode`.
 
-mod pinned;
-mod reliability;
-mod world;
+mod support;
+use support::{pinned, reliability, world};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,7 +14,7 @@ use std::time::Duration;
 use pinned::*;
 use reliability::*;
 use serde_json::{Value, json};
-use world::{DEADLINE, World, wait_until};
+use world::{DEADLINE, World, wait_for};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
@@ -290,7 +289,7 @@ fn unsafe_investigate_tables_are_refused_at_daemon_start() {
     {
         write_config(&w, &config_text(&w, &[(name, argv)]));
         let mut d = spawn(&w, command(&w, None, &mark), &["daemon"]);
-        wait_until("daemon start", DEADLINE, || {
+        wait_for("daemon start", DEADLINE, || {
             w.log().matches("daemon start").count() == i + 1
         });
         assert!(d.alive(), "{name}: {}", d.stderr());
@@ -365,7 +364,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
             id,
             &json!({"prompt": id, "mode": "investigate", "transcript": "T"}),
         );
-        wait_until(&format!("{id} judged"), DEADLINE, || {
+        wait_for(&format!("{id} judged"), DEADLINE, || {
             w.verdicts().len() == n
         });
         w.verdict(id)
@@ -376,7 +375,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
     for (i, (name, argv, words)) in cases.iter().enumerate() {
         write_config(&w, &config_text(&w, &[(name, argv.clone())]));
         d.signal("HUP");
-        wait_until(&format!("reload {i} refused"), DEADLINE, || {
+        wait_for(&format!("reload {i} refused"), DEADLINE, || {
             nth_line(&w, "config reload failed", i + 1).is_some()
         });
         let line = nth_line(&w, "config reload failed", i + 1).unwrap();
@@ -531,7 +530,7 @@ fn no_job_key_reaches_the_runner_argv_only_mode_picks_a_table() {
     for (i, (job, _)) in jobs.iter().enumerate() {
         w.job(&format!("k{i:02}"), job);
     }
-    wait_until("every job judged", DEADLINE, || {
+    wait_for("every job judged", DEADLINE, || {
         w.verdicts().len() == jobs.len()
     });
     let runs = recorded_runs(&w);

@@ -4,7 +4,8 @@
 //! tests of `src/core/safety.rs` (with a property test against a commander-style parse);
 //! escapees are in `tests/escapees.rs`; temp folders in `tests/core.rs`.
 
-mod common;
+mod support;
+use support::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -19,13 +19,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_llm-judge");
+mod support;
+use support::{BIN, NO_HANG};
+
 const UNIT: &str = "llm-judge.service";
 const LABEL: &str = "com.catstack.llm-judge";
 /// Verdict folder of jobs with no transcript.
 const NO_TRANSCRIPT: &str = "da39a3ee5e6b4b0d";
-/// Bound for one command that should finish quickly.
-const NO_HANG: Duration = Duration::from_secs(60);
 
 /// One test's private folder: HOME, XDG_CONFIG_HOME, a state folder, fakes.
 struct World {
@@ -1153,14 +1153,8 @@ impl DaemonWorld {
 }
 
 fn wait_for(limit: Duration, what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(15));
-    }
+    let held = support::wait_until(Instant::now() + limit, cond);
+    assert!(held, "{what} did not happen within {limit:?}");
 }
 
 #[test]

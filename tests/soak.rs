@@ -16,8 +16,8 @@
 //! `cargo test --release --test soak -- --ignored --nocapture`
 //! (SOAK_JOBS, SOAK_KILLS, SOAK_SEED override its size and seed).
 
-mod reliability;
-mod world;
+mod support;
+use support::{reliability, world};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use reliability::*;
 use serde_json::{Value, json};
-use world::{World, wait_until};
+use world::{World, wait_for};
 
 /// Transcripts the drain loop drains; every tenth job has none (its verdict lands in
 /// the undeliverable folder and stays).
@@ -172,7 +172,7 @@ fn soak(plan: Plan) -> Figures {
         figures.starts += 1;
         let jobs_dir = w.state().join("jobs");
         let claims = w.state().join("claims");
-        wait_until("every job done", Duration::from_secs(600), || {
+        wait_for("every job done", Duration::from_secs(600), || {
             entries(&jobs_dir).is_empty() && entries(&claims).is_empty()
         });
         d.signal("TERM");
@@ -183,7 +183,7 @@ fn soak(plan: Plan) -> Figures {
         let starts = w.log().matches("daemon start").count();
         let mut d = w.start_with(command(&w, Some(&runners), &mark));
         figures.starts += 1;
-        wait_until("clean start", Duration::from_secs(60), || {
+        wait_for("clean start", Duration::from_secs(60), || {
             w.log().matches("daemon start").count() > starts
         });
         d.signal("TERM");

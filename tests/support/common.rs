@@ -18,29 +18,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sha1::{Digest, Sha1};
 
-/// The binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_llm-judge");
+pub use super::{BIN, NO_HANG, wait_until};
 /// The runner override variable.
 pub const RUNNERS_VAR: &str = "CATSTACK_LLM_JUDGE_RUNNERS";
-/// A generous "it did not hang" bound for one command.
-pub const NO_HANG: Duration = Duration::from_secs(60);
 /// Set in a fake program's environment to make it exit 0 at once (see [`settle`]).
 pub const PROBE_VAR: &str = "LLM_JUDGE_TEST_PROBE";
-
-/// Polls `cond` every 15 ms until it holds (true) or `deadline` passes (false).
-pub fn wait_until(deadline: Instant, mut cond: impl FnMut() -> bool) -> bool {
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(15));
-    }
-}
 
 /// A deadline `d` from now.
 pub fn within(d: Duration) -> Instant {
@@ -48,12 +31,7 @@ pub fn within(d: Duration) -> Instant {
 }
 
 /// First 16 hex digits of SHA-1 of a transcript: its verdict folder's name.
-pub fn transcript_hash(transcript: &str) -> String {
-    Sha1::digest(transcript.as_bytes())[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use llm_judge::api::transcript_hash;
 
 /// The verdict folder of jobs with no usable transcript (`""`).
 pub const NO_TRANSCRIPT: &str = "da39a3ee5e6b4b0d";
@@ -65,13 +43,7 @@ pub fn s(path: &Path) -> &str {
 
 /// True when the process is gone or a zombie (Linux `/proc`).
 pub fn process_gone(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_none_or(|state| state == "Z" || state == "X"),
-    }
+    !super::is_running(pid)
 }
 
 /// A private temp world for one test.

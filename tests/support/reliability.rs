@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::world::World;
+use super::world::World;
 
 /// The variable that marks every process a test's judge started.
 pub const MARK_VAR: &str = "RELIABILITY_MARK";
@@ -88,21 +88,20 @@ pub fn spawn(w: &World, mut cmd: Command, args: &[&str]) -> Proc {
 impl Proc {
     /// Waits for the exit; panics (after killing it) past `limit` since the start.
     pub fn finish(&mut self, limit: Duration) -> (ExitStatus, Duration) {
-        let end = self.started + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return (status, self.started.elapsed());
-            }
-            if Instant::now() >= end {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "llm-judge did not finish within {limit:?}; stderr: {}",
-                    self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let mut status = None;
+        super::wait_until(self.started + limit, || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        if let Some(status) = status {
+            return (status, self.started.elapsed());
         }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!(
+            "llm-judge did not finish within {limit:?}; stderr: {}",
+            self.stderr()
+        );
     }
 
     pub fn stdout(&self) -> String {
@@ -127,17 +126,9 @@ impl Drop for Proc {
     }
 }
 
-/// `/proc/<pid>/stat` state letter, or `None` when the process is gone.
-pub fn proc_state(pid: u32) -> Option<char> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next())
-        .and_then(|s| s.chars().next())
-}
-
 /// True while the process exists and is not a zombie.
 pub fn running(pid: u32) -> bool {
-    proc_state(pid).is_some_and(|s| s != 'Z' && s != 'X')
+    super::is_running(pid)
 }
 
 /// Live (non-zombie) processes, other than this test process, whose environment
@@ -173,32 +164,24 @@ pub fn cmdline(pid: u32) -> String {
 /// Waits (bounded) until no marked process is left other than those in `except`;
 /// returns those still alive at the deadline with their command lines.
 pub fn wait_no_marked(mark: &str, except: &[u32], deadline: Duration) -> Vec<(u32, String)> {
-    let end = Instant::now() + deadline;
-    loop {
-        let left: Vec<u32> = marked(mark)
+    let left = || -> Vec<u32> {
+        marked(mark)
             .into_iter()
             .filter(|p| !except.contains(p))
-            .collect();
-        if left.is_empty() {
-            return Vec::new();
-        }
-        if Instant::now() >= end {
-            return left.into_iter().map(|p| (p, cmdline(p))).collect();
-        }
-        std::thread::sleep(Duration::from_millis(20));
+            .collect()
+    };
+    if super::wait_until(Instant::now() + deadline, || left().is_empty()) {
+        return Vec::new();
     }
+    left().into_iter().map(|p| (p, cmdline(p))).collect()
 }
 
 /// Waits (bounded) until every pid is gone or a zombie; returns those still running.
 pub fn wait_gone(pids: &[u32], deadline: Duration) -> Vec<u32> {
-    let end = Instant::now() + deadline;
-    loop {
-        let left: Vec<u32> = pids.iter().copied().filter(|&p| running(p)).collect();
-        if left.is_empty() || Instant::now() >= end {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    super::wait_until(Instant::now() + deadline, || {
+        pids.iter().all(|&p| !running(p))
+    });
+    pids.iter().copied().filter(|&p| running(p)).collect()
 }
 
 /// Pids written to a file (one or more per line), in order.
@@ -331,7 +314,7 @@ pub fn seed_from_env(var: &str) -> u64 {
 
 /// Every file name (lossy) in a folder, sorted; empty when it does not exist.
 pub fn entries(dir: &Path) -> Vec<String> {
-    crate::world::names(dir)
+    super::world::names(dir)
 }
 
 /// Every (folder, file name) under `verdicts/`, hidden ones included.

@@ -11,17 +11,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_llm-judge");
+pub use super::BIN;
 /// Generous: proves nothing hangs, asserts no speed.
-pub const DEADLINE: Duration = Duration::from_secs(60);
+pub const DEADLINE: Duration = super::NO_HANG;
 
 /// Polls `cond` until it holds or the deadline passes (then panics naming `what`).
-pub fn wait_until(what: &str, deadline: Duration, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + deadline;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(15));
-    }
+pub fn wait_for(what: &str, deadline: Duration, cond: impl FnMut() -> bool) {
+    let held = super::wait_until(Instant::now() + deadline, cond);
+    assert!(held, "timed out waiting for: {what}");
 }
 
 /// One test's world: a state folder, a HOME, fake runners, a config file.
@@ -164,7 +161,7 @@ impl World {
     }
 
     pub fn wait_log(&self, what: &str) {
-        wait_until(&format!("judge.log line {what:?}"), DEADLINE, || {
+        wait_for(&format!("judge.log line {what:?}"), DEADLINE, || {
             self.log().contains(what)
         });
     }
@@ -202,17 +199,14 @@ impl Daemon {
     }
 
     pub fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
-        let end = Instant::now() + deadline;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < end,
-                "daemon did not exit; stderr: {}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(15));
+        let mut status = None;
+        super::wait_until(Instant::now() + deadline, || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        match status {
+            Some(status) => status,
+            None => panic!("daemon did not exit; stderr: {}", self.stderr()),
         }
     }
 
@@ -236,12 +230,9 @@ pub fn answer(json_line: &str) -> String {
     format!("echo '{json_line}'")
 }
 
+/// True while the process exists and is not a zombie.
 pub fn is_alive(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rfind(')')
-            .and_then(|i| s[i + 1..].split_whitespace().next())
-            .is_some_and(|st| st != "Z" && st != "X")
-    })
+    super::is_running(pid)
 }
 
 pub fn pids_in(text: &str) -> Vec<u32> {
