@@ -19,7 +19,7 @@ use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::recovery::{Recovery, finish_previous_publish, recover, stop_leftovers};
 use crate::process::os::start_time;
 use crate::store::cache;
-use crate::store::claim::{self, Acquired, Claim, ClaimState, FileIdentity, RunnerRecord};
+use crate::store::claim::{self, Acquired, Claim, FileIdentity};
 use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
@@ -122,16 +122,7 @@ async fn handle_named(
         claim.release()?;
         return Ok(Handled::Rejected);
     }
-    claim.record = claim::ClaimRecord {
-        state: ClaimState::Running,
-        interruptions,
-        owner_pid: std::process::id(),
-        tag: claim::new_tag(),
-        job: Some(identity),
-        claimed_at: now_unix(),
-        ..Default::default()
-    };
-    if let Err(e) = claim.save() {
+    if let Err(e) = claim.start_running(interruptions, identity) {
         // A record we could not write (disk full) must not later read as a crash.
         let _ = claim.release();
         return Err(e);
@@ -151,13 +142,11 @@ async fn handle_named(
         }
         Err(e) => {
             // Not judged (a full disk, say): queued again, not counted as an interruption.
-            claim.record.state = ClaimState::Queued;
-            claim.record.runner = None;
-            let _ = claim.save();
+            let _ = claim.requeue();
             return Err(e);
         }
     };
-    remove_judged_job(path, claim.record.job)?;
+    remove_judged_job(path, claim.record().job)?;
     crate::support::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
@@ -209,7 +198,7 @@ async fn judge_claimed(
     extras: &Extras,
     link: &mut WorkerLink,
 ) -> io::Result<Claimed> {
-    let interruptions = claim.record.interruptions;
+    let interruptions = claim.record().interruptions;
     let stem = stem_of(name);
     let parsed = match read_job(path, settings.config.max_job_bytes) {
         Err(ReadFailure::NotRegular) => return Ok(Claimed::NotAJob),
@@ -217,9 +206,7 @@ async fn judge_claimed(
         Ok(bytes) => parse_job(&bytes, &stem, settings.config.timeouts()),
     };
     if let Ok(job) = &parsed {
-        claim.record.id = job.id.clone();
-        claim.record.hook = job.hook.clone();
-        claim.save()?;
+        claim.name_job(&job.id, &job.hook)?;
     }
     tracing::info!(file = %path.display(), interruptions, "job claimed");
     let verdict = match parsed {
@@ -236,13 +223,11 @@ async fn judge_claimed(
             error_verdict(&as_error(&job, reason), now_unix())
         }
         Ok(job) => {
-            let tag = claim.record.tag.clone();
+            let tag = claim.record().tag.clone();
             match decide(settings, &job, &tag, claim, link.cancel.take(), extras).await {
                 Some(verdict) => verdict,
                 None => {
-                    claim.record.state = ClaimState::Queued;
-                    claim.record.runner = None;
-                    claim.save()?;
+                    claim.requeue()?;
                     tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
                     return Ok(Claimed::Stopped);
                 }
@@ -356,12 +341,7 @@ async fn judge_runners(
     extras: &Extras,
 ) -> Option<Verdict> {
     let record_runner = |claim: &mut Claim, runner: &str, pgid: u32| {
-        claim.record.runner = Some(RunnerRecord {
-            name: runner.to_string(),
-            pgid,
-            start_time: start_time(pgid),
-        });
-        if let Err(e) = claim.save() {
+        if let Err(e) = claim.runner_started(runner, pgid, start_time(pgid)) {
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
         }
         crate::support::failpoint::crash("runner_started");
@@ -372,7 +352,7 @@ async fn judge_runners(
     let verdict = until_cancelled(judging, cancel).await;
     if verdict.is_none() {
         // Dropping the judging future left its runner running: stop the whole tree.
-        stop_leftovers(&claim.record);
+        stop_leftovers(claim.record());
     }
     verdict
 }
@@ -392,10 +372,7 @@ fn publish(
     bytes.push(b'\n');
     let temp = state_dir::write_temp(&dir, &file_name, &bytes, fsync)?;
     crate::support::failpoint::crash("verdict_temp_written");
-    claim.record.state = ClaimState::Publishing;
-    claim.record.verdict_temp = Some(temp.path.clone());
-    claim.record.verdict_path = Some(target.clone());
-    if let Err(e) = claim.save_durable() {
+    if let Err(e) = claim.publishing(temp.path.clone(), target.clone()) {
         let _ = fs::remove_file(&temp.path);
         return Err(e);
     }

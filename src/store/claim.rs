@@ -116,12 +116,17 @@ mod path_bytes {
 }
 
 /// A held claim. Dropping it releases the lock but keeps the record.
+///
+/// The record changes only through the transitions below, each saved as it is made:
+/// `start_running` (fresh claim or `Queued` → `Running`), `name_job` and
+/// `runner_started` (while `Running`), `requeue` (`Running` → `Queued`) and
+/// `publishing` (`Running` → `Publishing`, durable). `release` ends the claim.
 #[derive(Debug)]
 pub struct Claim {
     file: File,
     path: PathBuf,
     /// What this holder has recorded.
-    pub record: ClaimRecord,
+    record: ClaimRecord,
     fsync: bool,
 }
 
@@ -201,10 +206,69 @@ fn read_record(file: &mut File) -> io::Result<Previous> {
 }
 
 impl Claim {
+    /// What this holder has recorded.
+    pub fn record(&self) -> &ClaimRecord {
+        &self.record
+    }
+
+    /// This holder judges the job now: `Running`, with a fresh tag for its runners'
+    /// environment and the job file's identity. Nothing else of an earlier record stays.
+    pub fn start_running(&mut self, interruptions: u32, job: FileIdentity) -> io::Result<()> {
+        self.record = ClaimRecord {
+            state: ClaimState::Running,
+            interruptions,
+            owner_pid: std::process::id(),
+            tag: new_tag(),
+            job: Some(job),
+            claimed_at: crate::store::state_dir::now_unix(),
+            ..Default::default()
+        };
+        self.save()
+    }
+
+    /// Names the parsed job (for `status`).
+    pub fn name_job(&mut self, id: &str, hook: &serde_json::Value) -> io::Result<()> {
+        self.record.id = id.to_string();
+        self.record.hook = hook.clone();
+        self.save()
+    }
+
+    /// A runner started in process group `pgid` (whose leader started at `start_time`).
+    pub fn runner_started(
+        &mut self,
+        name: &str,
+        pgid: u32,
+        start_time: Option<u64>,
+    ) -> io::Result<()> {
+        self.record.runner = Some(RunnerRecord {
+            name: name.to_string(),
+            pgid,
+            start_time,
+        });
+        self.save()
+    }
+
+    /// Given back unjudged (shutdown, or an error before publishing): `Queued`, which
+    /// the next holder does not count as an interruption.
+    pub fn requeue(&mut self) -> io::Result<()> {
+        self.record.state = ClaimState::Queued;
+        self.record.runner = None;
+        self.save()
+    }
+
+    /// The verdict's temp file is durable and about to be renamed to `target`:
+    /// `Publishing`, saved durably, so a later holder can finish or skip the rename.
+    pub fn publishing(&mut self, temp: PathBuf, target: PathBuf) -> io::Result<()> {
+        self.record.state = ClaimState::Publishing;
+        self.record.verdict_temp = Some(temp);
+        self.record.verdict_path = Some(target);
+        self.save_durable()
+    }
+
     /// Writes the record in place. Not synced: it only has to survive a process crash.
     /// A shorter record is padded with spaces (valid trailing JSON white space) rather
     /// than truncated, so a crash mid-save never leaves a torn-looking tail.
-    pub fn save(&mut self) -> io::Result<()> {
+    fn save(&mut self) -> io::Result<()> {
         let mut bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
         let old = usize::try_from(self.file.metadata()?.len()).unwrap_or(usize::MAX);
         if bytes.len() < old {
@@ -216,7 +280,7 @@ impl Claim {
     }
 
     /// Writes the record and makes it survive power loss.
-    pub fn save_durable(&mut self) -> io::Result<()> {
+    fn save_durable(&mut self) -> io::Result<()> {
         self.save()?;
         if self.fsync {
             self.file.sync_data()?;
