@@ -3,8 +3,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
@@ -80,6 +79,7 @@ pub fn main(settings: &Settings) -> i32 {
         });
     report.add(Level::Ok, format!("config: {source}"));
     check_tables(settings, &mut report);
+    check_codex_models(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
     check_hooks_state_dir(settings, &mut report);
     report.finish()
@@ -119,6 +119,7 @@ fn check_tables(settings: &Settings, report: &mut Report) {
                             path.display()
                         ),
                     );
+                    check_login(mode, &runner.name, &path, report);
                 }
                 None => report.add(
                     Level::Warn,
@@ -154,36 +155,93 @@ fn check_tables(settings: &Settings, report: &mut Report) {
 
 /// The first line `<program> --version` prints, bounded in time.
 fn version_of(path: &Path) -> String {
-    let child = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .env(crate::process::spawn::CHILD_VAR, "1")
-        .spawn();
-    let Ok(mut child) = child else {
-        return "--version could not start".into();
+    match crate::process::probe::run(path, &["--version"], VERSION_TIMEOUT) {
+        Ok(run) => run
+            .stdout
+            .lines()
+            .next()
+            .map_or("no --version output".into(), |l| l.trim().to_string()),
+        Err(e) => e,
+    }
+}
+
+/// Warns about each installed runner whose login is nowhere to be seen (SPEC 4 CLIs
+/// fail every job then, after a second or so, with "Not logged in").
+fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) {
+    let Some(name) = program.file_name().and_then(|n| n.to_str()) else {
+        return;
     };
-    let deadline = Instant::now() + VERSION_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return "--version timed out".into();
-            }
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let config_dir = crate::core::login::config_dir_var(name)
+        .and_then(std::env::var_os)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from);
+    let Some(places) = crate::core::login::places(name, Path::new(&home), config_dir.as_deref())
+    else {
+        return;
+    };
+    let by_var = places
+        .vars
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+    if by_var || places.files.iter().any(|f| f.exists()) {
+        return;
+    }
+    let files: Vec<String> = places
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    report.add(
+        Level::Warn,
+        format!(
+            "{} runner {runner}: not logged in (none of {} is set, no {}); its jobs fail: {}. \
+             doctor sees this shell's environment; the service's may differ",
+            mode.name(),
+            places.vars.join(", "),
+            files.join(", "),
+            places.fix
+        ),
+    );
+}
+
+/// Which model each codex runner with `-m` runs with, per this login's catalog.
+fn check_codex_models(settings: &Settings, report: &mut Report) {
+    let Some(read) = crate::engine::codex_catalog::lookup(settings) else {
+        return;
+    };
+    let catalog = match read {
+        Ok(catalog) => catalog,
+        Err(e) => {
+            report.add(
+                Level::Warn,
+                format!("codex model catalog unreadable, the tables' models stay: {e}"),
+            );
+            return;
+        }
+    };
+    let (applied, _) = crate::core::codex_model::apply_to_settings(settings, &catalog);
+    for m in crate::core::codex_model::models_in_use(settings, &applied) {
+        match &m.replaced {
+            Some(from) => report.add(
+                Level::Warn,
+                format!(
+                    "{} runner {}: model {from} is not in this login's codex catalog; the daemon \
+                     uses {} (the catalog's first model)",
+                    m.table, m.runner, m.model
+                ),
+            ),
+            None => report.add(
+                Level::Ok,
+                format!(
+                    "{} runner {}: model {} is in this login's codex catalog",
+                    m.table, m.runner, m.model
+                ),
+            ),
         }
     }
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        use std::io::Read;
-        let _ = stdout.by_ref().take(4096).read_to_string(&mut out);
-    }
-    out.lines()
-        .next()
-        .map_or("no --version output".into(), |l| l.trim().to_string())
 }
 
 fn check_state(state: &StateDir, report: &mut Report) {

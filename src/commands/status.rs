@@ -97,6 +97,10 @@ pub fn collect(state: &StateDir) -> Value {
             "last_reason": h.last_reason,
         });
     }
+    let codex_models = record
+        .as_ref()
+        .map(|r| r.codex_models.clone())
+        .unwrap_or_default();
     json!({
         "state_dir": state.root,
         "daemon": daemon,
@@ -104,6 +108,7 @@ pub fn collect(state: &StateDir) -> Value {
         "running": running,
         "outcomes": record.map(|r| outcomes(state, r)).unwrap_or_default(),
         "runners": runners,
+        "codex_models": codex_models,
     })
 }
 
@@ -255,6 +260,18 @@ pub fn render(report: &Value, colour: bool) -> String {
         &["NAME", "ANSWERED", "RATE", "MEDIAN", "HEALTH"],
         &runners,
     );
+    for m in report["codex_models"].as_array().into_iter().flatten() {
+        let replaced = m["replaced"].as_str().map_or(String::new(), |t| {
+            format!(" (not {t}: this login's catalog lacks it)")
+        });
+        out += &format!(
+            "{:<10}{} runner {}: model {}{replaced}\n",
+            "codex",
+            text(&m["table"]),
+            text(&m["runner"]),
+            text(&m["model"])
+        );
+    }
     out
 }
 

@@ -1,8 +1,10 @@
 //! SPEC 4 "Codex model", the pure part: read a `codex debug models` catalog and pick the
 //! model a codex runner uses. No I/O; the process part lives in `codex_catalog`.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::core::config::Settings;
 use crate::core::runner_table::Runner;
 
 /// The models a login may use, in the catalog's order.
@@ -128,6 +130,85 @@ pub fn apply(runners: &[Runner], catalog: Option<&Catalog>) -> (Vec<Runner>, Vec
     (out, subs)
 }
 
+/// The model one codex runner of one table runs with, for `status` and `doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInUse {
+    /// `default`, `investigate`, or `override` (`CATSTACK_LLM_JUDGE_RUNNERS`).
+    pub table: String,
+    /// The runner's name.
+    pub runner: String,
+    /// The model it is started with.
+    pub model: String,
+    /// The table's model, when the catalog replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
+}
+
+/// The tables a job can use, named: the override alone when it is set.
+fn tables_mut(settings: &mut Settings) -> Vec<(&'static str, &mut Vec<Runner>)> {
+    match settings.runner_override.as_mut() {
+        Some(table) => vec![("override", table)],
+        None => vec![
+            ("default", &mut settings.config.runners.default),
+            ("investigate", &mut settings.config.runners.investigate),
+        ],
+    }
+}
+
+/// `settings` with every table's codex runners rewritten per the catalog.
+pub fn apply_to_settings(settings: &Settings, catalog: &Catalog) -> (Settings, Vec<Substitution>) {
+    let mut out = settings.clone();
+    let mut subs = Vec::new();
+    for (_, table) in tables_mut(&mut out) {
+        let (new, s) = apply(table, Some(catalog));
+        *table = new;
+        subs.extend(s);
+    }
+    (out, subs)
+}
+
+/// The codex runners with an `-m` model in `applied`, beside their model in `base`.
+pub fn models_in_use(base: &Settings, applied: &Settings) -> Vec<ModelInUse> {
+    let mut base = base.clone();
+    let mut applied = applied.clone();
+    let mut out = Vec::new();
+    for ((table, before), (_, after)) in tables_mut(&mut base)
+        .into_iter()
+        .zip(tables_mut(&mut applied))
+    {
+        for (b, a) in before.iter().zip(after.iter()) {
+            let (Some(bi), Some(ai)) = (codex_model_index(b), codex_model_index(a)) else {
+                continue;
+            };
+            let model = a.argv[ai].clone();
+            out.push(ModelInUse {
+                table: table.to_string(),
+                runner: a.name.clone(),
+                replaced: (b.argv[bi] != model).then(|| b.argv[bi].clone()),
+                model,
+            });
+        }
+    }
+    out
+}
+
+/// The program (argv[0]) of the first codex runner with an `-m` model, if any.
+pub fn codex_program(settings: &Settings) -> Option<String> {
+    let mut settings = settings.clone();
+    tables_mut(&mut settings)
+        .iter()
+        .flat_map(|(_, t)| t.iter())
+        .find(|r| codex_model_index(r).is_some())
+        .map(|r| r.argv[0].clone())
+}
+
+/// Where a codex runner's `-m` value sits, if it is a codex runner with one.
+fn codex_model_index(runner: &Runner) -> Option<usize> {
+    is_codex(&runner.argv)
+        .then(|| model_index(&runner.argv))
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +291,39 @@ mod tests {
         let claude = runner("claude", &["claude", "-p", "-m", "haiku", "--", "{prompt}"]);
         let (out, subs) = apply(&[no_m.clone(), claude.clone()], Some(&cat));
         assert_eq!((out, subs.len()), (vec![no_m, claude], 0));
+    }
+
+    fn settings_with(default: Vec<Runner>) -> Settings {
+        let mut settings = Settings {
+            config: crate::core::config::parse_config(None).expect("embedded config"),
+            config_path: None,
+            state_dir: "/s".into(),
+            runner_override: None,
+            runner_error: None,
+        };
+        settings.config.runners.default = default;
+        settings
+    }
+
+    #[test]
+    fn models_in_use_show_the_replacement_and_the_override_alone() {
+        let base = settings_with(vec![shipped_codex()]);
+        let (applied, subs) = apply_to_settings(&base, &catalog(&["gpt-6"]));
+        assert_eq!(subs.len(), 1);
+        let used = models_in_use(&base, &applied);
+        assert_eq!(
+            used,
+            vec![ModelInUse {
+                table: "default".into(),
+                runner: "codex".into(),
+                model: "gpt-6".into(),
+                replaced: Some("gpt-5.3-codex-spark".into()),
+            }]
+        );
+        assert_eq!(codex_program(&base).as_deref(), Some("codex"));
+        let mut over = base.clone();
+        over.runner_override = Some(vec![runner("claude", &["claude", "-p"])]);
+        assert_eq!(codex_program(&over), None);
+        assert_eq!(models_in_use(&over, &over), vec![]);
     }
 }

@@ -1,6 +1,7 @@
 //! The daemon (SPEC section 6): one per state folder, watches jobs/, judges on a
 //! bounded pool, oldest first, drains on SIGTERM/SIGINT, reloads on SIGHUP.
 
+pub mod codex_models;
 pub mod inbox;
 pub mod sd_notify;
 
@@ -14,6 +15,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{MissedTickBehavior, sleep_until};
 
 use crate::core::config::Settings;
+use crate::core::job::Mode;
+use crate::daemon::codex_models::CodexModels;
 use crate::daemon::inbox::{Hint, InboxWatcher, Queue};
 use crate::daemon::sd_notify::Notifier;
 use crate::engine::attempts::Extras;
@@ -74,7 +77,11 @@ fn check_folders(state: &StateDir) -> Result<(), String> {
 }
 
 struct Daemon {
+    /// The settings as loaded (config file, environment, flags).
+    base: Arc<Settings>,
+    /// What jobs use: `base` with the codex catalog applied.
     settings: Arc<Settings>,
+    codex: CodexModels,
     /// Health, cache, runner limits and single-flight, shared by every worker.
     extras: Extras,
     sources: Sources,
@@ -122,6 +129,8 @@ impl Daemon {
         };
         Daemon {
             extras,
+            codex: CodexModels::new(&settings),
+            base: Arc::new(settings.clone()),
             settings: Arc::new(settings),
             sources,
             workers_flag,
@@ -174,6 +183,13 @@ impl Daemon {
             }
         };
         self.log_start();
+        self.warn_uninstalled();
+        self.read_codex_catalog();
+        let mut catalog_refresh = tokio::time::interval_at(
+            tokio::time::Instant::now() + codex_models::REFRESH_EVERY,
+            codex_models::REFRESH_EVERY,
+        );
+        catalog_refresh.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let c = self.settings.config.clone();
         crate::engine::recovery::sweep(&self.state, c.fsync, c.undeliverable_days);
         let mut watcher = InboxWatcher::new(&self.state.jobs());
@@ -223,6 +239,8 @@ impl Daemon {
                     self.scan();
                     crate::engine::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
                 }
+                Some(read) = self.codex.rx.recv() => self.codex_catalog_read(read),
+                _ = catalog_refresh.tick() => self.read_codex_catalog(),
                 Some(event) = self.done_rx.recv() => match event {
                     WorkerEvent::SlotFree(name) => {
                         self.slots.remove(&name);
@@ -259,14 +277,48 @@ impl Daemon {
         };
         tracing::info!(
             version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), workers = self.workers(),
-            default = %table(crate::core::job::Mode::Default), investigate = %table(crate::core::job::Mode::Investigate),
+            default = %table(Mode::Default), investigate = %table(Mode::Investigate),
             state = %self.state.root.display(), "daemon start"
         );
     }
 
-    /// Starts the oldest waiting jobs while workers are free.
+    /// Warns about each table none of whose runners is installed: its jobs end unchecked.
+    fn warn_uninstalled(&self) {
+        let modes: &[Mode] = if self.base.runner_override.is_some() {
+            &[Mode::Default]
+        } else {
+            &[Mode::Default, Mode::Investigate]
+        };
+        for &mode in modes {
+            let table = self.base.table(mode);
+            let installed = table
+                .iter()
+                .filter_map(|r| r.argv.first())
+                .any(|p| crate::process::spawn::resolve_program(p).is_some());
+            if !installed {
+                let names: Vec<&str> = table
+                    .iter()
+                    .filter_map(|r| r.argv.first())
+                    .map(String::as_str)
+                    .collect();
+                let which = if self.base.runner_override.is_some() {
+                    crate::core::runner_table::RUNNERS_VAR.to_string()
+                } else {
+                    format!("{} table", mode.name())
+                };
+                tracing::warn!(
+                    "{which}: none of its runners ({}) is installed on the daemon's PATH, so its \
+                     jobs end unchecked; install one or fix PATH in the service's environment",
+                    names.join(", ")
+                );
+            }
+        }
+    }
+
+    /// Starts the oldest waiting jobs while workers are free (once the first codex
+    /// catalog read is over).
     fn dispatch(&mut self) {
-        while !self.draining && self.slots.len() < self.workers() {
+        while self.codex.ready && !self.draining && self.slots.len() < self.workers() {
             let Some(name) = self.queue.take() else {
                 return;
             };
@@ -391,13 +443,16 @@ impl Daemon {
                         self.state.root.display()
                     );
                 }
-                self.settings = Arc::new(Settings {
+                self.base = Arc::new(Settings {
                     state_dir: self.state.root.clone(),
                     ..new
                 });
-                self.extras = self.extras_for(&self.settings);
+                self.extras = self.extras_for(&self.base);
                 self.status_dirty = true;
                 tracing::info!(workers = self.workers(), "config reloaded");
+                self.warn_uninstalled();
+                self.apply_codex_catalog(false);
+                self.read_codex_catalog();
             }
             Err(e) => tracing::error!("config reload failed, keeping the old config: {e}"),
         }
@@ -433,6 +488,7 @@ impl Daemon {
             state_dir_env: std::env::var(crate::core::config::STATE_DIR_VAR)
                 .ok()
                 .filter(|v| !v.is_empty()),
+            codex_models: self.codex.in_use.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
         if let Err(e) = crate::store::state_dir::publish(&self.state.status(), &bytes, false) {

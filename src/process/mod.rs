@@ -1,6 +1,8 @@
 //! Processes: spawning one runner under its supervisor and stopping it, and the OS
-//! calls about process groups, liveness and `/proc` (`os`).
+//! calls about process groups, liveness and `/proc` (`os`), and short bounded runs of
+//! an installed runner (`probe`).
 
 pub mod os;
+pub mod probe;
 pub mod spawn;
 pub mod supervisor;

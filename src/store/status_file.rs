@@ -30,6 +30,9 @@ pub struct StatusRecord {
     /// `CATSTACK_LLM_JUDGE_STATE_DIR` in the daemon's environment (non-empty), if set.
     #[serde(default)]
     pub state_dir_env: Option<String>,
+    /// The model each codex runner with `-m` is started with (SPEC 4 "Codex model").
+    #[serde(default)]
+    pub codex_models: Vec<crate::core::codex_model::ModelInUse>,
 }
 
 /// Jobs waiting.
