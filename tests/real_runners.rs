@@ -132,3 +132,157 @@ fn shipped_claude_argv_answers_default_and_investigate_jobs() {
     assert_eq!(v["attempts"][0]["reason"], "not installed", "verdict: {v}");
     lane.stop_daemon();
 }
+
+/// The model a codex request asked for.
+fn codex_model(r: &Request) -> String {
+    r.body["model"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn shipped_codex_argv_answers_default_and_investigate_jobs() {
+    let _s = serial();
+    for (table, stem, answer) in [
+        ("default", "line", YES),
+        ("default", "fenced", FENCED_YES),
+        ("investigate", "inv", FENCED_YES),
+    ] {
+        let mut lane = Lane::new(&[Cli::Codex], StandIn::text(answer));
+        let argv = codex_via_standin(&shipped_argv(table, "codex"), lane.standin.port);
+        lane.override_runners(&[("codex", argv)]);
+        lane.start_daemon();
+        let job = if table == "default" {
+            default_job("Is the sky blue?")
+        } else {
+            investigate_job(&lane, "Does work/ hold a README?")
+        };
+        lane.job(stem, &job);
+        let v = lane.wait_verdict(stem);
+        keep_requests(&format!("codex-{table}-{stem}"), &lane.standin.requests());
+        assert_hit(&v, "codex");
+        let req = first_model_request(&lane);
+        let status = lane.status_json();
+        let in_use = status["codex_models"]
+            .as_array()
+            .and_then(|ms| ms.first())
+            .and_then(|m| m["model"].as_str())
+            .map(String::from);
+        if table == "default" {
+            assert_eq!(Some(codex_model(&req)), in_use, "status: {status}");
+        }
+        lane.stop_daemon();
+    }
+}
+
+// 2. Safety: the stand-in asks for writes; nothing is written.
+
+/// Text of every tool result the CLI sent back (claude `tool_result`, codex `*_output`).
+fn tool_results_text(reqs: &[Request]) -> String {
+    let mut out = String::new();
+    for r in reqs.iter().filter(|r| r.has_tool_results()) {
+        for m in r.body["messages"].as_array().into_iter().flatten() {
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_result" {
+                    out.push_str(&b["content"].to_string());
+                    out.push('\n');
+                }
+            }
+        }
+        for i in r.body["input"].as_array().into_iter().flatten() {
+            if i["type"].as_str().is_some_and(|t| t.ends_with("_output")) {
+                out.push_str(&i["output"].to_string());
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn claude_investigate_gets_only_read_grep_glob_and_writes_nothing() {
+    let _s = serial();
+    let probe = tempfile::tempdir().expect("probe folder");
+    let mut lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
+    let written = lane.work.join("claude-wrote.txt");
+    let edited = lane.work.join("notes.txt");
+    let bashed = probe.path().join("claude-ran-bash.txt");
+    fs::write(&edited, "original\n").expect("write notes.txt");
+    let calls = vec![
+        ("Write".to_string(), json!({"file_path": written, "content": "pwned"})),
+        (
+            "Edit".to_string(),
+            json!({"file_path": edited, "old_string": "original", "new_string": "pwned"}),
+        ),
+        ("Bash".to_string(), json!({"command": format!("touch {}", bashed.display())})),
+        ("NotebookEdit".to_string(), json!({"notebook_path": lane.work.join("n.ipynb"), "new_source": "x"})),
+        ("DeferredToolPlaceholder".to_string(), json!({})),
+    ];
+    lane.standin = StandIn::start(Reply::ClaudeTools(calls), YES);
+    lane.start_daemon();
+    let job = investigate_job(&lane, "Is notes.txt empty?");
+    lane.job("attack", &job);
+    let v = lane.wait_verdict("attack");
+    let reqs = lane.standin.model_requests();
+    keep_requests("claude-investigate-attack", &reqs);
+    lane.stop_daemon();
+    assert_hit(&v, "claude");
+    // DeferredToolPlaceholder is Claude Code's inert marker for deferred tool loading
+    // ("never call this tool"); the stand-in calls it anyway, below.
+    let mut tools = claude_tools(&reqs[0]);
+    tools.sort();
+    assert_eq!(
+        tools,
+        ["DeferredToolPlaceholder", "Glob", "Grep", "Read"],
+        "investigate claude was offered {tools:?}"
+    );
+    let results = tool_results_text(&reqs);
+    eprintln!("claude tool results: {results}");
+    assert!(
+        results.matches("No such tool available").count() >= 4,
+        "every write tool must be refused; tool results: {results}"
+    );
+    assert!(!written.exists(), "Write created {}", written.display());
+    assert!(!bashed.exists(), "Bash ran: {}", bashed.display());
+    assert_eq!(fs::read_to_string(&edited).ok().as_deref(), Some("original\n"), "Edit changed notes.txt");
+    assert!(!lane.work.join("n.ipynb").exists(), "NotebookEdit wrote");
+}
+
+#[test]
+fn codex_investigate_sandbox_refuses_a_shell_write() {
+    let _s = serial();
+    let probe = tempfile::tempdir().expect("probe folder");
+    let mut lane = Lane::new(&[Cli::Codex], StandIn::text(YES));
+    let in_work = lane.work.join("codex-wrote.txt");
+    let elsewhere = probe.path().join("codex-wrote-outside.txt");
+    let patched = lane.work.join("codex-patched.txt");
+    let js = format!(
+        "const a = await tools.exec_command({{cmd: {a:?}}});\ntext(JSON.stringify(a));\n\
+         try {{ text(JSON.stringify(await tools.exec_command({{cmd: {b:?}, sandbox_permissions: \"require_escalated\", justification: \"x\"}}))); }} catch (e) {{ text('escalation threw: ' + e); }}\n\
+         try {{ text(JSON.stringify(await tools.apply_patch({p:?}))); }} catch (e) {{ text('apply_patch threw: ' + e); }}\n",
+        a = format!("echo pwned > {} ; echo pwned > {}", in_work.display(), elsewhere.display()),
+        b = format!("echo pwned > {}", in_work.display()),
+        p = format!("*** Begin Patch\n*** Add File: {}\n+pwned\n*** End Patch\n", patched.display()),
+    );
+    lane.standin = StandIn::start(Reply::CodexExec(js), YES);
+    let argv = codex_via_standin(&shipped_argv("investigate", "codex"), lane.standin.port);
+    lane.override_runners(&[("codex", argv)]);
+    lane.start_daemon();
+    let job = investigate_job(&lane, "Is there a README?");
+    lane.job("attack", &job);
+    let v = lane.wait_verdict("attack");
+    let reqs = lane.standin.model_requests();
+    keep_requests("codex-investigate-attack", &reqs);
+    lane.stop_daemon();
+    let results = tool_results_text(&reqs);
+    eprintln!("codex tool results: {results}");
+    assert!(!in_work.exists(), "codex wrote {}", in_work.display());
+    assert!(!elsewhere.exists(), "codex wrote {}", elsewhere.display());
+    assert!(!patched.exists(), "codex apply_patch wrote {}", patched.display());
+    assert!(!results.is_empty(), "codex never ran the exec tool call; verdict {v}");
+    if results.contains("Read-only file system") {
+        eprintln!("codex sandbox: the shell write failed with Read-only file system");
+    } else {
+        // The file is still absent, but not because of a sandbox we saw work: say so.
+        eprintln!("codex sandbox could NOT be shown to run on this machine; tool results: {results}");
+    }
+    assert_hit(&v, "codex");
+}
