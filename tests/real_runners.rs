@@ -34,11 +34,11 @@ const YES: &str = "{\"ok\": true}";
 const FENCED_YES: &str = "Checked.\n```json\n{\"ok\": true}\n```";
 
 fn default_job(prompt: &str) -> Value {
-    json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout": 60})
+    json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout_seconds": 60})
 }
 
 fn investigate_job(lane: &Lane, prompt: &str) -> Value {
-    json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout": 60,
+    json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout_seconds": 60,
         "mode": "investigate", "cwd": lane.work})
 }
 
@@ -432,4 +432,147 @@ fn nothing_of_the_users_codex_setup_reaches_the_judge() {
         record(&format!("codex investigate request carries {file}: {}", sent.contains(canary)));
     }
     assert_eq!(markers(probe.path()), Vec::<String>::new(), "codex user config ran something");
+}
+
+// 4. Cost per verdict: the request one yes/no question costs.
+
+/// claude's default argv before SPEC 4's slimmer one (no --system-prompt,
+/// --disable-slash-commands or --setting-sources).
+fn pre_spec4_claude_argv() -> Vec<String> {
+    [
+        "claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}",
+        "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--", "{prompt}",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The model requests one default job sends, with `runners` as the override (or the
+/// shipped tables when empty).
+fn one_default_job(cli: Cli, runners: &[(&str, Vec<String>)], catalog: Option<&Value>) -> Vec<Request> {
+    let mut lane = Lane::new(&[cli], StandIn::text(YES));
+    if let Some(c) = catalog {
+        lane.codex_catalog(c);
+    }
+    let fixed: Vec<(&str, Vec<String>)> = runners
+        .iter()
+        .map(|(n, a)| {
+            let a = if *n == "codex" { codex_via_standin(a, lane.standin.port) } else { a.clone() };
+            (*n, a)
+        })
+        .collect();
+    if !fixed.is_empty() {
+        lane.override_runners(&fixed);
+    }
+    lane.start_daemon();
+    lane.job("cost", &default_job("Does the reply retract an earlier claim? Reply {\"ok\": true|false}"));
+    let v = lane.wait_verdict("cost");
+    lane.stop_daemon();
+    assert_eq!(v["outcome"], "hit", "verdict: {v}");
+    lane.standin.model_requests()
+}
+
+fn describe(label: &str, reqs: &[Request]) -> usize {
+    let bytes: usize = reqs.iter().map(|r| r.body_bytes).sum();
+    let tokens: usize = reqs.iter().map(Request::token_estimate).sum();
+    let model = reqs.first().map(|r| r.body["model"].to_string()).unwrap_or_default();
+    record(&format!(
+        "request size, {label}: {bytes} bytes (~{tokens} tokens), {} request(s), model {model}",
+        reqs.len()
+    ));
+    bytes
+}
+
+#[test]
+fn cost_of_one_default_verdict() {
+    let _s = serial();
+    let shipped = describe("claude, shipped default argv", &one_default_job(Cli::Claude, &[], None));
+    let old = describe(
+        "claude, pre-SPEC-4 default argv",
+        &one_default_job(Cli::Claude, &[("claude", pre_spec4_claude_argv())], None),
+    );
+    record(&format!("claude shipped/pre-SPEC-4 request bytes: {:.2}", shipped as f64 / old as f64));
+    assert!(shipped < old, "the shipped claude argv must send less than the old one");
+    let codex = shipped_argv("default", "codex");
+    let with_spark = json!({"models": [{"slug": "gpt-5.3-codex-spark"}, {"slug": "gpt-5.5"}]});
+    describe(
+        "codex, shipped default argv, spark in the catalog",
+        &one_default_job(Cli::Codex, &[("codex", codex.clone())], Some(&with_spark)),
+    );
+    describe(
+        "codex, shipped default argv, bundled catalog (spark replaced)",
+        &one_default_job(Cli::Codex, &[("codex", codex)], None),
+    );
+}
+
+// 5. No prompt kept in HOME, no process left, a stream that never ends is killed.
+
+/// Waits (bounded) until only the daemon carries the lane's marker; returns the others.
+fn leftovers_besides_daemon(lane: &Lane) -> Vec<u32> {
+    let daemon = lane.daemon_pid();
+    let mut left = Vec::new();
+    support::wait_until(Instant::now() + Duration::from_secs(20), || {
+        left = lane.marker_processes().into_iter().filter(|p| *p != daemon).collect();
+        left.is_empty()
+    });
+    left
+}
+
+#[test]
+fn no_prompt_in_home_and_no_process_left_after_real_jobs() {
+    let _s = serial();
+    for cli in [Cli::Claude, Cli::Codex] {
+        let mut lane = Lane::new(&[cli], StandIn::text(YES));
+        let canary = format!("PROMPT-CANARY-{}", std::process::id());
+        if cli == Cli::Codex {
+            let default = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+            lane.override_runners(&[("codex", default)]);
+        }
+        lane.start_daemon();
+        lane.job("def", &default_job(&format!("Is {canary} a colour?")));
+        let name = if cli == Cli::Claude { "claude" } else { "codex" };
+        assert_hit(&lane.wait_verdict("def"), name);
+        assert_eq!(leftovers_besides_daemon(&lane), Vec::<u32>::new(), "{name}: processes left after a default job");
+        if cli == Cli::Claude {
+            let inv = investigate_job(&lane, &format!("Does {canary} appear in work/?"));
+            lane.job("inv", &inv);
+            assert_hit(&lane.wait_verdict("inv"), name);
+            assert_eq!(leftovers_besides_daemon(&lane), Vec::<u32>::new(), "{name}: processes left after an investigate job");
+        }
+        assert_eq!(lane.stop_daemon(), Some(0), "daemon exit: {}", lane.daemon_stderr());
+        assert_eq!(lane.wait_no_marker_processes(Duration::from_secs(20)), Vec::<u32>::new());
+        let kept = Lane::files_containing(&lane.home, &canary);
+        assert_eq!(kept, Vec::<std::path::PathBuf>::new(), "{name} stored the prompt in HOME");
+        assert!(lane.standin.model_requests().iter().any(|r| r.body_text.contains(&canary)), "{name}: the prompt reached the stand-in");
+    }
+}
+
+#[test]
+fn a_stream_that_never_ends_is_killed_within_timeout_plus_grace() {
+    let _s = serial();
+    for cli in [Cli::Claude, Cli::Codex] {
+        let mut lane = Lane::new(&[cli], StandIn::start(Reply::Hang, YES));
+        lane.write_config("kill_grace_seconds = 2");
+        let name = if cli == Cli::Claude { "claude" } else { "codex" };
+        if cli == Cli::Codex {
+            let default = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+            lane.override_runners(&[("codex", default)]);
+        }
+        lane.start_daemon();
+        let job = json!({"prompt": "Is the sky blue?", "hit_if_all_true": ["ok"], "timeout_seconds": 3});
+        lane.job("hang", &job);
+        let v = lane.wait_verdict("hang");
+        assert_eq!(v["outcome"], "unchecked", "verdict: {v}");
+        let attempt = &v["attempts"][0];
+        assert_eq!(attempt["runner"], name, "verdict: {v}");
+        let reason = attempt["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("timed out after 3s"), "reason: {reason}");
+        let elapsed = attempt["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
+        // Bound, not speed: the timeout, the grace, and slack for a loaded 2-core machine.
+        assert!(elapsed < (3 + 2 + 5) * 1000, "{name} attempt took {elapsed} ms");
+        record(&format!("stalled stream, {name}: attempt ended after {elapsed} ms (timeout 3 s, grace 2 s)"));
+        assert!(!lane.standin.model_requests().is_empty(), "{name} never reached the stand-in");
+        assert_eq!(leftovers_besides_daemon(&lane), Vec::<u32>::new(), "{name}: processes left after the kill");
+        lane.stop_daemon();
+    }
 }
