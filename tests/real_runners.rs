@@ -494,10 +494,12 @@ fn cost_of_one_default_verdict() {
     record(&format!("claude shipped/pre-SPEC-4 request bytes: {:.2}", shipped as f64 / old as f64));
     assert!(shipped < old, "the shipped claude argv must send less than the old one");
     let codex = shipped_argv("default", "codex");
-    let with_spark = json!({"models": [{"slug": "gpt-5.3-codex-spark"}, {"slug": "gpt-5.5"}]});
+    // An unreadable catalog keeps the table's model (SPEC 4): what a login that offers
+    // spark sends, as far as this codex knows spark (not in its bundled catalog).
+    let unreadable = json!({"models": "not a catalog"});
     describe(
-        "codex, shipped default argv, spark in the catalog",
-        &one_default_job(Cli::Codex, &[("codex", codex.clone())], Some(&with_spark)),
+        "codex, shipped default argv, table model kept (catalog unreadable)",
+        &one_default_job(Cli::Codex, &[("codex", codex.clone())], Some(&unreadable)),
     );
     describe(
         "codex, shipped default argv, bundled catalog (spark replaced)",
@@ -575,4 +577,165 @@ fn a_stream_that_never_ends_is_killed_within_timeout_plus_grace() {
         assert_eq!(leftovers_besides_daemon(&lane), Vec::<u32>::new(), "{name}: processes left after the kill");
         lane.stop_daemon();
     }
+}
+
+// 6. Not logged in.
+
+#[test]
+fn claude_without_a_login_fails_fast_is_benched_and_doctor_says_so() {
+    let _s = serial();
+    let mut lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
+    lane.remove_env("ANTHROPIC_API_KEY");
+    lane.write_config("[health]\nenabled = true");
+    lane.start_daemon();
+    lane.job("nokey", &default_job("Is the sky blue?"));
+    let v = lane.wait_verdict("nokey");
+    assert_eq!(v["outcome"], "unchecked", "verdict: {v}");
+    let attempt = &v["attempts"][0];
+    assert_eq!(attempt["runner"], "claude", "verdict: {v}");
+    let reason = attempt["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("Not logged in"), "claude's own message missing: {reason}");
+    let elapsed = attempt["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
+    record(&format!("claude with no login: failed after {elapsed} ms: {reason}"));
+    assert!(lane.standin.model_requests().is_empty(), "claude sent a model request without a key");
+    let status = lane.status_json();
+    assert_eq!(status["runners"]["claude"]["health"]["benched"], true, "status: {status}");
+    let doctor = lane.doctor();
+    let text = String::from_utf8_lossy(&doctor.stdout).into_owned() + &String::from_utf8_lossy(&doctor.stderr);
+    assert!(text.contains("default runner claude: not logged in"), "doctor:\n{text}");
+    lane.stop_daemon();
+}
+
+// 7. The codex model comes from the login's catalog, at start and on SIGHUP only.
+
+/// Replaces the lane's codex with a wrapper that logs each call's arguments.
+fn counting_codex(lane: &Lane) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let real = install::clis().codex.canonicalize().expect("resolve codex");
+    let calls = lane.root.join("codex-calls.log");
+    let wrapper = lane.bin.join("codex");
+    let _ = fs::remove_file(&wrapper);
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        calls.display(),
+        real.display()
+    );
+    fs::write(&wrapper, script).expect("write codex wrapper");
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).expect("chmod codex wrapper");
+    calls
+}
+
+/// codex's own catalog (`codex debug models` with an empty HOME), as JSON.
+fn bundled_catalog(lane: &Lane) -> Value {
+    let out = lane.root.join("bundled-catalog.json");
+    let mut child = std::process::Command::new(&install::clis().codex)
+        .args(["debug", "models"])
+        .env("HOME", lane.root.join("empty-home"))
+        .env("CODEX_API_KEY", "dummy")
+        .stdout(fs::File::create(&out).expect("catalog file"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run codex debug models");
+    let mut done = None;
+    support::wait_until(Instant::now() + Duration::from_secs(60), || {
+        done = child.try_wait().ok().flatten();
+        done.is_some()
+    });
+    if done.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("codex debug models did not finish in 60 s");
+    }
+    serde_json::from_str(&fs::read_to_string(&out).unwrap_or_default()).expect("codex catalog is JSON")
+}
+
+/// A catalog holding `slugs` (in this order) taken from codex's own catalog.
+fn catalog_of(bundled: &Value, slugs: &[&str]) -> Value {
+    let models = bundled["models"].as_array().expect("catalog models");
+    let pick = |slug: &str| {
+        models.iter().find(|m| m["slug"] == slug).cloned().unwrap_or_else(|| panic!("{slug} not in codex's catalog"))
+    };
+    json!({"models": slugs.iter().map(|s| pick(s)).collect::<Vec<_>>()})
+}
+
+fn catalog_calls(calls: &std::path::Path) -> usize {
+    fs::read_to_string(calls).unwrap_or_default().lines().filter(|l| l.starts_with("debug models")).count()
+}
+
+fn status_codex_model(lane: &Lane) -> Option<String> {
+    lane.status_json()["codex_models"]
+        .as_array()
+        .and_then(|ms| ms.first())
+        .and_then(|m| m["model"].as_str())
+        .map(String::from)
+}
+
+#[test]
+fn codex_model_comes_from_the_catalog_at_start_and_on_sighup() {
+    let _s = serial();
+    let mut lane = Lane::new(&[Cli::Codex], StandIn::text(YES));
+    let bundled = bundled_catalog(&lane);
+    let calls = counting_codex(&lane);
+    lane.codex_catalog(&catalog_of(&bundled, &["gpt-5.5", "gpt-5.6-luna"]));
+    let argv = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+    lane.override_runners(&[("codex", argv)]);
+    lane.start_daemon();
+    for stem in ["a", "b"] {
+        lane.job(stem, &default_job("Is the sky blue?"));
+        assert_hit(&lane.wait_verdict(stem), "codex");
+    }
+    let models: Vec<String> = lane.standin.model_requests().iter().map(codex_model).collect();
+    assert_eq!(models, ["gpt-5.5", "gpt-5.5"], "the catalog's first model, for every job");
+    assert_eq!(catalog_calls(&calls), 1, "the catalog is read once at start, not per job");
+    let status = lane.status_json();
+    let entry = &status["codex_models"][0];
+    assert_eq!(entry["model"], "gpt-5.5", "status: {status}");
+    assert_eq!(entry["replaced"], "gpt-5.3-codex-spark", "status: {status}");
+    let text = String::from_utf8_lossy(&lane.run(&["status"]).stdout).into_owned();
+    assert!(text.contains("model gpt-5.5 (not gpt-5.3-codex-spark"), "status:\n{text}");
+    assert!(lane.log().contains("gpt-5.5"), "judge.log does not name the model used");
+
+    lane.codex_catalog(&catalog_of(&bundled, &["gpt-5.6-luna", "gpt-5.5"]));
+    lane.sighup();
+    let mut now = None;
+    support::wait_until(Instant::now() + Duration::from_secs(60), || {
+        now = status_codex_model(&lane);
+        now.as_deref() == Some("gpt-5.6-luna")
+    });
+    assert_eq!(now.as_deref(), Some("gpt-5.6-luna"), "SIGHUP did not re-read the catalog");
+    assert_eq!(catalog_calls(&calls), 2, "one more catalog read for the SIGHUP");
+    lane.job("c", &default_job("Is the grass green?"));
+    assert_hit(&lane.wait_verdict("c"), "codex");
+    let last = lane.standin.model_requests().last().map(codex_model);
+    assert_eq!(last.as_deref(), Some("gpt-5.6-luna"));
+
+    let doctor = lane.doctor();
+    let text = String::from_utf8_lossy(&doctor.stdout).into_owned() + &String::from_utf8_lossy(&doctor.stderr);
+    assert!(
+        text.contains("gpt-5.3-codex-spark is not in this login's codex catalog; the daemon uses gpt-5.6-luna"),
+        "doctor:\n{text}"
+    );
+    lane.stop_daemon();
+}
+
+// Also: a table none of whose runners is installed is named at start.
+
+#[test]
+fn daemon_warns_at_start_when_no_runner_of_a_table_is_installed() {
+    let _s = serial();
+    let mut lane = Lane::new(&[], StandIn::text(YES));
+    lane.start_daemon();
+    let mut log = String::new();
+    support::wait_until(Instant::now() + Duration::from_secs(30), || {
+        log = lane.log();
+        log.contains("investigate table: none of its runners")
+    });
+    for table in ["default", "investigate"] {
+        assert!(
+            log.contains(&format!("{table} table: none of its runners (")),
+            "judge.log:\n{log}"
+        );
+    }
+    assert!(log.contains("is installed on the daemon's PATH, so its jobs end unchecked"), "judge.log:\n{log}");
+    lane.stop_daemon();
 }
