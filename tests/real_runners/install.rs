@@ -23,16 +23,10 @@ pub const NPM_DEADLINE: Duration = Duration::from_secs(900);
 /// The installed CLIs.
 #[derive(Debug, Clone)]
 pub struct Clis {
-    /// `<target>/real-runners`.
-    pub dir: PathBuf,
     /// `node_modules/.bin/claude`.
     pub claude: PathBuf,
     /// `node_modules/.bin/codex`.
     pub codex: PathBuf,
-    /// `claude --version` output.
-    pub claude_version: String,
-    /// `codex --version` output.
-    pub codex_version: String,
 }
 
 /// The cargo target folder (the test binary's `llm-judge` lives in `<target>/<profile>/`).
@@ -94,28 +88,47 @@ fn npm_install(dir: &Path) -> Result<(), String> {
         None => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(format!("npm install did not finish in {NPM_DEADLINE:?}: {}", tail()))
+            Err(format!(
+                "npm install did not finish in {NPM_DEADLINE:?}: {}",
+                tail()
+            ))
         }
     }
 }
 
+/// `program --version`, bounded by 60 s.
 fn version(program: &Path, home: &Path) -> Result<String, String> {
-    let out = Command::new(program)
+    let out = home.join("version.out");
+    let mut child = Command::new(program)
         .arg("--version")
         .env_clear()
         .env("HOME", home)
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .stdin(Stdio::null())
-        .output()
+        .stdout(fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?)
+        .stderr(Stdio::null())
+        .spawn()
         .map_err(|e| format!("{} --version: {e}", program.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} --version failed: {}",
-            program.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+    let mut status = None;
+    super::support::wait_until(Instant::now() + Duration::from_secs(60), || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    match status {
+        Some(s) if s.success() => Ok(fs::read_to_string(&out)
+            .unwrap_or_default()
+            .trim()
+            .to_string()),
+        Some(s) => Err(format!("{} --version failed: {s}", program.display())),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!(
+                "{} --version did not finish in 60 s",
+                program.display()
+            ))
+        }
     }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 fn install() -> Result<Clis, String> {
@@ -130,7 +143,11 @@ fn install() -> Result<Clis, String> {
         .map_err(|e| format!("open {}: {e}", lock_path.display()))?;
     // SAFETY: flock on a file descriptor we own; released when `lock` is dropped.
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(format!("flock {}: {}", lock_path.display(), std::io::Error::last_os_error()));
+        return Err(format!(
+            "flock {}: {}",
+            lock_path.display(),
+            std::io::Error::last_os_error()
+        ));
     }
     if !up_to_date(&dir) {
         npm_install(&dir)?;
@@ -149,7 +166,9 @@ fn install() -> Result<Clis, String> {
     let codex_version = version(&codex, home.path())?;
     let line = format!("real runners tested: claude {claude_version}, codex {codex_version}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
-    Ok(Clis { dir, claude, codex, claude_version, codex_version })
+    // A fresh measurements file per lane run, headed by the versions measured.
+    let _ = fs::write(dir.join("measurements.txt"), &line);
+    Ok(Clis { claude, codex })
 }
 
 /// The installed CLIs; installs them on first use. An install failure fails the test.

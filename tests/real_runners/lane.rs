@@ -79,8 +79,14 @@ pub fn shipped_argv(table: &str, name: &str) -> Vec<String> {
 /// ignores OPENAI_BASE_URL, this is the only way to point it at the stand-in.
 pub fn codex_via_standin(argv: &[String], port: u16) -> Vec<String> {
     let mut out = argv.to_vec();
-    let at = out.iter().position(|a| a == "--").expect("codex argv has --");
-    out.insert(at, format!("openai_base_url=\"http://127.0.0.1:{port}/v1\""));
+    let at = out
+        .iter()
+        .position(|a| a == "--")
+        .expect("codex argv has --");
+    out.insert(
+        at,
+        format!("openai_base_url=\"http://127.0.0.1:{port}/v1\""),
+    );
     out.insert(at, "-c".to_string());
     out
 }
@@ -134,7 +140,10 @@ impl Lane {
         if !extra.contains("fsync") {
             text.insert_str(0, "fsync = false\n");
         }
-        for (table, body) in [("[health]", "enabled = false"), ("[cache]", "ttl_seconds = 0")] {
+        for (table, body) in [
+            ("[health]", "enabled = false"),
+            ("[cache]", "ttl_seconds = 0"),
+        ] {
             if !extra.contains(table) {
                 text.push_str(&format!("\n{table}\n{body}\n"));
             }
@@ -180,7 +189,10 @@ impl Lane {
         let mut cmd = Command::new(BIN);
         cmd.env_clear()
             .env("HOME", &self.home)
-            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()))
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
+            )
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
             .env("TMPDIR", &self.tmp)
             .env("ANTHROPIC_BASE_URL", self.standin.base_url())
@@ -244,7 +256,10 @@ impl Lane {
         if status.is_none() {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("daemon did not stop within 60 s of SIGTERM: {}", self.daemon_stderr());
+            panic!(
+                "daemon did not stop within 60 s of SIGTERM: {}",
+                self.daemon_stderr()
+            );
         }
         status.and_then(|s| s.code())
     }
@@ -263,7 +278,10 @@ impl Lane {
     pub fn status_json(&self) -> Value {
         let out = self.run(&["status", "--json"]);
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("status --json is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+            panic!(
+                "status --json is not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
         })
     }
 
@@ -274,7 +292,9 @@ impl Lane {
 
     /// Runs an `llm-judge` command (bounded by 120 s) and returns its output.
     pub fn run(&self, args: &[&str]) -> Output {
-        let out_path = self.root.join(format!("cmd-{}.out", LANES.fetch_add(1, Ordering::SeqCst)));
+        let out_path = self
+            .root
+            .join(format!("cmd-{}.out", LANES.fetch_add(1, Ordering::SeqCst)));
         let err_path = out_path.with_extension("err");
         let mut child = self
             .command(args)
@@ -346,12 +366,16 @@ impl Lane {
     pub fn marker_processes(&self) -> Vec<u32> {
         let needle = format!("{MARKER_VAR}={}", self.marker);
         let mut out = Vec::new();
-        let Ok(dir) = fs::read_dir("/proc") else { return out };
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return out;
+        };
         for e in dir.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;
             };
-            let Ok(env) = fs::read(format!("/proc/{pid}/environ")) else { continue };
+            let Ok(env) = fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
             if env.split(|b| *b == 0).any(|v| v == needle.as_bytes())
                 && super::support::is_running(pid)
             {
@@ -383,9 +407,8 @@ impl Lane {
                 if ft.is_dir() {
                     stack.push(p);
                 } else if ft.is_file()
-                    && fs::read(&p).is_ok_and(|b| {
-                        b.windows(needle.len()).any(|w| w == needle.as_bytes())
-                    })
+                    && fs::read(&p)
+                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
                 {
                     found.push(p);
                 }
@@ -396,9 +419,18 @@ impl Lane {
 }
 
 impl Drop for Lane {
+    /// A test that failed with the daemon running: SIGTERM (so it stops its runners'
+    /// groups), a bounded wait, then SIGKILL.
     fn drop(&mut self) {
         if let Some(mut child) = self.daemon.take() {
-            let _ = child.kill();
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let stopped = wait_until(Instant::now() + Duration::from_secs(30), || {
+                child.try_wait().ok().flatten().is_some()
+            });
+            if !stopped {
+                let _ = child.kill();
+            }
             let _ = child.wait();
         }
     }

@@ -45,7 +45,10 @@ pub struct Request {
 impl Request {
     /// A header's value.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
     /// True for a model request (claude messages or codex responses POST).
     pub fn is_model(&self) -> bool {
@@ -109,7 +112,9 @@ impl StandIn {
     /// results with the text `after_tools`.
     pub fn start(first: Reply, after_tools: &str) -> StandIn {
         let listener = TcpListener::bind("127.0.0.1:0").expect("stand-in: bind 127.0.0.1:0");
-        listener.set_nonblocking(true).expect("stand-in: nonblocking");
+        listener
+            .set_nonblocking(true)
+            .expect("stand-in: nonblocking");
         let port = listener.local_addr().expect("stand-in: local addr").port();
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
@@ -133,7 +138,11 @@ impl StandIn {
                 let _ = c.join();
             }
         });
-        StandIn { port, shared, accept: Some(accept) }
+        StandIn {
+            port,
+            shared,
+            accept: Some(accept),
+        }
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -148,7 +157,10 @@ impl StandIn {
 
     /// The model requests so far.
     pub fn model_requests(&self) -> Vec<Request> {
-        self.requests().into_iter().filter(Request::is_model).collect()
+        self.requests()
+            .into_iter()
+            .filter(Request::is_model)
+            .collect()
     }
 }
 
@@ -246,9 +258,13 @@ fn sse(event: &str, data: &Value) -> String {
 
 fn serve(stream: TcpStream, s: &Shared) {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
-    let Ok(mut out) = stream.try_clone() else { return };
+    let Ok(mut out) = stream.try_clone() else {
+        return;
+    };
     let mut reader = BufReader::new(stream);
-    let Some(req) = read_request(&mut reader, &s.stop) else { return };
+    let Some(req) = read_request(&mut reader, &s.stop) else {
+        return;
+    };
     let model = req.is_model();
     let tool_results = req.has_tool_results();
     let upgrade = req.header("upgrade").is_some();
@@ -273,11 +289,20 @@ fn serve(stream: TcpStream, s: &Shared) {
     let events = if path.starts_with("/v1/messages") {
         if !streaming {
             let content = claude_content(&reply);
-            let stop = if matches!(reply, Reply::ClaudeTools(_)) { "tool_use" } else { "end_turn" };
+            let stop = if matches!(reply, Reply::ClaudeTools(_)) {
+                "tool_use"
+            } else {
+                "end_turn"
+            };
             let msg = json!({"id": "msg_lane", "type": "message", "role": "assistant",
                 "model": model_name, "content": content, "stop_reason": stop,
                 "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}});
-            respond(&mut out, "200 OK", "application/json", msg.to_string().as_bytes());
+            respond(
+                &mut out,
+                "200 OK",
+                "application/json",
+                msg.to_string().as_bytes(),
+            );
             return;
         }
         claude_events(&reply, &model_name)
@@ -328,55 +353,83 @@ fn claude_events(reply: &Reply, model: &Value) -> Vec<String> {
     let stop = match reply {
         Reply::Hang => return ev,
         Reply::Text(text) => {
-            ev.push(sse("content_block_start", &json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}})));
-            ev.push(sse("content_block_delta", &json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": text}})));
-            ev.push(sse("content_block_stop", &json!({"type": "content_block_stop", "index": 0})));
+            ev.push(sse(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            ));
+            ev.push(sse(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": text}}),
+            ));
+            ev.push(sse(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": 0}),
+            ));
             "end_turn"
         }
         Reply::ClaudeTools(tools) => {
             for (i, (name, input)) in tools.iter().enumerate() {
                 ev.push(sse("content_block_start", &json!({"type": "content_block_start", "index": i,
                     "content_block": {"type": "tool_use", "id": format!("toolu_lane{i}"), "name": name, "input": {}}})));
-                ev.push(sse("content_block_delta", &json!({"type": "content_block_delta", "index": i,
-                    "delta": {"type": "input_json_delta", "partial_json": input.to_string()}})));
-                ev.push(sse("content_block_stop", &json!({"type": "content_block_stop", "index": i})));
+                ev.push(sse(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+                ));
+                ev.push(sse(
+                    "content_block_stop",
+                    &json!({"type": "content_block_stop", "index": i}),
+                ));
             }
             "tool_use"
         }
         Reply::CodexExec(_) => "end_turn",
     };
-    ev.push(sse("message_delta", &json!({"type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}})));
+    ev.push(sse(
+        "message_delta",
+        &json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    ));
     ev.push(sse("message_stop", &json!({"type": "message_stop"})));
     ev
 }
 
 fn codex_events(reply: &Reply) -> Vec<String> {
     let e = |d: Value| sse(d["type"].as_str().unwrap_or("message"), &d);
-    let mut ev = vec![e(json!({"type": "response.created", "response": {"id": "resp_lane"}}))];
+    let mut ev = vec![e(
+        json!({"type": "response.created", "response": {"id": "resp_lane"}}),
+    )];
     match reply {
         Reply::Hang => return ev,
         Reply::CodexExec(js) => {
             let item = json!({"type": "custom_tool_call", "id": "ctc_lane", "call_id": "call_lane",
                 "name": "exec", "input": js, "status": "completed"});
-            ev.push(e(json!({"type": "response.output_item.added", "output_index": 0, "item": item})));
-            ev.push(e(json!({"type": "response.output_item.done", "output_index": 0, "item": item})));
+            ev.push(e(
+                json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+            ));
+            ev.push(e(
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ));
         }
         Reply::Text(text) => {
             ev.push(e(json!({"type": "response.output_item.added", "output_index": 0,
                 "item": {"type": "message", "role": "assistant", "id": "msg_lane", "content": [], "status": "in_progress"}})));
-            ev.push(e(json!({"type": "response.output_text.delta", "output_index": 0,
-                "content_index": 0, "item_id": "msg_lane", "delta": text})));
+            ev.push(e(
+                json!({"type": "response.output_text.delta", "output_index": 0,
+                "content_index": 0, "item_id": "msg_lane", "delta": text}),
+            ));
             ev.push(e(json!({"type": "response.output_item.done", "output_index": 0,
                 "item": {"type": "message", "role": "assistant", "id": "msg_lane", "status": "completed",
                     "content": [{"type": "output_text", "text": text, "annotations": []}]}})));
         }
         Reply::ClaudeTools(_) => {}
     }
-    ev.push(e(json!({"type": "response.completed", "response": {"id": "resp_lane",
+    ev.push(e(
+        json!({"type": "response.completed", "response": {"id": "resp_lane",
         "usage": {"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5,
-            "output_tokens_details": null, "total_tokens": 15}}})));
+            "output_tokens_details": null, "total_tokens": 15}}}),
+    ));
     ev
 }
