@@ -113,7 +113,7 @@ pub fn main() -> i32 {
     let settings = match config_file::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             // doctor reports a bad config as one of its findings.
             if let Command::Doctor = cli.command {
                 return commands::doctor::config_failed(&sources, &e);

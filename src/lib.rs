@@ -3,6 +3,8 @@
 //! `cli` and `commands`, then `daemon`, then `engine`, then `store`, then
 //! `process`, then the pure `core`; `support` is a leaf any layer may use.
 
+#[macro_use]
+pub(crate) mod support;
 pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod core;
@@ -10,7 +12,6 @@ pub(crate) mod daemon;
 pub(crate) mod engine;
 pub(crate) mod process;
 pub(crate) mod store;
-pub(crate) mod support;
 
 /// What this library offers beyond the binary: the pure rules the property tests
 /// check, and the two names the integration tests compute. Everything else is

@@ -190,6 +190,31 @@ fn status_and_doctor_survive_a_closed_stdout() {
     }
 }
 
+/// With stdout and stderr both closed, commands still end with their exit code: the
+/// error message is lost, the process does not panic (exit 101, as `run` of a gone job
+/// did with `eprintln!`).
+#[test]
+fn commands_survive_a_closed_stdout_and_stderr() {
+    let w = World::new();
+    let missing = w.root.join("no-such-job.json");
+    let cases: [(&[&str], i32); 3] = [
+        (&["status"], 1),
+        (&["doctor"], 1),
+        (&["run", s(&missing)], 0),
+    ];
+    for (args, code) in cases {
+        let mut cmd = w.command();
+        cmd.env(RUNNERS_VAR, "[]").args(args);
+        let (out_r, out_w) = std::io::pipe().unwrap();
+        let (err_r, err_w) = std::io::pipe().unwrap();
+        drop(out_r);
+        drop(err_r);
+        cmd.stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
+        let status = cmd.status().unwrap();
+        assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+}
+
 /// cursor-agent (and any runner outside the allowlist) never gets the job's cwd,
 /// in default mode either; a read-only one does.
 #[test]

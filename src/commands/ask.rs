@@ -27,12 +27,12 @@ pub fn main(
         (None, Some(source)) => match read_prompt(&source) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("llm-judge ask: {e}");
+                say_err!("llm-judge ask: {e}");
                 return EXIT_USAGE;
             }
         },
         (None, None) => {
-            eprintln!("llm-judge ask: give the question as an argument or with --prompt-file");
+            say_err!("llm-judge ask: give the question as an argument or with --prompt-file");
             return EXIT_USAGE;
         }
     };
@@ -61,7 +61,7 @@ pub fn main(
             |_, _| {},
         )),
         Err(e) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             return EXIT_FAILURE;
         }
     };
@@ -74,7 +74,7 @@ pub fn main(
     });
     // A closed stdout is reported, never a panic.
     if let Err(e) = writeln!(std::io::stdout().lock(), "{out}") {
-        eprintln!("llm-judge ask: cannot write the answer to stdout: {e}");
+        say_err!("llm-judge ask: cannot write the answer to stdout: {e}");
         return EXIT_FAILURE;
     }
     if answered { EXIT_OK } else { EXIT_FAILURE }

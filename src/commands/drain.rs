@@ -17,7 +17,7 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
         Err(e) => {
             crate::store::judge_log::init(&state.log(), settings.config.log_max_bytes, false);
             tracing::error!(folder = %dir.display(), "drain refused: {e}");
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             return EXIT_FAILURE;
         }
     };
@@ -31,15 +31,15 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
         if let Err(e) = printed {
             // Nobody read it (closed pipe): it goes back for the next drain.
             let back = taken.give_back();
-            eprintln!("llm-judge: cannot print verdicts ({e}); the rest stay for the next drain");
+            say_err!("llm-judge: cannot print verdicts ({e}); the rest stay for the next drain");
             if let Err(e) = back {
-                eprintln!("llm-judge: cannot put back {}: {e}", path.display());
+                say_err!("llm-judge: cannot put back {}: {e}", path.display());
             }
             return EXIT_FAILURE;
         }
         crate::support::failpoint::crash("drain_printed");
         if let Err(e) = taken.done() {
-            eprintln!(
+            say_err!(
                 "llm-judge: printed {} but cannot remove it: {e}",
                 path.display()
             );

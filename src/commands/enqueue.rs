@@ -89,13 +89,13 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     if let Some(s) =
         wait.filter(|s| !(s.is_finite() && *s >= 0.0 && *s <= crate::core::config::MAX_SECONDS))
     {
-        eprintln!("llm-judge enqueue: --wait {s} must be a number of seconds from 0 to 1e9");
+        say_err!("llm-judge enqueue: --wait {s} must be a number of seconds from 0 to 1e9");
         return EXIT_USAGE;
     }
     let job = match build_job(&args) {
         Ok(job) => job,
         Err(e) => {
-            eprintln!("llm-judge enqueue: {e}");
+            say_err!("llm-judge enqueue: {e}");
             return EXIT_USAGE;
         }
     };
@@ -104,7 +104,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     if !args.allow_subagent
         && let Some(why) = subagent_reason(&job)
     {
-        eprintln!(
+        say_err!(
             "llm-judge enqueue: not queued: a subagent job ({why}); pass --allow-subagent to queue it"
         );
         return EXIT_OK;
@@ -112,24 +112,24 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let job = match validate(settings, job) {
         Ok(job) => job,
         Err(e) => {
-            eprintln!("llm-judge enqueue: {e}");
+            say_err!("llm-judge enqueue: {e}");
             return EXIT_USAGE;
         }
     };
     let state = StateDir::new(&settings.state_dir);
     let id = job.id.clone();
     if let Err(e) = publish(settings, &state, &job) {
-        eprintln!("llm-judge enqueue: {e}");
+        say_err!("llm-judge enqueue: {e}");
         return EXIT_FAILURE;
     }
     if job.transcript.is_empty() {
-        eprintln!(
+        say_err!(
             "llm-judge enqueue: warning: job {id} has no transcript, so its verdict can never be \
              drained (pass --transcript)"
         );
     }
     if wait.is_none() && crate::store::daemon_lock::holder(&state.lock()).is_none() {
-        eprintln!(
+        say_err!(
             "llm-judge enqueue: warning: no daemon holds the lock of {}; the job waits until one \
              starts (llm-judge daemon, or llm-judge run {})",
             state.root.display(),
@@ -137,7 +137,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
         );
     }
     if let Err(e) = writeln!(std::io::stdout().lock(), "{id}") {
-        eprintln!("llm-judge enqueue: job {id} was queued but stdout is closed: {e}");
+        say_err!("llm-judge enqueue: job {id} was queued but stdout is closed: {e}");
         return EXIT_FAILURE;
     }
     match wait {
@@ -343,11 +343,11 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     let dir = state.verdict_dir(&job.transcript);
     let path = dir.join(format!("{}.json", job.id));
     if let Err(e) = state_dir::create_dir(&dir) {
-        eprintln!("llm-judge enqueue: {e}");
+        say_err!("llm-judge enqueue: {e}");
         return EXIT_FAILURE;
     }
     if crate::store::daemon_lock::holder(&state.lock()).is_none() {
-        eprintln!(
+        say_err!(
             "llm-judge enqueue: no daemon is running for {}; waiting anyway",
             state.root.display()
         );
@@ -373,7 +373,7 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
             spinner.clear();
             // Not printed: the verdict is given back (not removed) for a later drain.
             if let Err(e) = writeln!(std::io::stdout().lock(), "{}", taken.verdict) {
-                eprintln!(
+                say_err!(
                     "llm-judge enqueue: cannot print the verdict of {} (stdout: {e}); it stays for drain",
                     job.id
                 );
@@ -385,7 +385,7 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         let now = Instant::now();
         if now >= deadline {
             spinner.clear();
-            eprintln!(
+            say_err!(
                 "llm-judge enqueue: no verdict for {} within {seconds}s; the job stays queued",
                 job.id
             );

@@ -27,26 +27,26 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         Ok(Handled::Busy { holder_pid }) => {
             let holder =
                 holder_pid.map_or("another process".to_string(), |p| format!("process {p}"));
-            eprintln!(
+            say_err!(
                 "llm-judge: {} is being judged by {holder}; not judging it twice",
                 job_file.display()
             );
             EXIT_OK
         }
         Ok(Handled::Gone) => {
-            eprintln!(
+            say_err!(
                 "llm-judge: {} does not exist (already judged?)",
                 job_file.display()
             );
             EXIT_OK
         }
         Ok(Handled::Failed(e)) => {
-            eprintln!("llm-judge: {}: {e}", job_file.display());
+            say_err!("llm-judge: {}: {e}", job_file.display());
             EXIT_FAILURE
         }
         Ok(_) => EXIT_OK,
         Err(e) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             EXIT_FAILURE
         }
     }
@@ -77,7 +77,7 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &str) -> i32 {
             main(&settings, job_file.to_path_buf())
         }
         Err(e) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             EXIT_USAGE
         }
     }

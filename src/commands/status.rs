@@ -30,13 +30,13 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let state = StateDir::new(&settings.state_dir);
     if args.reset_health {
         if let Err(e) = crate::store::health_store::reset(&state) {
-            eprintln!(
+            say_err!(
                 "llm-judge status: cannot reset runner health in {}: {e}",
                 state.root.display()
             );
             return EXIT_FAILURE;
         }
-        eprintln!("runner health reset: every runner is back in its table order");
+        say_err!("runner health reset: every runner is back in its table order");
     }
     let report = collect(&state);
     let text = if args.json {

@@ -39,7 +39,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     let state = match open_state(&settings, true) {
         Ok(state) => state,
         Err(e) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             return EXIT_FAILURE;
         }
     };

@@ -1,5 +1,22 @@
 //! Exit codes (README "Commands") and writing a command's output to stdout.
 
+/// `eprintln!` that never panics: a closed stderr loses the line, not the process.
+macro_rules! say_err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` for lines whose loss is harmless (service plans, notes): a closed stdout
+/// loses the line instead of panicking. Output callers rely on uses `print_stdout`.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// Exit code: the command worked.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: the command failed.

@@ -23,7 +23,7 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), String> {
                     .create()
                     .map_err(|e| format!("{e}; fix its permissions or pass --state-dir"))?;
                 if let Some(warning) = crate::store::permissions::check_private(&state.root)? {
-                    println!("warning: {warning}");
+                    say!("warning: {warning}");
                 }
             }
             Step::MoveAsideIfLarger { file, max_bytes } => move_aside_if_larger(file, *max_bytes),
@@ -35,7 +35,7 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), String> {
             } => {
                 let replaced = path.exists();
                 write_file(path, contents.as_bytes(), *mode)?;
-                println!(
+                say!(
                     "{} {}",
                     if replaced { "replaced" } else { "wrote" },
                     path.display()
@@ -57,10 +57,10 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), String> {
         }
     }
     for note in &plan.notes {
-        println!("{note}");
+        say!("{note}");
     }
     for done in &plan.done {
-        println!("{done}");
+        say!("{done}");
     }
     Ok(())
 }
@@ -73,7 +73,7 @@ fn command(call: &Call) -> Command {
 
 /// Runs `call` with the terminal's output; an error unless it exits 0.
 fn run(call: &Call) -> Result<(), String> {
-    println!("running: {}", call.shown());
+    say!("running: {}", call.shown());
     let status = status(call)?;
     if status.success() {
         Ok(())
@@ -153,7 +153,7 @@ fn move_aside_if_larger(file: &Path, max_bytes: u64) {
         let mut old = file.as_os_str().to_owned();
         old.push(".1");
         if let Err(e) = std::fs::rename(file, &old) {
-            println!("warning: cannot move {} aside: {e}", file.display());
+            say!("warning: cannot move {} aside: {e}", file.display());
         }
     }
 }

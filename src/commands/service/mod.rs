@@ -59,7 +59,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     let host = match Host::from_env() {
         Ok(host) => host,
         Err((code, e)) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             return code;
         }
     };
@@ -76,7 +76,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("llm-judge: {e}");
+            say_err!("llm-judge: {e}");
             EXIT_FAILURE
         }
     }
@@ -86,7 +86,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
 fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, String> {
     if dry_run {
         print!("{plan}");
-        println!("# dry run: nothing was written, started or stopped");
+        say!("# dry run: nothing was written, started or stopped");
     } else {
         execute::carry_out(plan)?;
     }
@@ -96,9 +96,9 @@ fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, String> {
 fn status(host: &Host) -> Result<i32, String> {
     let target = host.target();
     if target.exists() {
-        println!("service file: {}", target.display());
+        say!("service file: {}", target.display());
     } else {
-        println!(
+        say!(
             "service file: {} (missing: not installed; run `llm-judge service install`)",
             target.display()
         );
@@ -111,15 +111,15 @@ fn status(host: &Host) -> Result<i32, String> {
     if host.manager == Manager::Systemd
         && let Some(warning) = linger_warning(host, &linger(host))
     {
-        println!("{warning}");
+        say!("{warning}");
     }
     if status.success() {
         return Ok(EXIT_OK);
     }
     match host.manager {
         // systemctl status: 3 = not running, 4 = no such unit.
-        Manager::Systemd => println!("{UNIT_NAME} is not running ({})", execute::describe(status)),
-        Manager::Launchd => println!(
+        Manager::Systemd => say!("{UNIT_NAME} is not running ({})", execute::describe(status)),
+        Manager::Launchd => say!(
             "{LABEL} is not loaded in {} ({})",
             host.launchd_domain(),
             execute::describe(status)
