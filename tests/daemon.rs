@@ -282,6 +282,31 @@ fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
     assert!(!w.log().contains("interruptions=1"));
 }
 
+/// Shutdown past the grace stops a runner the one way a timeout does: SIGTERM first
+/// (its trap runs), SIGKILL only after `kill_grace_seconds`.
+#[test]
+fn shutdown_stops_a_runner_with_sigterm_first_like_its_timeout() {
+    let w = World::new();
+    w.config("shutdown_grace_seconds = 0.2\nkill_grace_seconds = 30");
+    let runner = w.runner(
+        "trapper",
+        "trap 'echo term > $W/got-term; exit 3' TERM\n\
+         echo $$ >> $W/runner.pids\n\
+         while :; do sleep 0.05; done",
+    );
+    w.job("j", &json!({"prompt": "p"}));
+    let mut d = w.start(&[runner]);
+    wait_for("runner started", DEADLINE, || {
+        pids_in(&w.read("runner.pids")).len() == 1
+    });
+    d.signal("TERM");
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(w.read("got-term").trim(), "term", "the runner saw SIGTERM");
+    assert_eq!(w.jobs_left(), ["j.json"], "left queued");
+    assert!(w.verdicts().is_empty());
+}
+
 #[test]
 fn a_second_signal_stops_at_once() {
     let w = World::new();

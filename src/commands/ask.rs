@@ -58,12 +58,18 @@ pub fn main(
             &job,
             &crate::store::claim::new_tag(),
             &crate::engine::attempts::Extras::default(),
+            None,
             |_, _| {},
         )),
         Err(e) => {
             say_err!("llm-judge: {e}");
             return EXIT_FAILURE;
         }
+    };
+    // Without a stop signal the runners always end in a verdict.
+    let Some(verdict) = verdict else {
+        say_err!("llm-judge ask: stopped before any runner answered");
+        return EXIT_FAILURE;
     };
     let answered = verdict.outcome != Outcome::Unchecked;
     let out = json!({

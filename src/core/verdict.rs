@@ -33,6 +33,8 @@ pub enum RunEnd {
     TimedOut { seconds: f64 },
     /// Exit code, or minus the signal number for a signal death.
     Exited { code: i32 },
+    /// Shutdown stopped it (the job stays queued, so no verdict carries this).
+    Stopped,
 }
 
 /// The attempt for a finished runner; also returns the answer when there is one.
@@ -60,6 +62,7 @@ pub fn judge_attempt(
             ),
             None,
         ),
+        RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
         RunEnd::Exited { code } if *code != 0 => {
             (clip(&format!("exit {code}"), &tail(stderr, stdout)), None)
         }

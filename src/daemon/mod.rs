@@ -31,7 +31,8 @@ use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Status writes are at most this frequent.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
-/// After runners are told to stop, workers get this long to report back.
+/// After runners are told to stop (SIGTERM, `kill_grace_seconds`, SIGKILL), workers get
+/// the grace plus this long to report back.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs the daemon until it is told to stop; returns the exit code.
@@ -431,7 +432,8 @@ impl Daemon {
         self.draining = true;
         *stop_at = None;
         let _ = self.cancel_tx.send(true);
-        stop_deadline.get_or_insert(tokio::time::Instant::now() + STOP_WAIT);
+        let grace = Duration::from_secs_f64(self.settings.config.kill_grace_seconds);
+        stop_deadline.get_or_insert(tokio::time::Instant::now() + grace + STOP_WAIT);
     }
 
     fn reload(&mut self) {

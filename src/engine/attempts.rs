@@ -13,7 +13,8 @@ use crate::core::runner_table::{Runner, build_invocation};
 use crate::core::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
 use crate::engine::flight::Flights;
 use crate::engine::limits::RunnerLimits;
-use crate::process::spawn::{self, RunSpec};
+use crate::engine::spawner::{Processes, Spawner};
+use crate::process::spawn::{RunSpec, StopSignal, is_stopped, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
 use crate::store::state_dir::{StateDir, now_unix};
@@ -52,8 +53,9 @@ pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
     }
 }
 
-/// What a judge may use beyond its runners (SPEC section 10). `ask` uses none.
-#[derive(Clone, Default)]
+/// What a judge may use beyond its runners (SPEC section 10; `ask` uses none), and
+/// how it starts them.
+#[derive(Clone)]
 pub struct Extras {
     /// Benched runners go last; attempts update it.
     pub health: Option<HealthStore>,
@@ -65,6 +67,21 @@ pub struct Extras {
     pub flights: Option<Arc<Flights>>,
     /// The daemon's outcome counts, bumped before each verdict is published (daemon only).
     pub tally: Option<Arc<crate::store::status_file::Tally>>,
+    /// Starts the runner attempts: real processes, or a script in the lifecycle tests.
+    pub spawner: Arc<dyn Spawner>,
+}
+
+impl Default for Extras {
+    fn default() -> Self {
+        Extras {
+            health: None,
+            cache: None,
+            limits: Arc::default(),
+            flights: None,
+            tally: None,
+            spawner: Arc::new(Processes),
+        }
+    }
 }
 
 impl Extras {
@@ -74,22 +91,22 @@ impl Extras {
         Extras {
             health: HealthStore::open(state, &c.health),
             cache: Cache::open(state, &c.cache),
-            limits: Arc::default(),
-            flights: None,
-            tally: None,
+            ..Extras::default()
         }
     }
 }
 
-/// Tries the runners for `job` and returns its verdict. `on_spawn` gets each
+/// Tries the runners for `job` and returns its verdict; `None` when `stop` fired
+/// (the running runner was stopped: the job stays queued). `on_spawn` gets each
 /// runner's name and process group id as it starts.
 pub async fn judge(
     settings: &Settings,
     job: &Job,
     tag: &str,
     extras: &Extras,
-    mut on_spawn: impl FnMut(&str, u32),
-) -> Verdict {
+    stop: Option<&StopSignal>,
+    mut on_spawn: impl FnMut(&str, u32) + Send,
+) -> Option<Verdict> {
     let cwd = choose_cwd(job.cwd.as_ref());
     if let CwdChoice::Temp { refused: Some(why) } = &cwd {
         tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
@@ -105,7 +122,13 @@ pub async fn judge(
         None => table.iter().collect(),
     };
     for runner in ordered {
-        let _slot = extras.limits.acquire(runner, &job.id).await;
+        if is_stopped(stop) {
+            return None;
+        }
+        let _slot = tokio::select! {
+            slot = extras.limits.acquire(runner, &job.id) => slot,
+            () = stopped(stop) => return None,
+        };
         let runner_cwd = cwd_for_runner(&cwd, runner, settings.runner_override.is_some());
         if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (&cwd, &runner_cwd) {
             tracing::warn!(
@@ -113,8 +136,18 @@ pub async fn judge(
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
+        let context = AttemptContext {
+            settings,
+            job,
+            tag,
+            stop,
+            spawner: extras.spawner.as_ref(),
+        };
         let (attempt, found, end) =
-            attempt_runner(settings, job, runner, &runner_cwd, tag, &mut on_spawn).await;
+            attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await;
+        if end == RunEnd::Stopped {
+            return None;
+        }
         if let Some(health) = &extras.health {
             let sign = sign_of(&end, found.is_some());
             crate::support::runtime::blocking(|| health.record(runner, sign, &attempt.reason));
@@ -125,7 +158,16 @@ pub async fn judge(
             break;
         }
     }
-    verdict_for(job, answer, attempts, now_unix())
+    Some(verdict_for(job, answer, attempts, now_unix()))
+}
+
+/// What every attempt of one job shares.
+struct AttemptContext<'a> {
+    settings: &'a Settings,
+    job: &'a Job,
+    tag: &'a str,
+    stop: Option<&'a StopSignal>,
+    spawner: &'a dyn Spawner,
 }
 
 /// Only a runner that passes the investigate allowlist gets the job's own folder: any
@@ -141,13 +183,18 @@ pub fn cwd_for_runner(cwd: &CwdChoice, runner: &Runner, overridden: bool) -> Cwd
 }
 
 async fn attempt_runner(
-    settings: &Settings,
-    job: &Job,
+    context: &AttemptContext<'_>,
     runner: &Runner,
     cwd: &CwdChoice,
-    tag: &str,
-    on_spawn: &mut impl FnMut(&str, u32),
+    on_spawn: &mut (impl FnMut(&str, u32) + Send),
 ) -> (Attempt, Option<Map<String, Value>>, RunEnd) {
+    let AttemptContext {
+        settings,
+        job,
+        tag,
+        stop,
+        spawner,
+    } = *context;
     // The temp folder lives until the attempt ends, then is removed with its content.
     let temp;
     let dir: &Path = match cwd {
@@ -180,13 +227,15 @@ async fn attempt_runner(
         kill_grace: Duration::from_secs_f64(c.kill_grace_seconds),
         tag,
         output_cap: c.output_cap_bytes,
+        stop,
     };
     tracing::info!(
         id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
         cwd = %dir.display(),
         "runner start"
     );
-    let out = spawn::run(&spec, |pgid| on_spawn(&runner.name, pgid)).await;
+    let mut started = |pgid| on_spawn(&runner.name, pgid);
+    let out = spawner.run(&spec, &mut started).await;
     let (mut attempt, found) = judge_attempt(&runner.name, &out.end, &out.stdout, &out.stderr);
     attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
     tracing::info!(

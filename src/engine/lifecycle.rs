@@ -16,7 +16,7 @@ use crate::core::job::{Job, JobError, Mode, parse_job, unreadable_job};
 use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::{self, Flight, FlightResult};
-use crate::engine::recovery::{Recovery, finish_previous_publish, recover, stop_leftovers};
+use crate::engine::recovery::{Recovery, finish_previous_publish, recover};
 use crate::process::os::start_time;
 use crate::store::cache;
 use crate::store::claim::{self, Acquired, Claim, FileIdentity};
@@ -48,7 +48,7 @@ pub enum Handled {
 }
 
 /// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
-pub type Cancel = tokio::sync::watch::Receiver<bool>;
+pub type Cancel = crate::process::spawn::StopSignal;
 
 /// How a daemon worker steers a job; `run` uses the default (no cancel, no slot).
 #[derive(Default)]
@@ -331,7 +331,8 @@ async fn until_cancelled<T>(fut: impl Future<Output = T>, cancel: Option<Cancel>
     }
 }
 
-/// Judges with the runners, unless `cancel` fires first (then the runners are stopped).
+/// Judges with the runners; `None` when `cancel` fired (the running runner was then
+/// stopped through its one kill path, SIGTERM, grace, SIGKILL).
 async fn judge_runners(
     settings: &Settings,
     job: &Job,
@@ -346,15 +347,15 @@ async fn judge_runners(
         }
         crate::support::failpoint::crash("runner_started");
     };
-    let judging = crate::engine::attempts::judge(settings, job, tag, extras, |runner, pgid| {
-        record_runner(claim, runner, pgid)
-    });
-    let verdict = until_cancelled(judging, cancel).await;
-    if verdict.is_none() {
-        // Dropping the judging future left its runner running: stop the whole tree.
-        stop_leftovers(claim.record());
-    }
-    verdict
+    crate::engine::attempts::judge(
+        settings,
+        job,
+        tag,
+        extras,
+        cancel.as_ref(),
+        |runner, pgid| record_runner(claim, runner, pgid),
+    )
+    .await
 }
 
 fn publish(

@@ -8,3 +8,7 @@ pub mod flight;
 pub mod lifecycle;
 pub mod limits;
 pub mod recovery;
+pub mod spawner;
+
+#[cfg(test)]
+mod lifecycle_tests;

@@ -23,6 +23,26 @@ const PIPE_DRAIN: Duration = Duration::from_secs(2);
 /// runner's group was SIGKILLed (its sweep included).
 const REPORT_WAIT: Duration = Duration::from_secs(10);
 
+/// Fires (turns `true`) when the daemon stops past its shutdown grace: the runner is
+/// stopped the same way as at its timeout.
+pub type StopSignal = tokio::sync::watch::Receiver<bool>;
+
+/// Resolves once `stop` fires; never without one (or once its sender is gone unfired).
+pub async fn stopped(stop: Option<&StopSignal>) {
+    let Some(stop) = stop else {
+        return std::future::pending().await;
+    };
+    let mut stop = stop.clone();
+    if stop.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// True when `stop` has fired.
+pub fn is_stopped(stop: Option<&StopSignal>) -> bool {
+    stop.is_some_and(|s| *s.borrow())
+}
+
 /// What to run.
 pub struct RunSpec<'a> {
     pub argv: &'a [String],
@@ -35,6 +55,8 @@ pub struct RunSpec<'a> {
     pub tag: &'a str,
     /// Bytes of each stream kept (the tail).
     pub output_cap: usize,
+    /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
+    pub stop: Option<&'a StopSignal>,
 }
 
 /// How a runner ended and what it printed (tails, read lossily).
@@ -209,19 +231,33 @@ impl Attempt {
         pipe::Sender::from_owned_fd(self.stdin.take()?).ok()
     }
 
-    /// Waits for the runner's end within the timeout; else SIGTERM its group, the
-    /// grace, SIGKILL. The supervisor then stops whatever else is left.
+    /// Waits for the runner's end within the timeout. At the timeout, and when the
+    /// stop signal fires first, the runner goes the one way out: `terminate`.
     async fn wait_or_stop(&mut self, spec: &RunSpec<'_>) -> RunEnd {
-        if let Some(end) = self.exit_within(spec.timeout).await {
-            return end;
+        let timed_out = tokio::select! {
+            end = self.exit_within(spec.timeout) => match end {
+                Some(end) => return end,
+                None => true,
+            },
+            () = stopped(spec.stop) => false,
+        };
+        self.terminate(spec.kill_grace).await;
+        if timed_out {
+            RunEnd::TimedOut {
+                seconds: spec.timeout.as_secs_f64(),
+            }
+        } else {
+            RunEnd::Stopped
         }
+    }
+
+    /// The one kill path: SIGTERM to the runner's group, the grace, SIGKILL. The
+    /// supervisor then stops whatever else is left of its tree.
+    async fn terminate(&mut self, grace: Duration) {
         self.signal_runner(Signal::TERM);
-        if self.exit_within(spec.kill_grace).await.is_none() {
+        if self.exit_within(grace).await.is_none() {
             self.signal_runner(Signal::KILL);
             let _ = self.exit_within(REPORT_WAIT).await;
-        }
-        RunEnd::TimedOut {
-            seconds: spec.timeout.as_secs_f64(),
         }
     }
 
@@ -266,8 +302,9 @@ impl Attempt {
 }
 
 impl Drop for Attempt {
-    /// A dropped attempt (shutdown cancelled its job) stops its runner; the
-    /// supervisor sweeps the rest and is reaped off the async threads.
+    /// Only a net: an attempt dropped mid-flight (the daemon exiting past its stop
+    /// wait, a panic) kills its runner at once; the supervisor sweeps the rest and is
+    /// reaped off the async threads. Shutdown normally goes through `terminate`.
     fn drop(&mut self) {
         if self.done {
             return;

@@ -50,7 +50,10 @@ impl World {
     /// Writes the config file: fsync off and a short rescan unless overridden.
     pub fn config(&self, extra: &str) {
         // Health and cache off unless a test sets them (they have their own tests).
-        let mut text = format!("fsync = false\nkill_grace_seconds = 1\n{extra}\n");
+        let mut text = format!("fsync = false\n{extra}\n");
+        if !extra.contains("kill_grace_seconds") {
+            text.insert_str(0, "kill_grace_seconds = 1\n");
+        }
         for (table, body) in [
             ("[health]", "enabled = false"),
             ("[cache]", "ttl_seconds = 0"),

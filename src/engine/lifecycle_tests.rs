@@ -1,0 +1,338 @@
+//! In-process lifecycle tests: `lifecycle::handle` on a temp state folder with a
+//! scripted spawner in place of runner processes, so interruptions, shutdown during
+//! the grace, single-flight and the cache are tested in milliseconds.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+
+use crate::core::config::{Settings, parse_config};
+use crate::core::runner_table::Runner;
+use crate::core::verdict::{Outcome, RunEnd};
+use crate::engine::attempts::Extras;
+use crate::engine::flight::Flights;
+use crate::engine::lifecycle::{Handled, WorkerLink, handle};
+use crate::engine::spawner::{BoxFuture, Spawner};
+use crate::process::spawn::{RunOutput, RunSpec, stopped};
+use crate::store::cache::Cache;
+use crate::store::claim::{self, Acquired, FileIdentity};
+use crate::store::state_dir::StateDir;
+
+/// What the scripted runner does on one start.
+enum Act {
+    /// Exits 0 with this stdout.
+    Answer(&'static str),
+    /// Runs until its timeout or the stop signal, as a real runner that never answers.
+    Hang,
+}
+
+/// A spawner that plays `Act`s in order and records each start's argv.
+#[derive(Default)]
+struct Scripted {
+    acts: Mutex<VecDeque<Act>>,
+    starts: Mutex<Vec<Vec<String>>>,
+    started: Notify,
+}
+
+impl Scripted {
+    fn new(acts: Vec<Act>) -> Arc<Self> {
+        Arc::new(Scripted {
+            acts: Mutex::new(acts.into()),
+            ..Scripted::default()
+        })
+    }
+
+    fn starts(&self) -> usize {
+        self.starts.lock().map_or(0, |s| s.len())
+    }
+
+    async fn play(&self, spec: &RunSpec<'_>, on_spawn: &mut (dyn FnMut(u32) + Send)) -> RunOutput {
+        let act = self.acts.lock().ok().and_then(|mut a| a.pop_front());
+        if let Ok(mut starts) = self.starts.lock() {
+            starts.push(spec.argv.to_vec());
+        }
+        // pgid 0 is no process group: recovery and health never signal it.
+        on_spawn(0);
+        self.started.notify_one();
+        let (end, stdout) = match act {
+            Some(Act::Answer(text)) => (RunEnd::Exited { code: 0 }, text.to_string()),
+            Some(Act::Hang) | None => tokio::select! {
+                () = tokio::time::sleep(spec.timeout) => (RunEnd::TimedOut { seconds: spec.timeout.as_secs_f64() }, String::new()),
+                () = stopped(spec.stop) => (RunEnd::Stopped, String::new()),
+            },
+        };
+        RunOutput {
+            end,
+            stdout,
+            stderr: String::new(),
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+impl Spawner for Scripted {
+    fn run<'a>(
+        &'a self,
+        spec: &'a RunSpec<'a>,
+        on_spawn: &'a mut (dyn FnMut(u32) + Send),
+    ) -> BoxFuture<'a, RunOutput> {
+        Box::pin(self.play(spec, on_spawn))
+    }
+}
+
+/// A temp state folder, settings with one scripted runner, and a spawner.
+struct Bench {
+    _dir: tempfile::TempDir,
+    state: StateDir,
+    settings: Settings,
+    spawner: Arc<Scripted>,
+}
+
+impl Bench {
+    fn new(acts: Vec<Act>) -> Bench {
+        let dir = tempfile::tempdir().expect("temp state folder");
+        let state = StateDir::new(dir.path().join("state"));
+        state.create().expect("create state folder");
+        let mut config = parse_config(None).expect("embedded config");
+        config.fsync = false;
+        config.health.enabled = false;
+        config.cache.ttl_seconds = 0.0;
+        let runner = Runner {
+            name: "scripted".into(),
+            argv: vec!["scripted".into(), "{prompt}".into()],
+            max_concurrent: None,
+        };
+        let settings = Settings {
+            config,
+            config_path: None,
+            state_dir: state.root.clone(),
+            runner_override: Some(vec![runner]),
+            runner_error: None,
+        };
+        Bench {
+            _dir: dir,
+            state,
+            settings,
+            spawner: Scripted::new(acts),
+        }
+    }
+
+    fn extras(&self) -> Extras {
+        Extras {
+            spawner: self.spawner.clone(),
+            ..Extras::default()
+        }
+    }
+
+    fn job(&self, stem: &str, job: &Value) -> std::path::PathBuf {
+        let path = self.state.jobs().join(format!("{stem}.json"));
+        std::fs::write(&path, job.to_string()).expect("write job");
+        path
+    }
+
+    fn verdict(&self, transcript: &str, stem: &str) -> Option<Value> {
+        let path = self
+            .state
+            .verdict_dir(transcript)
+            .join(format!("{stem}.json"));
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    async fn handle(&self, path: &Path, extras: &Extras, link: WorkerLink) -> Handled {
+        handle(&self.settings, &self.state, path, extras, link).await
+    }
+}
+
+fn question(prompt: &str) -> Value {
+    json!({"prompt": prompt, "transcript": "T", "hit_if_all_true": ["ok"]})
+}
+
+fn outcome(handled: &Handled) -> Option<Outcome> {
+    match handled {
+        Handled::Judged { outcome, .. } => Some(*outcome),
+        _ => None,
+    }
+}
+
+/// A bound that proves nothing hangs; the tests themselves take milliseconds.
+async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(30), fut).await {
+        Ok(value) => value,
+        Err(_) => panic!("{what} did not finish within 30 s"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_is_published_and_the_job_removed() {
+    let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
+    let path = b.job("a", &question("p"));
+    let handled = bounded(
+        "handle",
+        b.handle(&path, &b.extras(), WorkerLink::default()),
+    )
+    .await;
+    assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
+    assert!(!path.exists(), "job removed");
+    assert_eq!(
+        b.verdict("T", "a").map(|v| v["runner"].clone()),
+        Some(json!("scripted"))
+    );
+    assert_eq!(b.spawner.starts(), 1);
+}
+
+/// A job whose earlier holders were interrupted twice is tried once more; at three
+/// it gets an `unchecked` judge error without starting a runner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interruptions_are_counted_and_the_third_ends_the_job() {
+    let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
+    let path = b.job("i", &question("p"));
+    let identity = FileIdentity::of(&std::fs::symlink_metadata(&path).expect("stat job"));
+    // An earlier holder that died while running: its record stays `Running`.
+    let interrupt = |already: u32| match claim::acquire(&b.state.claims(), "i.json".as_ref(), false)
+    {
+        Ok(Acquired::Claimed { mut claim, .. }) => {
+            claim
+                .start_running(already, identity)
+                .expect("record running");
+            drop(claim); // the flock goes with the process; the record stays
+        }
+        other => panic!("claim: {other:?}"),
+    };
+    interrupt(2);
+    let handled = bounded(
+        "handle",
+        b.handle(&path, &b.extras(), WorkerLink::default()),
+    )
+    .await;
+    assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
+    let reason = b
+        .verdict("T", "i")
+        .map(|v| v["reason"].to_string())
+        .unwrap_or_default();
+    assert!(reason.contains("interrupted 3 times"), "{reason}");
+    assert_eq!(
+        b.spawner.starts(),
+        0,
+        "no runner after the third interruption"
+    );
+
+    let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
+    let path = b.job("i", &question("p"));
+    let identity = FileIdentity::of(&std::fs::symlink_metadata(&path).expect("stat job"));
+    match claim::acquire(&b.state.claims(), "i.json".as_ref(), false) {
+        Ok(Acquired::Claimed { mut claim, .. }) => {
+            claim.start_running(1, identity).expect("record running");
+        }
+        other => panic!("claim: {other:?}"),
+    }
+    let handled = bounded(
+        "handle",
+        b.handle(&path, &b.extras(), WorkerLink::default()),
+    )
+    .await;
+    assert_eq!(
+        outcome(&handled),
+        Some(Outcome::Hit),
+        "two interruptions: tried again"
+    );
+    assert_eq!(b.spawner.starts(), 1);
+}
+
+/// Shutdown past the grace while a runner runs: the runner hears the stop, no
+/// verdict is written, the job stays queued and the claim says `queued`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
+    let b = Bench::new(vec![Act::Hang]);
+    let path = b.job("s", &question("p"));
+    let (stop, cancel) = watch::channel(false);
+    let link = WorkerLink {
+        cancel: Some(cancel),
+        release_slot: None,
+    };
+    let extras = b.extras();
+    let running = b.handle(&path, &extras, link);
+    let stopper = async {
+        b.spawner.started.notified().await;
+        let _ = stop.send(true);
+    };
+    let (handled, ()) = bounded("handle", async { tokio::join!(running, stopper) }).await;
+    assert_eq!(handled, Handled::Stopped);
+    assert!(path.exists(), "job stays queued");
+    assert!(b.verdict("T", "s").is_none(), "no verdict");
+    let record = std::fs::read_to_string(b.state.claims().join("s.json")).unwrap_or_default();
+    assert!(record.contains("\"queued\""), "claim record: {record}");
+    // The next holder counts no interruption and judges it.
+    let b2 = Bench {
+        spawner: Scripted::new(vec![Act::Answer("{\"ok\": true}")]),
+        ..b
+    };
+    let handled = bounded(
+        "handle",
+        b2.handle(&path, &b2.extras(), WorkerLink::default()),
+    )
+    .await;
+    assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
+}
+
+/// An identical job waits for the leader; when the leader is stopped without a
+/// result, the follower asks the runners itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
+    let b = Bench::new(vec![Act::Hang, Act::Answer("{\"ok\": true}")]);
+    let lead = b.job("lead", &question("same"));
+    let follow = b.job("follow", &question("same"));
+    let extras = Extras {
+        flights: Some(Arc::new(Flights::default())),
+        ..b.extras()
+    };
+    let (stop, cancel) = watch::channel(false);
+    let leader = b.handle(
+        &lead,
+        &extras,
+        WorkerLink {
+            cancel: Some(cancel),
+            release_slot: None,
+        },
+    );
+    let rest = async {
+        b.spawner.started.notified().await;
+        // The leader's runner runs: the follower joins its flight, then the leader stops.
+        let follower = b.handle(&follow, &extras, WorkerLink::default());
+        let stopper = async {
+            tokio::task::yield_now().await;
+            let _ = stop.send(true);
+        };
+        tokio::join!(follower, stopper).0
+    };
+    let (led, followed) =
+        bounded("leader and follower", async { tokio::join!(leader, rest) }).await;
+    assert_eq!(led, Handled::Stopped);
+    assert_eq!(outcome(&followed), Some(Outcome::Hit), "{followed:?}");
+    assert_eq!(b.spawner.starts(), 2, "the follower started its own runner");
+    assert!(lead.exists() && !follow.exists());
+}
+
+/// An identical default job within the TTL reuses the answer: one runner start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_hit_reuses_the_answer_without_a_runner() {
+    let mut b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
+    b.settings.config.cache.ttl_seconds = 600.0;
+    let extras = Extras {
+        cache: Cache::open(&b.state, &b.settings.config.cache),
+        ..b.extras()
+    };
+    for stem in ["first", "second"] {
+        let path = b.job(stem, &question("cached"));
+        let handled = bounded("handle", b.handle(&path, &extras, WorkerLink::default())).await;
+        assert_eq!(outcome(&handled), Some(Outcome::Hit), "{stem}: {handled:?}");
+    }
+    assert_eq!(b.spawner.starts(), 1);
+    let second = b.verdict("T", "second").unwrap_or_default();
+    assert_eq!(second["attempts"][0]["runner"], "cache", "{second}");
+    assert_eq!(second["runner"], "scripted", "{second}");
+}
