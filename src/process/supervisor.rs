@@ -73,27 +73,54 @@ pub(crate) struct Started {
     pub report: OwnedFd,
 }
 
-/// Forks a supervisor that starts the runner described by `launch`.
-pub(crate) fn start(launch: &Launch<'_>) -> io::Result<Started> {
-    let program = c_string(launch.program.as_os_str())?;
-    let argv = launch
-        .argv
-        .iter()
-        .map(|a| c_string(OsStr::new(a)))
-        .collect::<io::Result<Vec<_>>>()?;
-    let env = launch
-        .env
-        .iter()
-        .map(|(k, v)| {
-            let mut kv = k.clone();
-            kv.push("=");
-            kv.push(v);
-            c_string(&kv)
+/// The runner's command as C strings, ready for a fork (here or in the zygote).
+pub(crate) struct Command {
+    pub program: CString,
+    pub argv: Vec<CString>,
+    pub env: Vec<CString>,
+    pub cwd: CString,
+}
+
+impl Command {
+    fn of(launch: &Launch<'_>) -> io::Result<Self> {
+        let argv = launch
+            .argv
+            .iter()
+            .map(|a| c_string(OsStr::new(a)))
+            .collect::<io::Result<Vec<_>>>()?;
+        let env = launch
+            .env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.clone();
+                kv.push("=");
+                kv.push(v);
+                c_string(&kv)
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Command {
+            program: c_string(launch.program.as_os_str())?,
+            argv,
+            env,
+            cwd: c_string(launch.cwd.as_os_str())?,
         })
-        .collect::<io::Result<Vec<_>>>()?;
-    let argv_ptrs = null_terminated(&argv);
-    let env_ptrs = null_terminated(&env);
-    let cwd = c_string(launch.cwd.as_os_str())?;
+    }
+}
+
+/// The descriptors a supervisor gets: the runner's stdin source, stdout and stderr
+/// write ends, and the report pipe's write end.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SupervisorFds {
+    pub stdin: RawFd,
+    pub stdout: RawFd,
+    pub stderr: RawFd,
+    pub report: RawFd,
+}
+
+/// Starts a supervisor for the runner described by `launch`: forked by the zygote
+/// when the daemon has one, else forked here.
+pub(crate) fn start(launch: &Launch<'_>) -> io::Result<Started> {
+    let command = Command::of(launch)?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (report_r, report_w) = pipe()?;
@@ -103,27 +130,17 @@ pub(crate) fn start(launch: &Launch<'_>) -> io::Result<Started> {
     } else {
         (dev_null()?, None)
     };
-    let actions = FileActions::new(&stdin_src, &out_w, &err_w, &cwd)?;
-    let attr = SpawnAttr::new()?;
-    let child = Child {
-        program: &program,
-        argv: &argv_ptrs,
-        env: &env_ptrs,
-        actions: &actions,
-        attr: &attr,
+    let fds = SupervisorFds {
+        stdin: stdin_src.as_raw_fd(),
+        stdout: out_w.as_raw_fd(),
+        stderr: err_w.as_raw_fd(),
         report: report_w.as_raw_fd(),
-        runner_fds: [stdin_src.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
     };
-    // SAFETY: fork in a multi-threaded process; the child only runs `Child::run`,
-    // which makes async-signal-safe calls on memory prepared above and never returns.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: see above; this is the forked child.
-        unsafe { child.run() }
-    }
+    let pid = match crate::process::zygote::fork_supervisor(&command, fds) {
+        Some(forked) => forked?,
+        None => fork_supervisor(&command, fds)?,
+    };
+    // Our copies of the supervisor's ends close here: only its tree holds them now.
     Ok(Started {
         supervisor: pid,
         stdin: stdin_w,
@@ -133,8 +150,38 @@ pub(crate) fn start(launch: &Launch<'_>) -> io::Result<Started> {
     })
 }
 
+/// Forks a supervisor for `command` with `fds`, from this process.
+pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> io::Result<pid_t> {
+    let argv_ptrs = null_terminated(&command.argv);
+    let env_ptrs = null_terminated(&command.env);
+    let actions = FileActions::new(fds.stdin, fds.stdout, fds.stderr, &command.cwd)?;
+    let attr = SpawnAttr::new()?;
+    let child = Child {
+        program: &command.program,
+        argv: &argv_ptrs,
+        env: &env_ptrs,
+        actions: &actions,
+        attr: &attr,
+        report: fds.report,
+        runner_fds: [fds.stdin, fds.stdout, fds.stderr],
+    };
+    // SAFETY: fork, possibly in a multi-threaded process; the child only runs
+    // `Child::run`, which makes async-signal-safe calls on memory prepared above and
+    // never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: see above; this is the forked child.
+        unsafe { child.run() }
+    }
+    Ok(pid)
+}
+
 /// Waits for the supervisor to exit and reaps it (call once it reported `Exited`
-/// or its report pipe closed: it exits right after).
+/// or its report pipe closed: it exits right after). A supervisor the zygote forked
+/// is not our child: the zygote reaps it, and this returns at once.
 pub(crate) fn reap(supervisor: i32) {
     let mut status = 0;
     // SAFETY: plain syscall on our own child.
@@ -178,15 +225,13 @@ fn dev_null() -> io::Result<OwnedFd> {
 struct FileActions(libc::posix_spawn_file_actions_t);
 
 impl FileActions {
-    fn new(stdin: &OwnedFd, stdout: &OwnedFd, stderr: &OwnedFd, cwd: &CString) -> io::Result<Self> {
+    fn new(stdin: RawFd, stdout: RawFd, stderr: RawFd, cwd: &CString) -> io::Result<Self> {
         // SAFETY: zeroed is a valid starting value for init, which sets it up.
         let mut fa = FileActions(unsafe { std::mem::zeroed() });
         check(unsafe { libc::posix_spawn_file_actions_init(&mut fa.0) })?;
         for (fd, target) in [(stdin, 0), (stdout, 1), (stderr, 2)] {
             // SAFETY: fa is initialised; the fds live until after the fork.
-            check(unsafe {
-                libc::posix_spawn_file_actions_adddup2(&mut fa.0, fd.as_raw_fd(), target)
-            })?;
+            check(unsafe { libc::posix_spawn_file_actions_adddup2(&mut fa.0, fd, target) })?;
         }
         // SAFETY: cwd is a valid C string that outlives the spawn.
         check(unsafe { libc::posix_spawn_file_actions_addchdir_np(&mut fa.0, cwd.as_ptr()) })?;
