@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""A/B of two llm-judge binaries on the backlog workload, interleaved so a noisy
+machine hurts both alike: each round runs the floor, then A and B (order alternating),
+with fsync off and on. Reports, per binary, the median throughput as a ratio of the floor
+measured in the same round, and the CPU the judge spent per job (the daemon and, when
+it has one, its supervisor zygote: utime + stime from /proc).
+
+    python3 bench/ab.py BIN_A BIN_B [--rounds 5] [--jobs 1000] [--workers 2]
+
+Build the two binaries first (e.g. `git stash; cargo build --release; cp ...`). Uses
+bench/run.py's World and fake runner; asserts nothing.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402
+
+
+def helpers_of(pid):
+    """Children of `pid` running the same executable (the supervisor zygote)."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and os.readlink(f"/proc/{entry}/exe") == exe:
+                out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
+
+def one(binary, n, workers, fsync):
+    run.BIN = binary
+    w = run.World(config=f"fsync = {'true' if fsync else 'false'}")
+    try:
+        w.write_jobs(n)
+        t0 = time.monotonic()
+        pid = w.start(workers)
+        run.wait_until(lambda: run.count(w.jobs) == 0 and run.count(w.verdicts) == n, 3600, "backlog")
+        rate = n / (time.monotonic() - t0)
+        ticks = run.cpu_ticks(pid) + sum(run.cpu_ticks(h) for h in helpers_of(pid))
+        return rate, ticks / run.CLK_TCK * 1000 / n
+    finally:
+        w.close()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--jobs", type=int, default=1000)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--latency-jobs", type=int, default=100, help="per latency run (0: none)")
+    args = p.parse_args()
+    run.build()
+    results = {(label, fsync): [] for label in "AB" for fsync in (False, True)}
+    latencies = {"A": [], "B": []}
+    for r in range(args.rounds):
+        floor = run.floor_jobs_per_second(args.jobs, args.workers)
+        order = [("A", args.a), ("B", args.b)] if r % 2 == 0 else [("B", args.b), ("A", args.a)]
+        for fsync in (False, True):
+            for label, binary in order:
+                rate, cpu_ms = one(binary, args.jobs, args.workers, fsync)
+                results[(label, fsync)].append((rate / floor, cpu_ms))
+        for label, binary in order:
+            if args.latency_jobs:
+                run.BIN = binary
+                latencies[label].append(run.latency(args.latency_jobs, 0.1))
+        print(f"round {r + 1}/{args.rounds}: floor {floor:.0f}/s", flush=True)
+    for fsync in (False, True):
+        for label, binary in (("A", args.a), ("B", args.b)):
+            rows = results[(label, fsync)]
+            ratio = statistics.median(x[0] for x in rows)
+            cpu = statistics.median(x[1] for x in rows)
+            print(f"{label} fsync {'on ' if fsync else 'off'}: {ratio:.2f} of floor, "
+                  f"judge CPU {cpu:.2f} ms/job (median of {len(rows)})  {binary}")
+    for label, binary in (("A", args.a), ("B", args.b)):
+        runs = latencies[label]
+        if not runs:
+            continue
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        print(f"{label} latency (median of {len(runs)} runs of {args.latency_jobs} jobs): "
+              f"to runner start p50 {med['start_p50_ms']:.1f} p95 {med['start_p95_ms']:.1f} ms; "
+              f"to verdict visible p50 {med['visible_p50_ms']:.1f} p95 {med['visible_p95_ms']:.1f} ms  {binary}")
+
+
+if __name__ == "__main__":
+    main()
