@@ -649,19 +649,38 @@ fn cost_of_one_default_verdict() {
 
 // 5. No prompt kept in HOME, no process left, a stream that never ends is killed.
 
-/// Waits (bounded) until only the daemon carries the lane's marker; returns the others.
-fn leftovers_besides_daemon(lane: &Lane) -> Vec<u32> {
+/// Waits (bounded) until only the daemon (and its supervisor zygote, a child running
+/// the same binary) carries the lane's marker; returns the others, described.
+fn leftovers_besides_daemon(lane: &Lane) -> Vec<String> {
     let daemon = lane.daemon_pid();
+    let ours = |pid: u32| pid == daemon || support::is_daemon_helper(pid, daemon);
     let mut left = Vec::new();
     support::wait_until(Instant::now() + Duration::from_secs(20), || {
         left = lane
             .marker_processes()
             .into_iter()
-            .filter(|p| *p != daemon)
+            .filter(|p| !ours(*p))
             .collect();
         left.is_empty()
     });
-    left
+    left.iter().map(|p| describe_process(*p)).collect()
+}
+
+/// `pid (ppid N, exe E): cmdline`, for a failure message.
+fn describe_process(pid: u32) -> String {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let ppid = stat
+        .rsplit(')')
+        .next()
+        .and_then(|a| a.split_whitespace().nth(1))
+        .unwrap_or("?")
+        .to_string();
+    let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let exe = fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|e| e.display().to_string())
+        .unwrap_or_default();
+    let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+    format!("{pid} (ppid {ppid}, exe {exe}): {cmd}")
 }
 
 #[test]
@@ -684,7 +703,7 @@ fn no_prompt_in_home_and_no_process_left_after_real_jobs() {
         assert_hit(&lane.wait_verdict("def"), name);
         assert_eq!(
             leftovers_besides_daemon(&lane),
-            Vec::<u32>::new(),
+            Vec::<String>::new(),
             "{name}: processes left after a default job"
         );
         if cli == Cli::Claude {
@@ -693,7 +712,7 @@ fn no_prompt_in_home_and_no_process_left_after_real_jobs() {
             assert_hit(&lane.wait_verdict("inv"), name);
             assert_eq!(
                 leftovers_besides_daemon(&lane),
-                Vec::<u32>::new(),
+                Vec::<String>::new(),
                 "{name}: processes left after an investigate job"
             );
         }
@@ -763,7 +782,7 @@ fn a_stream_that_never_ends_is_killed_within_timeout_plus_grace() {
         );
         assert_eq!(
             leftovers_besides_daemon(&lane),
-            Vec::<u32>::new(),
+            Vec::<String>::new(),
             "{name}: processes left after the kill"
         );
         lane.stop_daemon();

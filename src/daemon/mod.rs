@@ -58,7 +58,9 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     // Before the runtime: the zygote must be forked while this is the only thread.
     match crate::process::zygote::start() {
         Ok(()) => tracing::debug!("supervisor zygote started"),
-        Err(e) => tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon"),
+        Err(e) => {
+            tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon")
+        }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

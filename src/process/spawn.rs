@@ -91,7 +91,8 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
     };
-    let mut attempt = match supervisor::start(&launch).and_then(Attempt::new) {
+    let forked = supervisor::start(&launch, crate::process::zygote::fork_supervisor);
+    let mut attempt = match forked.and_then(Attempt::new) {
         Ok(attempt) => attempt,
         Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
     };

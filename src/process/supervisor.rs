@@ -117,9 +117,12 @@ pub(crate) struct SupervisorFds {
     pub report: RawFd,
 }
 
-/// Starts a supervisor for the runner described by `launch`: forked by the zygote
-/// when the daemon has one, else forked here.
-pub(crate) fn start(launch: &Launch<'_>) -> io::Result<Started> {
+/// Another process that can fork the supervisor (the daemon's zygote); `None`: fork here.
+pub(crate) type Forker = fn(&Command, SupervisorFds) -> Option<io::Result<pid_t>>;
+
+/// Starts a supervisor for the runner described by `launch`: forked by `forker` when
+/// it can, else forked here.
+pub(crate) fn start(launch: &Launch<'_>, forker: Forker) -> io::Result<Started> {
     let command = Command::of(launch)?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -136,7 +139,7 @@ pub(crate) fn start(launch: &Launch<'_>) -> io::Result<Started> {
         stderr: err_w.as_raw_fd(),
         report: report_w.as_raw_fd(),
     };
-    let pid = match crate::process::zygote::fork_supervisor(&command, fds) {
+    let pid = match forker(&command, fds) {
         Some(forked) => forked?,
         None => fork_supervisor(&command, fds)?,
     };

@@ -67,7 +67,9 @@ pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Option<i
         Ok(pid) if pid > 0 => Some(Ok(pid)),
         Ok(errno) => Some(Err(io::Error::from_raw_os_error(-errno))),
         Err(e) => {
-            tracing::warn!("the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on");
+            tracing::warn!(
+                "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on"
+            );
             *guard = None;
             None
         }
@@ -148,7 +150,13 @@ fn serve(sock: OwnedFd) -> ! {
                 libc::close(null);
             }
         }
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
             libc::signal(sig, libc::SIG_IGN);
         }
         // Supervisors are reaped by the kernel; each resets SIGCHLD for its runner.
@@ -372,6 +380,9 @@ mod tests {
         assert_eq!(back.env, command.env);
         assert_eq!(back.cwd, command.cwd);
         assert!(decode(b"/bin/sh\0/tmp\0").is_none(), "no argc");
-        assert!(decode(b"/bin/sh\0/tmp\x005\0a\0").is_none(), "argc past the end");
+        assert!(
+            decode(b"/bin/sh\0/tmp\x005\0a\0").is_none(),
+            "argc past the end"
+        );
     }
 }

@@ -35,10 +35,12 @@ pub fn wait_until(deadline: Instant, mut cond: impl FnMut() -> bool) -> bool {
 /// True when `pid` is a child of `daemon` running the binary under test: the daemon's
 /// supervisor zygote (src/process/zygote.rs), which lives exactly as long as it.
 pub fn is_daemon_helper(pid: u32, daemon: u32) -> bool {
-    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
-        let after = stat.get(stat.rfind(')')? + 1..)?.to_string();
-        after.split_whitespace().nth(1)?.parse::<u32>().ok()
-    });
+    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat.get(stat.rfind(')')? + 1..)?.to_string();
+            after.split_whitespace().nth(1)?.parse::<u32>().ok()
+        });
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
     parent == Some(daemon) && exe.is_some_and(|e| e == std::path::Path::new(BIN))
 }

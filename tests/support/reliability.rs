@@ -165,15 +165,9 @@ pub fn cmdline(pid: u32) -> String {
 /// (running daemons) and their supervisor zygotes; returns those still alive at the
 /// deadline with their command lines.
 pub fn wait_no_marked(mark: &str, except: &[u32], deadline: Duration) -> Vec<(u32, String)> {
-    let excepted = |p: u32| {
-        except.contains(&p) || except.iter().any(|&d| super::is_daemon_helper(p, d))
-    };
-    let left = || -> Vec<u32> {
-        marked(mark)
-            .into_iter()
-            .filter(|&p| !excepted(p))
-            .collect()
-    };
+    let excepted =
+        |p: u32| except.contains(&p) || except.iter().any(|&d| super::is_daemon_helper(p, d));
+    let left = || -> Vec<u32> { marked(mark).into_iter().filter(|&p| !excepted(p)).collect() };
     if super::wait_until(Instant::now() + deadline, || left().is_empty()) {
         return Vec::new();
     }
