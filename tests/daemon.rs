@@ -504,3 +504,48 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
         w.log()
     );
 }
+
+/// The daemon's supervisor zygote (a child running the same binary), once it runs.
+fn zygote_of(d: &Daemon) -> u32 {
+    let daemon = d.child.id();
+    let mut found = None;
+    wait_for("the supervisor zygote", DEADLINE, || {
+        found = fs::read_dir("/proc").ok().and_then(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .find(|&p| support::is_daemon_helper(p, daemon))
+        });
+        found.is_some()
+    });
+    found.unwrap_or_default()
+}
+
+/// A zygote killed or stopped from outside costs at most one attempt: the daemon
+/// kills what is left of it and forks supervisors itself, and no job hangs.
+#[test]
+fn a_dead_or_stopped_zygote_falls_back_to_forking_from_the_daemon() {
+    for (signal, stops) in [("KILL", false), ("STOP", true)] {
+        let w = World::new();
+        w.config("");
+        let runner = w.runner("ok", &answer(r#"{"ok": true}"#));
+        let d = w.start(&[runner]);
+        let zygote = zygote_of(&d);
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(zygote.to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        for i in 0..3 {
+            w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
+        }
+        wait_for("three verdicts", DEADLINE, || w.verdicts().len() == 3);
+        w.wait_log("the supervisor zygote stopped answering");
+        wait_for("the zygote reaped", DEADLINE, || !is_alive(zygote));
+        let hits = (0..3)
+            .filter(|i| w.verdict(&format!("j{i}"))["outcome"] == "hit")
+            .count();
+        // A stopped zygote holds the one request it was sent: that attempt fails.
+        assert!(hits >= if stops { 2 } else { 3 }, "{}", w.log());
+    }
+}

@@ -25,8 +25,21 @@ const FDS: usize = 4;
 /// Requests larger than this are refused (the prompt goes on stdin past 128 KiB).
 const MAX_REQUEST: usize = 64 << 20;
 
-/// The daemon's end of the zygote's socket; `None` once the zygote is gone.
-static ZYGOTE: OnceLock<Mutex<Option<OwnedFd>>> = OnceLock::new();
+/// How long the daemon waits on the zygote for one request and its reply; past it the
+/// zygote is killed and the daemon forks supervisors itself.
+const ANSWER_WAIT: libc::timeval = libc::timeval {
+    tv_sec: 5,
+    tv_usec: 0,
+};
+
+/// The daemon's end of the zygote's socket, and the zygote's pid.
+struct Helper {
+    sock: OwnedFd,
+    pid: libc::pid_t,
+}
+
+/// The zygote; `None` once it is gone.
+static ZYGOTE: OnceLock<Mutex<Option<Helper>>> = OnceLock::new();
 
 /// Forks the zygote. Call once, from the daemon's main thread while it is the only
 /// thread (before the runtime); on failure the daemon forks supervisors itself.
@@ -47,7 +60,19 @@ pub fn start() -> Result<(), String> {
         serve(theirs);
     }
     drop(theirs);
-    let _ = ZYGOTE.set(Mutex::new(Some(ours)));
+    for option in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        // SAFETY: setsockopt with a valid timeval on our own socket.
+        unsafe {
+            libc::setsockopt(
+                ours.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&ANSWER_WAIT as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            );
+        }
+    }
+    let _ = ZYGOTE.set(Mutex::new(Some(Helper { sock: ours, pid })));
     Ok(())
 }
 
@@ -62,32 +87,44 @@ pub fn start() -> Result<(), String> {
 pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Option<io::Result<i32>> {
     let slot = ZYGOTE.get()?;
     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-    let sock = guard.as_ref()?;
-    match ask(sock.as_raw_fd(), command, fds) {
-        Ok(pid) if pid > 0 => Some(Ok(pid)),
-        Ok(errno) => Some(Err(io::Error::from_raw_os_error(-errno))),
-        Err(e) => {
-            tracing::warn!(
-                "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on"
-            );
-            *guard = None;
-            None
-        }
+    let helper = guard.as_ref()?;
+    let (sent, e) = match ask(helper.sock.as_raw_fd(), command, fds) {
+        Ok(pid) if pid > 0 => return Some(Ok(pid)),
+        Ok(errno) => return Some(Err(io::Error::from_raw_os_error(-errno))),
+        Err(failure) => failure,
+    };
+    tracing::warn!(
+        zygote = helper.pid,
+        "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on"
+    );
+    let pid = helper.pid;
+    *guard = None;
+    // SAFETY: our own child: killed and reaped, never left behind.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
     }
+    // Once the request went out, a supervisor may already run with this attempt's
+    // pipes: fail the attempt (dropping the pipes stops that one) rather than start a
+    // second runner on them.
+    sent.then(|| {
+        Err(io::Error::other(format!(
+            "the supervisor zygote did not answer: {e}"
+        )))
+    })
 }
 
-/// One request and its reply (the supervisor's pid, or minus an errno).
-fn ask(sock: RawFd, command: &Command, fds: SupervisorFds) -> io::Result<i32> {
+/// One request and its reply (the supervisor's pid, or minus an errno). An error says
+/// whether any of the request reached the zygote.
+fn ask(sock: RawFd, command: &Command, fds: SupervisorFds) -> Result<i32, (bool, io::Error)> {
     let body = encode(command);
     let header = (body.len() as u64).to_ne_bytes();
-    send_with_fds(
-        sock,
-        &header,
-        [fds.stdin, fds.stdout, fds.stderr, fds.report],
-    )?;
-    write_all(sock, &body)?;
+    let descriptors = [fds.stdin, fds.stdout, fds.stderr, fds.report];
+    send_with_fds(sock, &header, descriptors).map_err(|e| (false, e))?;
+    write_all(sock, &body).map_err(|e| (true, e))?;
     let mut reply = [0u8; 4];
-    read_exact(sock, &mut reply)?;
+    read_exact(sock, &mut reply).map_err(|e| (true, e))?;
     Ok(i32::from_ne_bytes(reply))
 }
 
