@@ -103,6 +103,9 @@ struct Daemon {
     done_tx: mpsc::UnboundedSender<WorkerEvent>,
     done_rx: mpsc::UnboundedReceiver<WorkerEvent>,
     cancel_tx: watch::Sender<bool>,
+    /// The longest `kill_grace_seconds` any started job got (a reload may lower it
+    /// while those jobs run): the stop deadline waits for it.
+    kill_grace_seen: f64,
     outcomes: OutcomeCounts,
     history: RunnerHistory,
     started_at: f64,
@@ -149,6 +152,7 @@ impl Daemon {
             done_tx,
             done_rx,
             cancel_tx: watch::channel(false).0,
+            kill_grace_seen: 0.0,
             outcomes: OutcomeCounts::default(),
             history: RunnerHistory::default(),
             started_at: now_unix(),
@@ -334,6 +338,7 @@ impl Daemon {
             self.slots.insert(name.clone());
             self.status_dirty = true;
             let settings = self.settings.clone();
+            self.kill_grace_seen = self.kill_grace_seen.max(settings.config.kill_grace_seconds);
             let state = self.state.clone();
             let extras = self.extras.clone();
             let cancel = self.cancel_tx.subscribe();
@@ -439,7 +444,10 @@ impl Daemon {
         self.draining = true;
         *stop_at = None;
         let _ = self.cancel_tx.send(true);
-        let grace = Duration::from_secs_f64(self.settings.config.kill_grace_seconds);
+        let longest = self
+            .kill_grace_seen
+            .max(self.settings.config.kill_grace_seconds);
+        let grace = Duration::from_secs_f64(longest);
         stop_deadline.get_or_insert(tokio::time::Instant::now() + grace + STOP_WAIT);
     }
 

@@ -91,7 +91,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
     };
-    let forked = supervisor::start(&launch, crate::process::zygote::fork_supervisor);
+    // Blocking: a fork here, or a request to the zygote (bounded by its socket timeout).
+    let forked = crate::support::runtime::blocking(|| {
+        supervisor::start(&launch, crate::process::zygote::fork_supervisor)
+    });
     let mut attempt = match forked.and_then(Attempt::new) {
         Ok(attempt) => attempt,
         Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
@@ -177,6 +180,8 @@ fn runner_env(tag: &str) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
 /// One supervised runner seen from the judge: the report pipe and the runner's pipes.
 struct Attempt {
     supervisor: i32,
+    /// Our child (else the zygote's, reaped by the kernel: never waited for).
+    ours: bool,
     runner: Option<i32>,
     report: pipe::Receiver,
     stdin: Option<OwnedFd>,
@@ -188,18 +193,21 @@ struct Attempt {
 
 impl Attempt {
     fn new(started: supervisor::Started) -> std::io::Result<Self> {
-        let supervisor = started.supervisor;
+        let (supervisor, ours) = (started.supervisor, started.ours);
         let report = match pipe::Receiver::from_owned_fd(started.report) {
             Ok(report) => report,
             Err(e) => {
                 // No way to hear from it: stop it, its sweep still runs.
                 signal_pid(supervisor, Signal::KILL);
-                supervisor::reap(supervisor);
+                if ours {
+                    supervisor::reap(supervisor);
+                }
                 return Err(e);
             }
         };
         Ok(Attempt {
             supervisor,
+            ours,
             runner: None,
             report,
             stdin: started.stdin,
@@ -297,7 +305,9 @@ impl Attempt {
             );
         }
         let supervisor = self.supervisor;
-        crate::support::runtime::blocking(|| supervisor::reap(supervisor));
+        if self.ours {
+            crate::support::runtime::blocking(|| supervisor::reap(supervisor));
+        }
         self.done = true;
     }
 }
@@ -311,6 +321,9 @@ impl Drop for Attempt {
             return;
         }
         self.signal_runner(Signal::KILL);
+        if !self.ours {
+            return;
+        }
         let supervisor = self.supervisor;
         let reaper = std::thread::Builder::new()
             .name("llm-judge-reap".into())

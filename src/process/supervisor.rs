@@ -67,6 +67,9 @@ pub(crate) struct Launch<'a> {
 /// A started supervisor and the judge's ends of its pipes.
 pub(crate) struct Started {
     pub supervisor: i32,
+    /// Forked by this process, so ours to reap; the zygote's are reaped by the kernel
+    /// and their pid must not be waited for (it may be reused).
+    pub ours: bool,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
@@ -117,40 +120,84 @@ pub(crate) struct SupervisorFds {
     pub report: RawFd,
 }
 
-/// Another process that can fork the supervisor (the daemon's zygote); `None`: fork here.
-pub(crate) type Forker = fn(&Command, SupervisorFds) -> Option<io::Result<pid_t>>;
+/// What another process (the daemon's zygote) made of a request to fork a supervisor.
+pub(crate) enum Forked {
+    /// It forked one: its pid.
+    Pid(pid_t),
+    /// It could not (an errno from its fork).
+    Failed(io::Error),
+    /// Fork it here. `tried`: the request may have reached a supervisor that holds the
+    /// pipes sent, so use fresh ones (that one stops once our ends close).
+    Here { tried: bool },
+}
+
+/// Another process that can fork the supervisor.
+pub(crate) type Forker = fn(&Command, SupervisorFds) -> Forked;
 
 /// Starts a supervisor for the runner described by `launch`: forked by `forker` when
 /// it can, else forked here.
 pub(crate) fn start(launch: &Launch<'_>, forker: Forker) -> io::Result<Started> {
     let command = Command::of(launch)?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    let (report_r, report_w) = pipe()?;
-    let (stdin_src, stdin_w) = if launch.stdin_piped {
-        let (r, w) = pipe()?;
-        (r, Some(w))
-    } else {
-        (dev_null()?, None)
+    let pipes = Pipes::new(launch.stdin_piped)?;
+    let pipes = match forker(&command, pipes.fds()) {
+        Forked::Pid(pid) => return Ok(pipes.started(pid, false)),
+        Forked::Failed(e) => return Err(e),
+        Forked::Here { tried: false } => pipes,
+        Forked::Here { tried: true } => {
+            drop(pipes);
+            Pipes::new(launch.stdin_piped)?
+        }
     };
-    let fds = SupervisorFds {
-        stdin: stdin_src.as_raw_fd(),
-        stdout: out_w.as_raw_fd(),
-        stderr: err_w.as_raw_fd(),
-        report: report_w.as_raw_fd(),
-    };
-    let pid = match forker(&command, fds) {
-        Some(forked) => forked?,
-        None => fork_supervisor(&command, fds)?,
-    };
-    // Our copies of the supervisor's ends close here: only its tree holds them now.
-    Ok(Started {
-        supervisor: pid,
-        stdin: stdin_w,
-        stdout: out_r,
-        stderr: err_r,
-        report: report_r,
-    })
+    let pid = fork_supervisor(&command, pipes.fds())?;
+    Ok(pipes.started(pid, true))
+}
+
+/// The pipes of one attempt: the judge's ends and the supervisor's.
+struct Pipes {
+    stdin_w: Option<OwnedFd>,
+    stdin_src: OwnedFd,
+    out: (OwnedFd, OwnedFd),
+    err: (OwnedFd, OwnedFd),
+    report: (OwnedFd, OwnedFd),
+}
+
+impl Pipes {
+    fn new(stdin_piped: bool) -> io::Result<Self> {
+        let (stdin_src, stdin_w) = if stdin_piped {
+            let (r, w) = pipe()?;
+            (r, Some(w))
+        } else {
+            (dev_null()?, None)
+        };
+        Ok(Pipes {
+            stdin_w,
+            stdin_src,
+            out: pipe()?,
+            err: pipe()?,
+            report: pipe()?,
+        })
+    }
+
+    fn fds(&self) -> SupervisorFds {
+        SupervisorFds {
+            stdin: self.stdin_src.as_raw_fd(),
+            stdout: self.out.1.as_raw_fd(),
+            stderr: self.err.1.as_raw_fd(),
+            report: self.report.1.as_raw_fd(),
+        }
+    }
+
+    /// The judge's ends; ours of the supervisor's close here (only its tree holds them).
+    fn started(self, supervisor: pid_t, ours: bool) -> Started {
+        Started {
+            supervisor,
+            ours,
+            stdin: self.stdin_w,
+            stdout: self.out.0,
+            stderr: self.err.0,
+            report: self.report.0,
+        }
+    }
 }
 
 /// Forks a supervisor for `command` with `fds`, from this process.

@@ -18,7 +18,7 @@ use std::sync::{Mutex, OnceLock};
 
 use libc::c_int;
 
-use crate::process::supervisor::{Command, SupervisorFds, fork_supervisor as fork_here};
+use crate::process::supervisor::{Command, Forked, SupervisorFds, fork_supervisor as fork_here};
 
 /// The descriptors sent with each request, in `SupervisorFds` order.
 const FDS: usize = 4;
@@ -82,15 +82,20 @@ pub fn start() -> Result<(), String> {
     Err("only on Linux".into())
 }
 
-/// Asks the zygote to fork a supervisor; `None` when there is no zygote (then fork
-/// here). A zygote that stopped answering is dropped for good, with a log line.
-pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Option<io::Result<i32>> {
-    let slot = ZYGOTE.get()?;
+/// Asks the zygote to fork a supervisor; `Here` when there is no zygote. A zygote
+/// that stopped answering is killed and dropped for good, with a log line.
+pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Forked {
+    let here = Forked::Here { tried: false };
+    let Some(slot) = ZYGOTE.get() else {
+        return here;
+    };
     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-    let helper = guard.as_ref()?;
+    let Some(helper) = guard.as_ref() else {
+        return here;
+    };
     let (sent, e) = match ask(helper.sock.as_raw_fd(), command, fds) {
-        Ok(pid) if pid > 0 => return Some(Ok(pid)),
-        Ok(errno) => return Some(Err(io::Error::from_raw_os_error(-errno))),
+        Ok(pid) if pid > 0 => return Forked::Pid(pid),
+        Ok(errno) => return Forked::Failed(io::Error::from_raw_os_error(-errno)),
         Err(failure) => failure,
     };
     tracing::warn!(
@@ -105,14 +110,9 @@ pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Option<i
         let mut status = 0;
         libc::waitpid(pid, &mut status, 0);
     }
-    // Once the request went out, a supervisor may already run with this attempt's
-    // pipes: fail the attempt (dropping the pipes stops that one) rather than start a
-    // second runner on them.
-    sent.then(|| {
-        Err(io::Error::other(format!(
-            "the supervisor zygote did not answer: {e}"
-        )))
-    })
+    // Once the request went out, a supervisor may already run with these pipes: fork
+    // here with fresh ones (that one stops when its report pipe's reader goes).
+    Forked::Here { tried: sent }
 }
 
 /// One request and its reply (the supervisor's pid, or minus an errno). An error says
@@ -259,17 +259,18 @@ fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Room for `FDS` descriptors in a control message.
-const CMSG_ROOM: usize = 64;
+/// A control-message buffer, aligned for `cmsghdr` (room for `FDS` descriptors).
+#[repr(C, align(8))]
+struct ControlBuffer([u8; 64]);
 
 fn send_with_fds(sock: RawFd, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()> {
-    let mut control = [0u8; CMSG_ROOM];
+    let mut control = ControlBuffer([0u8; 64]);
     let payload = std::mem::size_of_val(&fds) as u32;
     // SAFETY: msghdr and cmsghdr are plain C structs; the control buffer has room for
     // one header with FDS descriptors (CMSG_SPACE checked below).
     unsafe {
         let space = libc::CMSG_SPACE(payload) as usize;
-        if space > control.len() {
+        if space > control.0.len() {
             return Err(io::Error::other("control buffer too small"));
         }
         let mut iov = libc::iovec {
@@ -279,7 +280,7 @@ fn send_with_fds(sock: RawFd, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()>
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_control = control.0.as_mut_ptr().cast();
         msg.msg_controllen = space as _;
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
@@ -306,7 +307,7 @@ fn send_with_fds(sock: RawFd, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()>
 /// Reads exactly `buf.len()` bytes and the descriptors sent with them (close-on-exec);
 /// `None` on EOF before any byte.
 fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Option<Vec<OwnedFd>>> {
-    let mut control = [0u8; CMSG_ROOM];
+    let mut control = ControlBuffer([0u8; 64]);
     let mut fds = Vec::new();
     // SAFETY: as in send_with_fds; every descriptor the kernel passed is taken into an
     // OwnedFd exactly once.
@@ -318,8 +319,8 @@ fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Option<Vec<OwnedFd>>
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len() as _;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = control.0.len() as _;
         let n = loop {
             let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL);
             if n < 0 && errno() == libc::EINTR {
