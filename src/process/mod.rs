@@ -7,4 +7,8 @@ pub mod os;
 pub mod probe;
 pub mod spawn;
 pub mod supervisor;
+#[cfg(target_os = "linux")]
+pub mod zygote;
+#[cfg(not(target_os = "linux"))]
+#[path = "zygote_stub.rs"]
 pub mod zygote;

@@ -9,7 +9,8 @@
 //! pid. The zygote dies with the daemon (`PR_SET_PDEATHSIG`, and EOF on the socket),
 //! auto-reaps its supervisors (`SIGCHLD` ignored), and holds no other descriptor: not
 //! the daemon's lock, not judge.log. Without a zygote (`run`, `ask`, macOS, or one that
-//! died) supervisors are forked from the judge as before.
+//! died) supervisors are forked from the judge as before. Linux only (`zygote_stub.rs`
+//! elsewhere): it relies on `PR_SET_PDEATHSIG`, `MSG_CMSG_CLOEXEC` and `close_range`.
 
 use std::ffi::CString;
 use std::io;
@@ -43,7 +44,6 @@ static ZYGOTE: OnceLock<Mutex<Option<Helper>>> = OnceLock::new();
 
 /// Forks the zygote. Call once, from the daemon's main thread while it is the only
 /// thread (before the runtime); on failure the daemon forks supervisors itself.
-#[cfg(target_os = "linux")]
 pub fn start() -> Result<(), String> {
     if thread_count() != Some(1) {
         return Err("the daemon already runs several threads".into());
@@ -74,12 +74,6 @@ pub fn start() -> Result<(), String> {
     }
     let _ = ZYGOTE.set(Mutex::new(Some(Helper { sock: ours, pid })));
     Ok(())
-}
-
-/// Without `/proc/thread-self/children` and `PR_SET_PDEATHSIG` there is no zygote.
-#[cfg(not(target_os = "linux"))]
-pub fn start() -> Result<(), String> {
-    Err("only on Linux".into())
 }
 
 /// Asks the zygote to fork a supervisor; `Here` when there is no zygote. A zygote
@@ -163,7 +157,6 @@ fn decode(body: &[u8]) -> Option<Command> {
 }
 
 /// The zygote's life: one request at a time until the daemon is gone.
-#[cfg(target_os = "linux")]
 fn serve(sock: OwnedFd) -> ! {
     let fd = sock.as_raw_fd();
     // SAFETY: plain syscalls in a single-threaded child that never returns.
@@ -392,7 +385,6 @@ fn errno() -> c_int {
 }
 
 /// Threads of this process (`Threads:` of /proc/self/status).
-#[cfg(target_os = "linux")]
 fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("Threads:"))?;
