@@ -265,8 +265,9 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    // No pipe2 on macOS: the judge's one-shot commands fork supervisors while no other
-    // thread spawns, so setting FD_CLOEXEC right after is enough there.
+    // No pipe2 on macOS: FD_CLOEXEC right after, so a supervisor another thread forks
+    // in between may inherit these two (macOS process handling is best effort:
+    // docs/security.md).
     #[cfg(not(target_os = "linux"))]
     unsafe {
         if libc::pipe(fds.as_mut_ptr()) != 0 {
