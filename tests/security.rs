@@ -9,6 +9,7 @@ use support::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -212,6 +213,50 @@ fn commands_survive_a_closed_stdout_and_stderr() {
         cmd.stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
         let status = cmd.status().unwrap();
         assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+}
+
+/// Runner folders go inside a private `$XDG_RUNTIME_DIR` (a tmpfs for a systemd user
+/// service), in a 0700 folder of the judge's; a runtime folder others can enter is
+/// ignored and `<state>/tmp` is used.
+#[test]
+fn runner_folders_go_under_a_private_xdg_runtime_dir_only() {
+    let w = World::new();
+    let fake = w.fake_program(
+        "claude",
+        &format!("{}echo '{{\"ok\": true}}'\n", w.recorder()),
+    );
+    settle(&fake);
+    let runtime = w.root.join("runtime");
+    fs::create_dir(&runtime).unwrap();
+    for (mode, private) in [(0o700, true), (0o755, false)] {
+        fs::set_permissions(&runtime, fs::Permissions::from_mode(mode)).unwrap();
+        let job = w.job(&format!("r{mode:o}"), &json!({"prompt": "p"}));
+        let mut cmd = w.command_with_fakes_on_path();
+        cmd.env("XDG_RUNTIME_DIR", &runtime).arg("run").arg(&job);
+        let done = w.run(cmd);
+        assert_eq!(done.code, Some(0), "{done:?}");
+        let pwd = w.recorded("claude", "pwd").trim_end().to_string();
+        let parent = Path::new(&pwd).parent().unwrap().to_path_buf();
+        if private {
+            assert!(
+                pwd.starts_with(&format!("{}/llm-judge-", s(&runtime))),
+                "{pwd}"
+            );
+            let meta = fs::symlink_metadata(&parent).unwrap();
+            assert_eq!(
+                meta.permissions().mode() & 0o777,
+                0o700,
+                "{}",
+                parent.display()
+            );
+        } else {
+            assert!(pwd.starts_with(s(&w.runner_tmp())), "{pwd}");
+        }
+        assert!(
+            !Path::new(&pwd).exists(),
+            "runner folder {pwd} was not removed"
+        );
     }
 }
 

@@ -300,6 +300,7 @@ mod tests {
             state_dir: "/s".into(),
             runner_override: None,
             runner_error: None,
+            runtime_dir: None,
         };
         settings.config.runners.default = default;
         settings

@@ -203,7 +203,8 @@ impl Daemon {
         );
         catalog_refresh.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let c = self.settings.config.clone();
-        crate::engine::recovery::sweep(&self.state, c.fsync, c.undeliverable_days);
+        let runtime = self.settings.runtime_dir.as_deref();
+        crate::engine::recovery::sweep(&self.state, runtime, c.fsync, c.undeliverable_days);
         let mut watcher = InboxWatcher::new(&self.state.jobs());
         if let Err(e) = watcher.watch() {
             tracing::error!("{e}; relying on rescans every {}s", c.rescan_seconds);

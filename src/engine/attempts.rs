@@ -199,7 +199,7 @@ async fn attempt_runner(
     let temp;
     let dir: &Path = match cwd {
         CwdChoice::Given(path) => path,
-        CwdChoice::Temp { .. } => match fresh_runner_folder(&settings.state_dir) {
+        CwdChoice::Temp { .. } => match fresh_runner_folder(settings) {
             Ok(made) => {
                 temp = made;
                 temp.path()
@@ -245,11 +245,13 @@ async fn attempt_runner(
     (attempt, found, out.end)
 }
 
-/// A fresh empty 0700 folder inside the judge's private `<state>/tmp/`: never in a
-/// folder others can write, since Claude Code reads `CLAUDE.md` from every parent.
-fn fresh_runner_folder(state_dir: &Path) -> std::io::Result<tempfile::TempDir> {
+/// A fresh empty 0700 folder inside the judge's private runner folder (`<state>/tmp/`
+/// or under `$XDG_RUNTIME_DIR`): never in a folder others can write, since Claude Code
+/// reads `CLAUDE.md` from every parent.
+fn fresh_runner_folder(settings: &Settings) -> std::io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
-    let parent = StateDir::new(state_dir).runner_tmp();
+    let state = StateDir::new(&settings.state_dir);
+    let parent = state.runner_tmp(settings.runtime_dir.as_deref());
     crate::store::state_dir::private_dir(&parent)?;
     tempfile::Builder::new()
         .prefix("llm-judge-")

@@ -112,6 +112,7 @@ impl Bench {
             state_dir: state.root.clone(),
             runner_override: Some(vec![runner]),
             runner_error: None,
+            runtime_dir: None,
         };
         Bench {
             _dir: dir,

@@ -103,11 +103,20 @@ pub struct Swept {
 const STALE_RUNNER_FOLDER: Duration = Duration::from_secs(3600);
 
 /// Runs every start-up recovery step; errors are logged, never fatal.
-pub fn sweep(state: &StateDir, fsync: bool, undeliverable_days: f64) -> Swept {
+pub fn sweep(
+    state: &StateDir,
+    runtime_dir: Option<&Path>,
+    fsync: bool,
+    undeliverable_days: f64,
+) -> Swept {
     let (claims_dropped, referenced) = sweep_claims(state, fsync);
     let temps_removed = remove_orphan_temps(&state.verdicts(), &referenced);
     let pruned = prune_undeliverable(state, undeliverable_days);
-    let runner_folders_removed = remove_stale_runner_folders(&state.runner_tmp());
+    // Both places: the runtime folder may have come or gone since the last start.
+    let runner_folders_removed = remove_stale_runner_folders(&state.runner_tmp(None))
+        + runtime_dir.map_or(0, |r| {
+            remove_stale_runner_folders(&state.runner_tmp(Some(r)))
+        });
     let swept = Swept {
         claims_dropped,
         temps_removed,

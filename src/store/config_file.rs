@@ -69,6 +69,10 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
         state_dir,
         runner_override,
         runner_error: None,
+        runtime_dir: sources
+            .var("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|d| crate::store::state_dir::is_private_folder(d)),
     })
 }
 

@@ -47,9 +47,18 @@ impl StateDir {
         self.root.join("judge.log")
     }
 
-    /// The private parent of the runners' fresh temp folders.
-    pub fn runner_tmp(&self) -> PathBuf {
-        self.root.join("tmp")
+    /// The private parent of the runners' fresh temp folders: inside `runtime`
+    /// (`Settings::runtime_dir`, the tmpfs of `$XDG_RUNTIME_DIR`: a folder there costs
+    /// a tenth of one on disk) when there is one, else `<state>/tmp`. Either way never
+    /// a folder others can write (SPEC section 4).
+    pub fn runner_tmp(&self, runtime: Option<&Path>) -> PathBuf {
+        match runtime {
+            Some(runtime) => {
+                let hash = sha1_hex(self.root.as_os_str().as_encoded_bytes(), 6);
+                runtime.join(format!("llm-judge-{hash}"))
+            }
+            None => self.root.join("tmp"),
+        }
     }
 
     /// The daemon's lock file.
@@ -143,6 +152,16 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
         }
         Ok(_) => Ok(()),
     }
+}
+
+/// True for an absolute path to a real folder (not a symlink) owned by us that no one
+/// else can write or enter.
+pub fn is_private_folder(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    dir.is_absolute()
+        && fs::symlink_metadata(dir).is_ok_and(|m| {
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o077 == 0
+        })
 }
 
 /// The error for a symlink or file where the judge expects its own folder.

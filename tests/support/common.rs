@@ -157,6 +157,8 @@ impl World {
             .env_remove("CATSTACK_LLM_JUDGE_CHILD")
             .env_remove("NOTIFY_SOCKET")
             .env_remove(PROBE_VAR)
+            // Runner folders go under it when set (tests of that set their own).
+            .env_remove("XDG_RUNTIME_DIR")
             .stdin(Stdio::null());
         cmd
     }
