@@ -550,3 +550,34 @@ fn a_dead_or_stopped_zygote_falls_back_to_forking_from_the_daemon() {
         }
     }
 }
+
+/// A reload that lowers `kill_grace_seconds` while a job runs does not cut that job's
+/// grace short at shutdown: the daemon waits for the grace the job got, so the runner
+/// is stopped through its one kill path and the job is requeued, not interrupted.
+#[test]
+fn shutdown_waits_for_the_kill_grace_a_running_job_got_even_after_a_reload() {
+    let w = World::new();
+    // 12 s > the lowered grace (1 s) plus the daemon's 10 s stop wait.
+    w.config("shutdown_grace_seconds = 0.1\nkill_grace_seconds = 12");
+    let runner = w.runner(
+        "stubborn",
+        "trap '' TERM\necho $$ >> $W/runner.pids\nwhile :; do sleep 0.05; done",
+    );
+    w.job("j", &json!({"prompt": "p"}));
+    let mut d = w.start(&[runner]);
+    wait_for("runner started", DEADLINE, || {
+        pids_in(&w.read("runner.pids")).len() == 1
+    });
+    w.config("shutdown_grace_seconds = 0.1\nkill_grace_seconds = 1");
+    d.signal("HUP");
+    w.wait_log("config reloaded");
+    d.signal("TERM");
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}");
+    assert!(
+        w.log().contains("job stopped by shutdown; left queued"),
+        "the job was cut off instead of requeued:\n{}",
+        w.log()
+    );
+    assert_eq!(w.jobs_left(), ["j.json"]);
+}
