@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use lane::{Cli, Lane, codex_via_standin, shipped_argv};
+use lane::{Cli, Lane, codex_via_standin};
 use standin::{Reply, Request, StandIn};
+use support::pinned;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -32,6 +33,27 @@ fn serial() -> MutexGuard<'static, ()> {
 
 const YES: &str = "{\"ok\": true}";
 const FENCED_YES: &str = "Checked.\n```json\n{\"ok\": true}\n```";
+
+/// `argv` as owned strings.
+fn owned(argv: &[&str]) -> Vec<String> {
+    argv.iter().map(|a| a.to_string()).collect()
+}
+
+/// `argv` without each `(flag, n)`: the flag and the `n` values after it.
+fn without<'a>(argv: &[&'a str], drop: &[(&str, usize)]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut skip = 0;
+    for a in argv {
+        if skip > 0 {
+            skip -= 1;
+        } else if let Some((_, n)) = drop.iter().find(|(flag, _)| flag == a) {
+            skip = *n;
+        } else {
+            out.push(*a);
+        }
+    }
+    out
+}
 
 fn default_job(prompt: &str) -> Value {
     json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout_seconds": 60})
@@ -107,9 +129,7 @@ fn shipped_claude_argv_answers_default_and_investigate_jobs() {
     let _s = serial();
     for (stem, answer) in [("line", YES), ("fenced", FENCED_YES)] {
         let mut lane = Lane::new(&[Cli::Claude], StandIn::text(answer));
-        lane.start_daemon();
-        lane.job(stem, &default_job("Is the sky blue?"));
-        let v = lane.wait_verdict(stem);
+        let v = lane.judge_once(stem, &default_job("Is the sky blue?"));
         assert_hit(&v, "claude");
         let req = first_model_request(&lane);
         keep_requests(&format!("claude-default-{stem}"), &lane.standin.requests());
@@ -125,18 +145,14 @@ fn shipped_claude_argv_answers_default_and_investigate_jobs() {
             "shipped --system-prompt missing: {}",
             claude_system(&req)
         );
-        lane.stop_daemon();
     }
     // investigate: codex (first in the table) is not installed, claude answers.
     let mut lane = Lane::new(&[Cli::Claude], StandIn::text(FENCED_YES));
-    lane.start_daemon();
     let job = investigate_job(&lane, "Does work/ hold a README?");
-    lane.job("inv", &job);
-    let v = lane.wait_verdict("inv");
+    let v = lane.judge_once("inv", &job);
     assert_hit(&v, "claude");
     assert_eq!(v["attempts"][0]["runner"], "codex", "verdict: {v}");
     assert_eq!(v["attempts"][0]["reason"], "not installed", "verdict: {v}");
-    lane.stop_daemon();
 }
 
 /// The model a codex request asked for.
@@ -148,32 +164,28 @@ fn codex_model(r: &Request) -> String {
 fn shipped_codex_argv_answers_default_and_investigate_jobs() {
     let _s = serial();
     for (table, stem, answer) in [
-        ("default", "line", YES),
-        ("default", "fenced", FENCED_YES),
-        ("investigate", "inv", FENCED_YES),
+        (pinned::DEFAULT_CODEX, "line", YES),
+        (pinned::DEFAULT_CODEX, "fenced", FENCED_YES),
+        (pinned::INVESTIGATE_CODEX, "inv", FENCED_YES),
     ] {
         let mut lane = Lane::new(&[Cli::Codex], StandIn::text(answer));
-        let argv = codex_via_standin(&shipped_argv(table, "codex"), lane.standin.port);
+        let argv = codex_via_standin(table, lane.standin.port);
         lane.override_runners(&[("codex", argv)]);
-        lane.start_daemon();
-        let job = if table == "default" {
-            default_job("Is the sky blue?")
-        } else {
+        let investigate = table == pinned::INVESTIGATE_CODEX;
+        let job = if investigate {
             investigate_job(&lane, "Does work/ hold a README?")
+        } else {
+            default_job("Is the sky blue?")
         };
+        lane.start_daemon();
         lane.job(stem, &job);
         let v = lane.wait_verdict(stem);
-        keep_requests(&format!("codex-{table}-{stem}"), &lane.standin.requests());
+        keep_requests(&format!("codex-{stem}"), &lane.standin.requests());
         assert_hit(&v, "codex");
-        let req = first_model_request(&lane);
-        let status = lane.status_json();
-        let in_use = status["codex_models"]
-            .as_array()
-            .and_then(|ms| ms.first())
-            .and_then(|m| m["model"].as_str())
-            .map(String::from);
-        if table == "default" {
-            assert_eq!(Some(codex_model(&req)), in_use, "status: {status}");
+        // The table with `-m` runs the model the running daemon's `status` names.
+        if !investigate {
+            let req = first_model_request(&lane);
+            assert_eq!(Some(codex_model(&req)), status_codex_model(&lane));
         }
         lane.stop_daemon();
     }
@@ -232,13 +244,10 @@ fn claude_investigate_gets_only_read_grep_glob_and_writes_nothing() {
         ("DeferredToolPlaceholder".to_string(), json!({})),
     ];
     lane.standin = StandIn::start(Reply::ClaudeTools(calls), YES);
-    lane.start_daemon();
     let job = investigate_job(&lane, "Is notes.txt empty?");
-    lane.job("attack", &job);
-    let v = lane.wait_verdict("attack");
+    let v = lane.judge_once("attack", &job);
     let reqs = lane.standin.model_requests();
     keep_requests("claude-investigate-attack", &reqs);
-    lane.stop_daemon();
     assert_hit(&v, "claude");
     // DeferredToolPlaceholder is Claude Code's inert marker for deferred tool loading
     // ("never call this tool"); the stand-in calls it anyway, below.
@@ -289,15 +298,12 @@ fn codex_investigate_sandbox_refuses_a_shell_write() {
         ),
     );
     lane.standin = StandIn::start(Reply::CodexExec(js), YES);
-    let argv = codex_via_standin(&shipped_argv("investigate", "codex"), lane.standin.port);
+    let argv = codex_via_standin(pinned::INVESTIGATE_CODEX, lane.standin.port);
     lane.override_runners(&[("codex", argv)]);
-    lane.start_daemon();
     let job = investigate_job(&lane, "Is there a README?");
-    lane.job("attack", &job);
-    let v = lane.wait_verdict("attack");
+    let v = lane.judge_once("attack", &job);
     let reqs = lane.standin.model_requests();
     keep_requests("codex-investigate-attack", &reqs);
-    lane.stop_daemon();
     let results = tool_results_text(&reqs);
     eprintln!("codex tool results: {results}");
     assert!(!in_work.exists(), "codex wrote {}", in_work.display());
@@ -445,18 +451,10 @@ fn nothing_of_the_users_claude_setup_reaches_the_judge() {
     let probe = tempfile::tempdir().expect("probe folder");
     let mut lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
     let canaries = plant_claude_user_files(&lane, probe.path());
-    let mut argv = shipped_argv("investigate", "claude");
-    let at = argv
-        .iter()
-        .position(|a| a == "--setting-sources")
-        .expect("--setting-sources");
-    argv.drain(at..at + 2);
-    lane.override_runners(&[("claude", argv)]);
-    lane.start_daemon();
+    let argv = without(pinned::INVESTIGATE_CLAUDE, &[("--setting-sources", 1)]);
+    lane.override_runners(&[("claude", owned(&argv))]);
     let inv = investigate_job(&lane, "Does work/ hold a README?");
-    lane.job("inv", &inv);
-    lane.wait_verdict("inv");
-    lane.stop_daemon();
+    lane.judge_once("inv", &inv);
     let sent: String = lane
         .standin
         .requests()
@@ -508,13 +506,10 @@ fn nothing_of_the_users_codex_setup_reaches_the_judge() {
         "Always mention CANARY-agents-cwd.\n",
     )
     .expect("AGENTS.md");
-    let argv = codex_via_standin(&shipped_argv("investigate", "codex"), lane.standin.port);
+    let argv = codex_via_standin(pinned::INVESTIGATE_CODEX, lane.standin.port);
     lane.override_runners(&[("codex", argv)]);
-    lane.start_daemon();
     let inv = investigate_job(&lane, "Does work/ hold a README?");
-    lane.job("inv", &inv);
-    assert_hit(&lane.wait_verdict("inv"), "codex");
-    lane.stop_daemon();
+    assert_hit(&lane.judge_once("inv", &inv), "codex");
     let reqs = lane.standin.requests();
     keep_requests("codex-user-files", &reqs);
     for r in &reqs {
@@ -543,59 +538,36 @@ fn nothing_of_the_users_codex_setup_reaches_the_judge() {
 
 // 4. Cost per verdict: the request one yes/no question costs.
 
-/// claude's default argv before SPEC 4's slimmer one (no --system-prompt,
-/// --disable-slash-commands or --setting-sources).
-fn pre_spec4_claude_argv() -> Vec<String> {
-    [
-        "claude",
-        "-p",
-        "--model",
-        "haiku",
-        "--settings",
-        "{\"disableAllHooks\": true}",
-        "--no-session-persistence",
-        "--tools",
-        "",
-        "--strict-mcp-config",
-        "--",
-        "{prompt}",
-    ]
-    .map(String::from)
-    .to_vec()
+/// claude's default argv before SPEC 4's slimmer one: the shipped one without
+/// `--setting-sources ""`, `--system-prompt ...` and `--disable-slash-commands`.
+fn pre_spec4_claude_argv() -> Vec<&'static str> {
+    without(
+        pinned::DEFAULT_CLAUDE,
+        &[
+            ("--setting-sources", 1),
+            ("--system-prompt", 1),
+            ("--disable-slash-commands", 0),
+        ],
+    )
 }
 
-/// The model requests one default job sends, with `runners` as the override (or the
-/// shipped tables when empty).
-fn one_default_job(
-    cli: Cli,
-    runners: &[(&str, Vec<String>)],
-    catalog: Option<&Value>,
-) -> Vec<Request> {
+/// The model requests one default job sends, with `argv` as the override of `cli`'s
+/// runner (or the shipped tables when `None`).
+fn one_default_job(cli: Cli, argv: Option<&[&str]>, catalog: Option<&Value>) -> Vec<Request> {
     let mut lane = Lane::new(&[cli], StandIn::text(YES));
     if let Some(c) = catalog {
         lane.codex_catalog(c);
     }
-    let fixed: Vec<(&str, Vec<String>)> = runners
-        .iter()
-        .map(|(n, a)| {
-            let a = if *n == "codex" {
-                codex_via_standin(a, lane.standin.port)
-            } else {
-                a.clone()
-            };
-            (*n, a)
-        })
-        .collect();
-    if !fixed.is_empty() {
-        lane.override_runners(&fixed);
+    match (cli, argv) {
+        (Cli::Codex, Some(argv)) => {
+            let argv = codex_via_standin(argv, lane.standin.port);
+            lane.override_runners(&[("codex", argv)]);
+        }
+        (Cli::Claude, Some(argv)) => lane.override_runners(&[("claude", owned(argv))]),
+        (_, None) => {}
     }
-    lane.start_daemon();
-    lane.job(
-        "cost",
-        &default_job("Does the reply retract an earlier claim? Reply {\"ok\": true|false}"),
-    );
-    let v = lane.wait_verdict("cost");
-    lane.stop_daemon();
+    let job = default_job("Does the reply retract an earlier claim? Reply {\"ok\": true|false}");
+    let v = lane.judge_once("cost", &job);
     assert_eq!(v["outcome"], "hit", "verdict: {v}");
     lane.standin.model_requests()
 }
@@ -619,11 +591,11 @@ fn cost_of_one_default_verdict() {
     let _s = serial();
     let shipped = describe(
         "claude, shipped default argv",
-        &one_default_job(Cli::Claude, &[], None),
+        &one_default_job(Cli::Claude, None, None),
     );
     let old = describe(
         "claude, pre-SPEC-4 default argv",
-        &one_default_job(Cli::Claude, &[("claude", pre_spec4_claude_argv())], None),
+        &one_default_job(Cli::Claude, Some(&pre_spec4_claude_argv()), None),
     );
     record(&format!(
         "claude shipped/pre-SPEC-4 request bytes: {:.2}",
@@ -633,17 +605,17 @@ fn cost_of_one_default_verdict() {
         shipped < old,
         "the shipped claude argv must send less than the old one"
     );
-    let codex = shipped_argv("default", "codex");
+    let codex = Some(pinned::DEFAULT_CODEX);
     // An unreadable catalog keeps the table's model (SPEC 4): what a login that offers
     // spark sends, as far as this codex knows spark (not in its bundled catalog).
     let unreadable = json!({"models": "not a catalog"});
     describe(
         "codex, shipped default argv, table model kept (catalog unreadable)",
-        &one_default_job(Cli::Codex, &[("codex", codex.clone())], Some(&unreadable)),
+        &one_default_job(Cli::Codex, codex, Some(&unreadable)),
     );
     describe(
         "codex, shipped default argv, bundled catalog (spark replaced)",
-        &one_default_job(Cli::Codex, &[("codex", codex)], None),
+        &one_default_job(Cli::Codex, codex, None),
     );
 }
 
@@ -668,13 +640,7 @@ fn leftovers_besides_daemon(lane: &Lane) -> Vec<String> {
 
 /// `pid (ppid N, exe E): cmdline`, for a failure message.
 fn describe_process(pid: u32) -> String {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let ppid = stat
-        .rsplit(')')
-        .next()
-        .and_then(|a| a.split_whitespace().nth(1))
-        .unwrap_or("?")
-        .to_string();
+    let ppid = support::stat_field(pid, 1).unwrap_or_else(|| "?".into());
     let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let exe = fs::read_link(format!("/proc/{pid}/exe"))
         .map(|e| e.display().to_string())
@@ -690,7 +656,7 @@ fn no_prompt_in_home_and_no_process_left_after_real_jobs() {
         let mut lane = Lane::new(&[cli], StandIn::text(YES));
         let canary = format!("PROMPT-CANARY-{}", std::process::id());
         if cli == Cli::Codex {
-            let default = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+            let default = codex_via_standin(pinned::DEFAULT_CODEX, lane.standin.port);
             lane.override_runners(&[("codex", default)]);
         }
         lane.start_daemon();
@@ -754,7 +720,7 @@ fn a_stream_that_never_ends_is_killed_within_timeout_plus_grace() {
             "codex"
         };
         if cli == Cli::Codex {
-            let default = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+            let default = codex_via_standin(pinned::DEFAULT_CODEX, lane.standin.port);
             lane.override_runners(&[("codex", default)]);
         }
         lane.start_daemon();
@@ -853,22 +819,16 @@ fn counting_codex(lane: &Lane) -> std::path::PathBuf {
 /// codex's own catalog (`codex debug models` with an empty HOME), as JSON.
 fn bundled_catalog(lane: &Lane) -> Value {
     let out = lane.root.join("bundled-catalog.json");
-    let mut child = std::process::Command::new(&install::clis().codex)
+    let mut cmd = std::process::Command::new(&install::clis().codex);
+    lane.apply_env(&mut cmd);
+    let mut child = cmd
         .args(["debug", "models"])
         .env("HOME", lane.root.join("empty-home"))
-        .env("CODEX_API_KEY", "dummy")
         .stdout(fs::File::create(&out).expect("catalog file"))
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("run codex debug models");
-    let mut done = None;
-    support::wait_until(Instant::now() + Duration::from_secs(60), || {
-        done = child.try_wait().ok().flatten();
-        done.is_some()
-    });
-    if done.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
+    if support::wait_child(&mut child, Duration::from_secs(60)).is_none() {
         panic!("codex debug models did not finish in 60 s");
     }
     serde_json::from_str(&fs::read_to_string(&out).unwrap_or_default())
@@ -911,7 +871,7 @@ fn codex_model_comes_from_the_catalog_at_start_and_on_sighup() {
     let bundled = bundled_catalog(&lane);
     let calls = counting_codex(&lane);
     lane.codex_catalog(&catalog_of(&bundled, &["gpt-5.5", "gpt-5.6-luna"]));
-    let argv = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+    let argv = codex_via_standin(pinned::DEFAULT_CODEX, lane.standin.port);
     lane.override_runners(&[("codex", argv)]);
     lane.start_daemon();
     for stem in ["a", "b"] {
@@ -1019,35 +979,20 @@ fn time_one_start(lane: &Lane, argv: &[String]) -> (Duration, Duration) {
     let before = lane.standin.model_requests().len();
     let cwd = tempfile::tempdir_in(&lane.tmp).expect("start-up cwd");
     let started = Instant::now();
-    let mut child = std::process::Command::new(lane.bin.join(&argv[0]))
+    let mut cmd = std::process::Command::new(lane.bin.join(&argv[0]));
+    lane.apply_env(&mut cmd);
+    let mut child = cmd
         .args(&argv[1..])
         .current_dir(cwd.path())
-        .env_clear()
-        .env("HOME", &lane.home)
-        .env(
-            "PATH",
-            format!("{}:/usr/local/bin:/usr/bin:/bin", lane.bin.display()),
-        )
-        .env("TMPDIR", &lane.tmp)
-        .env("ANTHROPIC_BASE_URL", lane.standin.base_url())
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CODEX_API_KEY", "dummy")
-        .env(lane::MARKER_VAR, &lane.marker)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start CLI");
-    let mut exited = None;
-    support::wait_until(Instant::now() + Duration::from_secs(60), || {
-        exited = child.try_wait().ok().flatten().map(|_| started.elapsed());
-        exited.is_some()
-    });
-    let Some(total) = exited else {
-        let _ = child.kill();
-        let _ = child.wait();
+    if support::wait_child(&mut child, Duration::from_secs(60)).is_none() {
         panic!("{} did not finish in 60 s", argv[0]);
-    };
+    }
+    let total = started.elapsed();
     let first = lane
         .standin
         .model_requests()
@@ -1068,8 +1013,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn start_up_of_each_cli_spawn_to_first_request() {
     let _s = serial();
     let lane = Lane::new(&[Cli::Claude, Cli::Codex], StandIn::text(YES));
-    let claude = shipped_argv("default", "claude");
-    let codex = codex_via_standin(&shipped_argv("default", "codex"), lane.standin.port);
+    let claude = owned(pinned::DEFAULT_CLAUDE);
+    let codex = codex_via_standin(pinned::DEFAULT_CODEX, lane.standin.port);
     for (name, argv) in [("claude", claude), ("codex", codex)] {
         let runs: Vec<(Duration, Duration)> =
             (0..5).map(|_| time_one_start(&lane, &argv)).collect();

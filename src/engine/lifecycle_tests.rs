@@ -144,6 +144,21 @@ impl Bench {
         serde_json::from_str(&text).ok()
     }
 
+    /// Leaves the claim of `path` as an earlier holder that died while running it,
+    /// after `already` interruptions: its record stays `Running`, its flock is gone.
+    fn interrupted_holder(&self, path: &Path, already: u32) {
+        let identity = FileIdentity::of(&std::fs::symlink_metadata(path).expect("stat job"));
+        let name = path.file_name().expect("job name");
+        match claim::acquire(&self.state.claims(), name, false) {
+            Ok(Acquired::Claimed { mut claim, .. }) => {
+                claim
+                    .start_running(already, identity)
+                    .expect("record running");
+            }
+            other => panic!("claim: {other:?}"),
+        }
+    }
+
     async fn handle(&self, path: &Path, extras: &Extras, link: WorkerLink) -> Handled {
         handle(&self.settings, &self.state, path, extras, link).await
     }
@@ -192,19 +207,7 @@ async fn an_answer_is_published_and_the_job_removed() {
 async fn interruptions_are_counted_and_the_third_ends_the_job() {
     let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     let path = b.job("i", &question("p"));
-    let identity = FileIdentity::of(&std::fs::symlink_metadata(&path).expect("stat job"));
-    // An earlier holder that died while running: its record stays `Running`.
-    let interrupt = |already: u32| match claim::acquire(&b.state.claims(), "i.json".as_ref(), false)
-    {
-        Ok(Acquired::Claimed { mut claim, .. }) => {
-            claim
-                .start_running(already, identity)
-                .expect("record running");
-            drop(claim); // the flock goes with the process; the record stays
-        }
-        other => panic!("claim: {other:?}"),
-    };
-    interrupt(2);
+    b.interrupted_holder(&path, 2);
     let handled = bounded(
         "handle",
         b.handle(&path, &b.extras(), WorkerLink::default()),
@@ -224,13 +227,7 @@ async fn interruptions_are_counted_and_the_third_ends_the_job() {
 
     let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     let path = b.job("i", &question("p"));
-    let identity = FileIdentity::of(&std::fs::symlink_metadata(&path).expect("stat job"));
-    match claim::acquire(&b.state.claims(), "i.json".as_ref(), false) {
-        Ok(Acquired::Claimed { mut claim, .. }) => {
-            claim.start_running(1, identity).expect("record running");
-        }
-        other => panic!("claim: {other:?}"),
-    }
+    b.interrupted_holder(&path, 1);
     let handled = bounded(
         "handle",
         b.handle(&path, &b.extras(), WorkerLink::default()),

@@ -7,7 +7,9 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::support::wait_child;
 
 /// The pinned claude package.
 pub const CLAUDE_PKG: &str = "@anthropic-ai/claude-code";
@@ -76,23 +78,14 @@ fn npm_install(dir: &Path) -> Result<(), String> {
         .stderr(err)
         .spawn()
         .map_err(|e| format!("could not start npm (is Node/npm installed?): {e}"))?;
-    let mut status = None;
-    super::support::wait_until(Instant::now() + NPM_DEADLINE, || {
-        status = child.try_wait().ok().flatten();
-        status.is_some()
-    });
     let tail = || fs::read_to_string(&log).unwrap_or_default();
-    match status {
+    match wait_child(&mut child, NPM_DEADLINE) {
         Some(s) if s.success() => Ok(()),
         Some(s) => Err(format!("npm install failed ({s}): {}", tail())),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(format!(
-                "npm install did not finish in {NPM_DEADLINE:?}: {}",
-                tail()
-            ))
-        }
+        None => Err(format!(
+            "npm install did not finish in {NPM_DEADLINE:?}: {}",
+            tail()
+        )),
     }
 }
 
@@ -109,25 +102,16 @@ fn version(program: &Path, home: &Path) -> Result<String, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("{} --version: {e}", program.display()))?;
-    let mut status = None;
-    super::support::wait_until(Instant::now() + Duration::from_secs(60), || {
-        status = child.try_wait().ok().flatten();
-        status.is_some()
-    });
-    match status {
+    match wait_child(&mut child, Duration::from_secs(60)) {
         Some(s) if s.success() => Ok(fs::read_to_string(&out)
             .unwrap_or_default()
             .trim()
             .to_string()),
         Some(s) => Err(format!("{} --version failed: {s}", program.display())),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(format!(
-                "{} --version did not finish in 60 s",
-                program.display()
-            ))
-        }
+        None => Err(format!(
+            "{} --version did not finish in 60 s",
+            program.display()
+        )),
     }
 }
 

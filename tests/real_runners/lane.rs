@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::install::clis;
 use super::standin::StandIn;
-use super::support::{BIN, wait_until};
+use super::support::common::with_test_defaults;
+use super::support::{BIN, wait_child, wait_until};
 
 /// The marker variable every runner inherits.
 pub const MARKER_VAR: &str = "LLM_JUDGE_REAL_LANE";
@@ -56,29 +57,10 @@ pub struct Lane {
 
 static LANES: AtomicUsize = AtomicUsize::new(0);
 
-/// The shipped argv of runner `name` in table `table` ("default"/"investigate"), from
-/// config/llm-judge.toml.
-pub fn shipped_argv(table: &str, name: &str) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/llm-judge.toml");
-    let text = fs::read_to_string(&path).expect("read config/llm-judge.toml");
-    let doc: toml::Value = toml::from_str(&text).expect("parse config/llm-judge.toml");
-    let runners = doc["runners"][table].as_array().expect("runner table");
-    let entry = runners
-        .iter()
-        .find(|r| r["name"].as_str() == Some(name))
-        .unwrap_or_else(|| panic!("no runner {name} in table {table}"));
-    entry["argv"]
-        .as_array()
-        .expect("argv")
-        .iter()
-        .map(|v| v.as_str().expect("argv item").to_string())
-        .collect()
-}
-
 /// `argv` with `-c openai_base_url="<stand-in>/v1"` inserted before `--`: codex 0.171
 /// ignores OPENAI_BASE_URL, this is the only way to point it at the stand-in.
-pub fn codex_via_standin(argv: &[String], port: u16) -> Vec<String> {
-    let mut out = argv.to_vec();
+pub fn codex_via_standin(argv: &[&str], port: u16) -> Vec<String> {
+    let mut out: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
     let at = out
         .iter()
         .position(|a| a == "--")
@@ -140,15 +122,7 @@ impl Lane {
         if !extra.contains("fsync") {
             text.insert_str(0, "fsync = false\n");
         }
-        for (table, body) in [
-            ("[health]", "enabled = false"),
-            ("[cache]", "ttl_seconds = 0"),
-        ] {
-            if !extra.contains(table) {
-                text.push_str(&format!("\n{table}\n{body}\n"));
-            }
-        }
-        fs::write(&self.config, text).expect("write lane config");
+        fs::write(&self.config, with_test_defaults(&text)).expect("write lane config");
     }
 
     /// Sets an extra environment variable for the daemon and commands.
@@ -184,9 +158,9 @@ impl Lane {
         file
     }
 
-    /// An `llm-judge` command with the lane's env, `--state-dir` and `--config`, then `args`.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
+    /// Gives `cmd` the lane's environment and nothing else: HOME, PATH with the lane's
+    /// CLIs, TMPDIR, the stand-in's URL, dummy keys, the marker, and the test's extras.
+    pub fn apply_env(&self, cmd: &mut Command) {
         cmd.env_clear()
             .env("HOME", &self.home)
             .env(
@@ -205,6 +179,12 @@ impl Lane {
                 None => cmd.env_remove(k),
             };
         }
+    }
+
+    /// An `llm-judge` command with the lane's env, `--state-dir` and `--config`, then `args`.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        self.apply_env(&mut cmd);
         cmd.args(args)
             .arg("--state-dir")
             .arg(&self.state)
@@ -212,6 +192,16 @@ impl Lane {
             .arg(&self.config)
             .stdin(Stdio::null());
         cmd
+    }
+
+    /// Starts the daemon, judges one job (`stem`, transcript `lane-<stem>`), stops the
+    /// daemon and returns the verdict.
+    pub fn judge_once(&mut self, stem: &str, job: &Value) -> Value {
+        self.start_daemon();
+        self.job(stem, job);
+        let verdict = self.wait_verdict(stem);
+        self.stop_daemon();
+        verdict
     }
 
     /// Starts the daemon (stderr to `root/daemon.err`).
@@ -248,20 +238,13 @@ impl Lane {
     pub fn stop_daemon(&mut self) -> Option<i32> {
         self.signal(libc::SIGTERM);
         let mut child = self.daemon.take().expect("daemon running");
-        let mut status = None;
-        wait_until(Instant::now() + Duration::from_secs(60), || {
-            status = child.try_wait().ok().flatten();
-            status.is_some()
-        });
-        if status.is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
+        let Some(status) = wait_child(&mut child, Duration::from_secs(60)) else {
             panic!(
                 "daemon did not stop within 60 s of SIGTERM: {}",
                 self.daemon_stderr()
             );
-        }
-        status.and_then(|s| s.code())
+        };
+        status.code()
     }
 
     /// The daemon's stderr so far.
@@ -302,14 +285,7 @@ impl Lane {
             .stderr(fs::File::create(&err_path).expect("cmd err"))
             .spawn()
             .expect("run llm-judge");
-        let mut status = None;
-        wait_until(Instant::now() + VERDICT_DEADLINE, || {
-            status = child.try_wait().ok().flatten();
-            status.is_some()
-        });
-        let Some(status) = status else {
-            let _ = child.kill();
-            let _ = child.wait();
+        let Some(status) = wait_child(&mut child, VERDICT_DEADLINE) else {
             panic!("llm-judge {args:?} did not finish in {VERDICT_DEADLINE:?}");
         };
         Output {
@@ -425,13 +401,7 @@ impl Drop for Lane {
         if let Some(mut child) = self.daemon.take() {
             // SAFETY: kill(2) on our own child's pid.
             unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-            let stopped = wait_until(Instant::now() + Duration::from_secs(30), || {
-                child.try_wait().ok().flatten().is_some()
-            });
-            if !stopped {
-                let _ = child.kill();
-            }
-            let _ = child.wait();
+            let _ = wait_child(&mut child, Duration::from_secs(30));
         }
     }
 }

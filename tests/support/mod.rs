@@ -12,6 +12,7 @@ pub mod pinned;
 pub mod reliability;
 pub mod world;
 
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// The binary under test.
@@ -32,25 +33,40 @@ pub fn wait_until(deadline: Instant, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// Waits for `child` until `limit` passes; past it, kills and reaps it and returns
+/// `None`. No test leaves a process running or waits without a deadline.
+pub fn wait_child(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let mut status = None;
+    wait_until(Instant::now() + limit, || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    status
+}
+
+/// Field `n` of `/proc/<pid>/stat` counted after the command name (0: the state
+/// letter, 1: the parent pid), or `None` when the process is gone (Linux).
+pub fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    after.split_whitespace().nth(n).map(str::to_string)
+}
+
 /// True when `pid` is a child of `daemon` running the binary under test: the daemon's
 /// supervisor zygote (src/process/zygote.rs), which lives exactly as long as it.
 pub fn is_daemon_helper(pid: u32, daemon: u32) -> bool {
-    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = stat.get(stat.rfind(')')? + 1..)?.to_string();
-            after.split_whitespace().nth(1)?.parse::<u32>().ok()
-        });
+    let parent = stat_field(pid, 1).and_then(|p| p.parse::<u32>().ok());
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
     parent == Some(daemon) && exe.is_some_and(|e| e == std::path::Path::new(BIN))
 }
 
 /// `/proc/<pid>/stat` state letter, or `None` when the process is gone (Linux).
 pub fn proc_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next())
-        .and_then(|s| s.chars().next())
+    stat_field(pid, 0)?.chars().next()
 }
 
 /// True while the process exists and is not a zombie.

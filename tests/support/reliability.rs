@@ -30,16 +30,11 @@ pub fn new_mark(test: &str) -> String {
 /// health and the answer cache off unless `text` sets them (they would change which
 /// runner runs; SPEC section 10 has its own tests).
 pub fn write_config(w: &World, text: &str) {
-    let mut out = text.to_string();
-    for (table, body) in [
-        ("[health]", "enabled = false"),
-        ("[cache]", "ttl_seconds = 0"),
-    ] {
-        if !text.contains(table) {
-            out.push_str(&format!("\n{table}\n{body}\n"));
-        }
-    }
-    fs::write(w.path("config.toml"), out).unwrap();
+    fs::write(
+        w.path("config.toml"),
+        super::common::with_test_defaults(text),
+    )
+    .unwrap();
 }
 
 /// `llm-judge --state-dir .. --config ..` with the world's private environment, a

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::common::with_test_defaults;
+
 pub use super::BIN;
 /// Generous: proves nothing hangs, asserts no speed.
 pub const DEADLINE: Duration = super::NO_HANG;
@@ -49,20 +51,11 @@ impl World {
 
     /// Writes the config file: fsync off and a short rescan unless overridden.
     pub fn config(&self, extra: &str) {
-        // Health and cache off unless a test sets them (they have their own tests).
         let mut text = format!("fsync = false\n{extra}\n");
         if !extra.contains("kill_grace_seconds") {
             text.insert_str(0, "kill_grace_seconds = 1\n");
         }
-        for (table, body) in [
-            ("[health]", "enabled = false"),
-            ("[cache]", "ttl_seconds = 0"),
-        ] {
-            if !extra.contains(table) {
-                text.push_str(&format!("\n{table}\n{body}\n"));
-            }
-        }
-        fs::write(self.path("config.toml"), text).unwrap();
+        fs::write(self.path("config.toml"), with_test_defaults(&text)).unwrap();
     }
 
     /// A fake runner: a shell script run as `/bin/sh <script>` (never exec'd, so no
