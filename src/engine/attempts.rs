@@ -14,7 +14,7 @@ use crate::core::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for}
 use crate::engine::flight::Flights;
 use crate::engine::limits::RunnerLimits;
 use crate::engine::spawner::{Processes, Spawner};
-use crate::process::spawn::{RunSpec, StopSignal, is_stopped, stopped};
+use crate::process::spawn::{RunSpec, StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
 use crate::store::state_dir::{StateDir, now_unix};
@@ -121,13 +121,19 @@ pub async fn judge(
         Some(health) => health.order(table),
         None => table.iter().collect(),
     };
+    let context = AttemptContext {
+        settings,
+        job,
+        tag,
+        stop,
+        spawner: extras.spawner.as_ref(),
+    };
     for runner in ordered {
-        if is_stopped(stop) {
-            return None;
-        }
+        // Biased: a stop that already fired wins over a free slot.
         let _slot = tokio::select! {
-            slot = extras.limits.acquire(runner, &job.id) => slot,
+            biased;
             () = stopped(stop) => return None,
+            slot = extras.limits.acquire(runner, &job.id) => slot,
         };
         let runner_cwd = cwd_for_runner(&cwd, runner, settings.runner_override.is_some());
         if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (&cwd, &runner_cwd) {
@@ -136,13 +142,6 @@ pub async fn judge(
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
-        let context = AttemptContext {
-            settings,
-            job,
-            tag,
-            stop,
-            spawner: extras.spawner.as_ref(),
-        };
         let (attempt, found, end) =
             attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await;
         if end == RunEnd::Stopped {

@@ -295,7 +295,7 @@ async fn decide(
     {
         Some(Flight::Follower(slot)) => {
             tracing::info!(id = %job.id, "an identical job is running: waiting for its answer");
-            match until_cancelled(flight::follow(slot), cancel.clone()).await? {
+            match until_cancelled(flight::follow(slot), cancel.as_ref()).await? {
                 Some(shared) => {
                     return Some(verdict_for(job, shared.answer, shared.attempts, now_unix()));
                 }
@@ -320,14 +320,12 @@ async fn decide(
     Some(verdict)
 }
 
-/// Runs `fut` unless `cancel` fires first.
-async fn until_cancelled<T>(fut: impl Future<Output = T>, cancel: Option<Cancel>) -> Option<T> {
-    let Some(mut cancel) = cancel else {
-        return Some(fut.await);
-    };
+/// Runs `fut` unless `cancel` fires first (the same wait as a runner's stop).
+async fn until_cancelled<T>(fut: impl Future<Output = T>, cancel: Option<&Cancel>) -> Option<T> {
     tokio::select! {
+        biased;
+        () = crate::process::spawn::stopped(cancel) => None,
         value = fut => Some(value),
-        _ = cancel.wait_for(|stop| *stop) => None,
     }
 }
 

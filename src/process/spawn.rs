@@ -38,11 +38,6 @@ pub async fn stopped(stop: Option<&StopSignal>) {
     }
 }
 
-/// True when `stop` has fired.
-pub fn is_stopped(stop: Option<&StopSignal>) -> bool {
-    stop.is_some_and(|s| *s.borrow())
-}
-
 /// What to run.
 pub struct RunSpec<'a> {
     pub argv: &'a [String],

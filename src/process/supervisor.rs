@@ -419,16 +419,21 @@ impl Child<'_> {
             self.runner_fds[1],
             self.runner_fds[2],
         ];
-        keep.sort_unstable();
-        let mut from: c_int = 3;
-        for fd in keep {
-            if fd > from {
-                unsafe { close_range(from, fd - 1) };
-            }
-            from = from.max(fd + 1);
-        }
-        unsafe { close_range(from, c_int::MAX) };
+        unsafe { close_fds_except(&mut keep) };
     }
+}
+
+/// Closes every descriptor from 3 up but those in `keep` (async-signal-safe).
+pub(crate) unsafe fn close_fds_except(keep: &mut [RawFd]) {
+    keep.sort_unstable();
+    let mut from: c_int = 3;
+    for &fd in keep.iter() {
+        if fd > from {
+            unsafe { close_range(from, fd - 1) };
+        }
+        from = from.max(fd + 1);
+    }
+    unsafe { close_range(from, c_int::MAX) };
 }
 
 unsafe fn close_range(first: c_int, last: c_int) {
@@ -452,22 +457,28 @@ unsafe fn settle_signals() {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, ptr::null_mut());
-        for sig in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            set_handler(sig, libc::SIG_IGN);
-        }
+        ignore_stop_signals();
         for sig in [libc::SIGCHLD, libc::SIGALRM, libc::SIGUSR1, libc::SIGUSR2] {
             set_handler(sig, libc::SIG_DFL);
         }
     }
 }
 
-unsafe fn set_handler(sig: c_int, handler: libc::sighandler_t) {
+/// Ignores what a terminal or the judge's process group may send (SIGINT, SIGTERM,
+/// SIGHUP, SIGQUIT) and SIGPIPE: the supervisor and the zygote stop on their own terms.
+pub(crate) unsafe fn ignore_stop_signals() {
+    for sig in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGPIPE,
+    ] {
+        unsafe { set_handler(sig, libc::SIG_IGN) };
+    }
+}
+
+pub(crate) unsafe fn set_handler(sig: c_int, handler: libc::sighandler_t) {
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = handler;
@@ -482,7 +493,7 @@ unsafe fn send(fd: RawFd, tag: u8, value: i32) {
     unsafe { libc::write(fd, record.as_ptr().cast(), RECORD_BYTES) };
 }
 
-fn errno() -> c_int {
+pub(crate) fn errno() -> c_int {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 

@@ -13,13 +13,18 @@
 //! elsewhere): it relies on `PR_SET_PDEATHSIG`, `MSG_CMSG_CLOEXEC` and `close_range`.
 
 use std::ffi::CString;
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use libc::c_int;
 
-use crate::process::supervisor::{Command, Forked, SupervisorFds, fork_supervisor as fork_here};
+use crate::process::supervisor::{
+    Command, Forked, SupervisorFds, close_fds_except, errno, fork_supervisor as fork_here,
+    ignore_stop_signals, set_handler,
+};
 
 /// The descriptors sent with each request, in `SupervisorFds` order.
 const FDS: usize = 4;
@@ -28,14 +33,11 @@ const MAX_REQUEST: usize = 64 << 20;
 
 /// How long the daemon waits on the zygote for one request and its reply; past it the
 /// zygote is killed and the daemon forks supervisors itself.
-const ANSWER_WAIT: libc::timeval = libc::timeval {
-    tv_sec: 5,
-    tv_usec: 0,
-};
+const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
 /// The daemon's end of the zygote's socket, and the zygote's pid.
 struct Helper {
-    sock: OwnedFd,
+    sock: UnixStream,
     pid: libc::pid_t,
 }
 
@@ -48,7 +50,7 @@ pub fn start() -> Result<(), String> {
     if thread_count() != Some(1) {
         return Err("the daemon already runs several threads".into());
     }
-    let (ours, theirs) = socket_pair().map_err(|e| format!("socketpair: {e}"))?;
+    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     // SAFETY: the process is single-threaded here (checked above), so the child may
     // run ordinary code.
     let pid = unsafe { libc::fork() };
@@ -60,17 +62,12 @@ pub fn start() -> Result<(), String> {
         serve(theirs);
     }
     drop(theirs);
-    for option in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
-        // SAFETY: setsockopt with a valid timeval on our own socket.
-        unsafe {
-            libc::setsockopt(
-                ours.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&ANSWER_WAIT as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            );
-        }
+    let bounded = ours
+        .set_read_timeout(Some(ANSWER_WAIT))
+        .and_then(|()| ours.set_write_timeout(Some(ANSWER_WAIT)));
+    if let Err(e) = bounded {
+        kill_and_reap(pid);
+        return Err(format!("socket timeouts: {e}"));
     }
     let _ = ZYGOTE.set(Mutex::new(Some(Helper { sock: ours, pid })));
     Ok(())
@@ -87,7 +84,7 @@ pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Forked {
     let Some(helper) = guard.as_ref() else {
         return here;
     };
-    let (sent, e) = match ask(helper.sock.as_raw_fd(), command, fds) {
+    let (sent, e) = match ask(&helper.sock, command, fds) {
         Ok(pid) if pid > 0 => return Forked::Pid(pid),
         Ok(errno) => return Forked::Failed(io::Error::from_raw_os_error(-errno)),
         Err(failure) => failure,
@@ -96,29 +93,37 @@ pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> Forked {
         zygote = helper.pid,
         "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on"
     );
-    let pid = helper.pid;
+    kill_and_reap(helper.pid);
     *guard = None;
-    // SAFETY: our own child: killed and reaped, never left behind.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        let mut status = 0;
-        libc::waitpid(pid, &mut status, 0);
-    }
     // Once the request went out, a supervisor may already run with these pipes: fork
     // here with fresh ones (that one stops when its report pipe's reader goes).
     Forked::Here { tried: sent }
 }
 
+/// SIGKILLs and reaps the zygote (our child): it is never left behind.
+fn kill_and_reap(pid: libc::pid_t) {
+    // SAFETY: plain syscalls on our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
+
 /// One request and its reply (the supervisor's pid, or minus an errno). An error says
 /// whether any of the request reached the zygote.
-fn ask(sock: RawFd, command: &Command, fds: SupervisorFds) -> Result<i32, (bool, io::Error)> {
+fn ask(
+    mut sock: &UnixStream,
+    command: &Command,
+    fds: SupervisorFds,
+) -> Result<i32, (bool, io::Error)> {
     let body = encode(command);
     let header = (body.len() as u64).to_ne_bytes();
     let descriptors = [fds.stdin, fds.stdout, fds.stderr, fds.report];
     send_with_fds(sock, &header, descriptors).map_err(|e| (false, e))?;
-    write_all(sock, &body).map_err(|e| (true, e))?;
+    sock.write_all(&body).map_err(|e| (true, e))?;
     let mut reply = [0u8; 4];
-    read_exact(sock, &mut reply).map_err(|e| (true, e))?;
+    sock.read_exact(&mut reply).map_err(|e| (true, e))?;
     Ok(i32::from_ne_bytes(reply))
 }
 
@@ -157,18 +162,14 @@ fn decode(body: &[u8]) -> Option<Command> {
 }
 
 /// The zygote's life: one request at a time until the daemon is gone.
-fn serve(sock: OwnedFd) -> ! {
-    let fd = sock.as_raw_fd();
+fn serve(mut sock: UnixStream) -> ! {
     // SAFETY: plain syscalls in a single-threaded child that never returns.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         if libc::getppid() == 1 {
             libc::_exit(0);
         }
-        if fd > 3 {
-            libc::syscall(libc::SYS_close_range, 3u32, (fd - 1) as u32, 0u32);
-        }
-        libc::syscall(libc::SYS_close_range, (fd + 1) as u32, u32::MAX, 0u32);
+        close_fds_except(&mut [sock.as_raw_fd()]);
         // Nothing of the daemon's stdio: a test or a terminal waiting for its EOF
         // must not wait for the zygote.
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
@@ -180,20 +181,12 @@ fn serve(sock: OwnedFd) -> ! {
                 libc::close(null);
             }
         }
-        for sig in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
+        ignore_stop_signals();
         // Supervisors are reaped by the kernel; each resets SIGCHLD for its runner.
-        libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+        set_handler(libc::SIGCHLD, libc::SIG_IGN);
     }
     loop {
-        let reply = match receive(fd) {
+        let reply = match receive(&sock) {
             Ok(Some((command, fds))) => {
                 let supervisor = SupervisorFds {
                     stdin: fds[0].as_raw_fd(),
@@ -211,7 +204,7 @@ fn serve(sock: OwnedFd) -> ! {
             // EOF: the daemon closed its end. An error: nothing left to serve.
             Ok(None) | Err(_) => unsafe { libc::_exit(0) },
         };
-        if write_all(fd, &reply.to_ne_bytes()).is_err() {
+        if sock.write_all(&reply.to_ne_bytes()).is_err() {
             // SAFETY: leaving the single-threaded child.
             unsafe { libc::_exit(0) };
         }
@@ -220,7 +213,7 @@ fn serve(sock: OwnedFd) -> ! {
 
 /// One request: the command (`None` if it does not decode) and its descriptors.
 #[allow(clippy::type_complexity)]
-fn receive(sock: RawFd) -> io::Result<Option<(Option<Command>, Vec<OwnedFd>)>> {
+fn receive(mut sock: &UnixStream) -> io::Result<Option<(Option<Command>, Vec<OwnedFd>)>> {
     let mut header = [0u8; 8];
     let Some(fds) = recv_with_fds(sock, &mut header)? else {
         return Ok(None);
@@ -230,33 +223,15 @@ fn receive(sock: RawFd) -> io::Result<Option<(Option<Command>, Vec<OwnedFd>)>> {
         return Err(io::Error::other("bad zygote request"));
     }
     let mut body = vec![0u8; len];
-    read_exact(sock, &mut body)?;
+    sock.read_exact(&mut body)?;
     Ok(Some((decode(&body), fds)))
-}
-
-fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: fds has room for two descriptors.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: socketpair returned two fresh descriptors we now own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A control-message buffer, aligned for `cmsghdr` (room for `FDS` descriptors).
 #[repr(C, align(8))]
 struct ControlBuffer([u8; 64]);
 
-fn send_with_fds(sock: RawFd, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()> {
+fn send_with_fds(mut sock: &UnixStream, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()> {
     let mut control = ControlBuffer([0u8; 64]);
     let payload = std::mem::size_of_val(&fds) as u32;
     // SAFETY: msghdr and cmsghdr are plain C structs; the control buffer has room for
@@ -281,7 +256,7 @@ fn send_with_fds(sock: RawFd, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()>
         (*cmsg).cmsg_len = libc::CMSG_LEN(payload) as _;
         std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), FDS);
         loop {
-            let n = libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
+            let n = libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
             if n == bytes.len() as isize {
                 return Ok(());
             }
@@ -292,14 +267,14 @@ fn send_with_fds(sock: RawFd, bytes: &[u8], fds: [RawFd; FDS]) -> io::Result<()>
                 return Err(io::Error::last_os_error());
             }
             // The header is 8 bytes: a short send of it is not expected; finish it.
-            return write_all(sock, &bytes[n as usize..]);
+            return sock.write_all(&bytes[n as usize..]);
         }
     }
 }
 
 /// Reads exactly `buf.len()` bytes and the descriptors sent with them (close-on-exec);
 /// `None` on EOF before any byte.
-fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Option<Vec<OwnedFd>>> {
+fn recv_with_fds(mut sock: &UnixStream, buf: &mut [u8]) -> io::Result<Option<Vec<OwnedFd>>> {
     let mut control = ControlBuffer([0u8; 64]);
     let mut fds = Vec::new();
     // SAFETY: as in send_with_fds; every descriptor the kernel passed is taken into an
@@ -315,7 +290,11 @@ fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Option<Vec<OwnedFd>>
         msg.msg_control = control.0.as_mut_ptr().cast();
         msg.msg_controllen = control.0.len() as _;
         let n = loop {
-            let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL);
+            let n = libc::recvmsg(
+                sock.as_raw_fd(),
+                &mut msg,
+                libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL,
+            );
             if n < 0 && errno() == libc::EINTR {
                 continue;
             }
@@ -342,46 +321,9 @@ fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Option<Vec<OwnedFd>>
         return Ok(None);
     }
     if n < buf.len() {
-        read_exact(sock, &mut buf[n..])?;
+        sock.read_exact(&mut buf[n..])?;
     }
     Ok(Some(fds))
-}
-
-fn write_all(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        // SAFETY: writing from a live buffer.
-        let n = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            if errno() == libc::EINTR {
-                continue;
-            }
-            return Err(io::Error::last_os_error());
-        }
-        bytes = &bytes[n as usize..];
-    }
-    Ok(())
-}
-
-fn read_exact(fd: RawFd, mut buf: &mut [u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        // SAFETY: reading into a live buffer.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            if errno() == libc::EINTR {
-                continue;
-            }
-            return Err(io::Error::last_os_error());
-        }
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        buf = &mut buf[n as usize..];
-    }
-    Ok(())
-}
-
-fn errno() -> c_int {
-    io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// Threads of this process (`Threads:` of /proc/self/status).
