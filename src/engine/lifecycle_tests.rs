@@ -159,6 +159,15 @@ impl Bench {
         }
     }
 
+    /// Handles `path` with this bench's extras and no worker link, within the bound.
+    async fn judge(&self, path: &Path) -> Handled {
+        bounded(
+            "handle",
+            self.handle(path, &self.extras(), WorkerLink::default()),
+        )
+        .await
+    }
+
     async fn handle(&self, path: &Path, extras: &Extras, link: WorkerLink) -> Handled {
         handle(&self.settings, &self.state, path, extras, link).await
     }
@@ -187,11 +196,7 @@ async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T 
 async fn an_answer_is_published_and_the_job_removed() {
     let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     let path = b.job("a", &question("p"));
-    let handled = bounded(
-        "handle",
-        b.handle(&path, &b.extras(), WorkerLink::default()),
-    )
-    .await;
+    let handled = b.judge(&path).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
     assert!(!path.exists(), "job removed");
     assert_eq!(
@@ -208,11 +213,7 @@ async fn interruptions_are_counted_and_the_third_ends_the_job() {
     let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     let path = b.job("i", &question("p"));
     b.interrupted_holder(&path, 2);
-    let handled = bounded(
-        "handle",
-        b.handle(&path, &b.extras(), WorkerLink::default()),
-    )
-    .await;
+    let handled = b.judge(&path).await;
     assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
     let reason = b
         .verdict("T", "i")
@@ -228,11 +229,7 @@ async fn interruptions_are_counted_and_the_third_ends_the_job() {
     let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     let path = b.job("i", &question("p"));
     b.interrupted_holder(&path, 1);
-    let handled = bounded(
-        "handle",
-        b.handle(&path, &b.extras(), WorkerLink::default()),
-    )
-    .await;
+    let handled = b.judge(&path).await;
     assert_eq!(
         outcome(&handled),
         Some(Outcome::Hit),
@@ -269,11 +266,7 @@ async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
         spawner: Scripted::new(vec![Act::Answer("{\"ok\": true}")]),
         ..b
     };
-    let handled = bounded(
-        "handle",
-        b2.handle(&path, &b2.extras(), WorkerLink::default()),
-    )
-    .await;
+    let handled = b2.judge(&path).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
 }
 
