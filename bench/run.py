@@ -9,6 +9,9 @@ Builds the release binary and a tiny C fake runner (bench/fake_runner.c) that pr
 JSON line. Workloads (docs/performance.md explains each and the targets):
   backlog   N jobs already in jobs/, workers W: jobs/s, against `xargs -P W` starting the
             same fake runner N times (the floor), with fsync on and off
+  design    1,000 jobs, workers 2, in interleaved rounds: xargs, then bench/design_floor.c
+            (the design's least work per job in plain C: spawn only; plus the queue files;
+            plus the per-attempt supervisor), then the daemon; ratios to xargs
   latency   jobs published one at a time (rename into jobs/) 100 ms apart: publish to
             runner start, to verdict written (its mtime) and to verdict visible (its ctime:
             the rename), p50, p95 and p99
@@ -18,7 +21,8 @@ JSON line. Workloads (docs/performance.md explains each and the targets):
   busy      backlog (1,000 jobs, workers 2, fsync on and off) and latency, each on a quiet
             machine and then with 1,000 idle processes started by the bench (stopped
             afterwards, also on error); every floor is measured under the same condition
-Only Python's standard library is used. Nothing here is a test: it asserts nothing.
+Runner folders go on a private tmpfs ($XDG_RUNTIME_DIR under /dev/shm), as for a systemd
+user service, unless --disk-runner-folders. Only Python's standard library is used. Nothing here is a test: it asserts nothing.
 """
 
 import argparse
@@ -37,6 +41,10 @@ import ctypes
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "llm-judge")
 RUNNER = os.path.join(ROOT, "target", "bench", "fake-runner")
+DESIGN_FLOOR = os.path.join(ROOT, "target", "bench", "design-floor")
+# Runner folders on a private tmpfs, as a systemd user service has ($XDG_RUNTIME_DIR);
+# --disk-runner-folders turns it off (launchd, or a daemon started by hand).
+RUNTIME_TMPFS = True
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -45,6 +53,7 @@ def build():
     os.makedirs(os.path.dirname(RUNNER), exist_ok=True)
     cc = shutil.which("cc") or shutil.which("gcc")
     subprocess.run([cc, "-O2", "-o", RUNNER, os.path.join(ROOT, "bench", "fake_runner.c")], check=True)
+    subprocess.run([cc, "-O2", "-o", DESIGN_FLOOR, os.path.join(ROOT, "bench", "design_floor.c")], check=True)
 
 
 class IdleProcesses:
@@ -116,6 +125,11 @@ class World:
             f.write(config + "\n[cache]\nttl_seconds = 0\n")
         self.env = dict(os.environ, HOME=self.dir, XDG_CONFIG_HOME=self.dir, **(runner_env or {}))
         self.env["CATSTACK_LLM_JUDGE_RUNNERS"] = json.dumps([["fake", [RUNNER, "{prompt}"]]])
+        self.env.pop("XDG_RUNTIME_DIR", None)
+        self.runtime = None
+        if RUNTIME_TMPFS and os.path.isdir("/dev/shm"):
+            self.runtime = tempfile.mkdtemp(prefix="llm-judge-bench-run-", dir="/dev/shm")
+            self.env["XDG_RUNTIME_DIR"] = self.runtime
         self.daemon = None
         # Every job has transcript "" (fast to check), so verdicts land in one folder.
         self.verdicts = os.path.join(self.state, "verdicts", "da39a3ee5e6b4b0d")
@@ -151,6 +165,8 @@ class World:
     def close(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.runtime:
+            shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 def proc_status(pid, key):
@@ -187,13 +203,49 @@ def floor_jobs_per_second(n, workers):
     return n / (time.monotonic() - t0)
 
 
+def design_floor(level, n, workers, fsync):
+    """bench/design_floor.c at `level` (spawn, files, super) on n jobs: jobs/s."""
+    w = World()
+    try:
+        w.write_jobs(n)
+        for sub in ("claims", "verdicts"):
+            os.makedirs(os.path.join(w.state, sub), mode=0o700)
+        tmp = os.path.join(w.state, "tmp")
+        if w.runtime:
+            os.symlink(w.runtime, tmp)
+        else:
+            os.makedirs(tmp, mode=0o700)
+        t0 = time.monotonic()
+        subprocess.run([DESIGN_FLOOR, level, w.state, str(n), str(workers), "1" if fsync else "0", RUNNER],
+                       stdout=subprocess.DEVNULL, check=True)
+        return n / (time.monotonic() - t0)
+    finally:
+        w.close()
+
+
+def design(rounds, n):
+    """The daemon against xargs and the design floor's three levels, interleaved in rounds
+    so a noisy machine hurts all alike; medians of per-round ratios to xargs."""
+    names = ["spawn", "files_off", "files_on", "super_off", "super_on", "daemon_off", "daemon_on"]
+    ratios = {k: [] for k in names}
+    for _ in range(rounds):
+        floor = floor_jobs_per_second(n, 2)
+        for k in names:
+            level, fsync = (k.split("_") + ["off"])[:2]
+            fsync = fsync == "on"
+            jps = backlog(n, 2, fsync) if level == "daemon" else design_floor(level, n, 2, fsync)
+            ratios[k].append(jps / floor)
+    return {k: statistics.median(v) for k, v in ratios.items()}
+
+
 def backlog(n, workers, fsync):
     w = World(config=f"fsync = {'true' if fsync else 'false'}")
     try:
         w.write_jobs(n)
         t0 = time.monotonic()
         w.start(workers)
-        wait_until(lambda: count(w.jobs) == 0 and count(w.verdicts) == n, 3600, "backlog")
+        # Verdicts first: the jobs folder empties before the last verdicts land.
+        wait_until(lambda: count(w.verdicts) == n and count(w.jobs) == 0, 3600, "backlog")
         return n / (time.monotonic() - t0)
     finally:
         w.close()
@@ -324,17 +376,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", nargs="*", default=["backlog", "latency", "idle", "scale", "slow", "busy"])
+    ap.add_argument("--only", nargs="*",
+                    default=["backlog", "design", "latency", "idle", "scale", "slow", "busy"])
+    ap.add_argument("--disk-runner-folders", action="store_true",
+                    help="no $XDG_RUNTIME_DIR for the daemon: runner folders on disk, in <state>/tmp")
     ap.add_argument("--idle-seconds", type=float, default=60)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     runs = 1 if args.quick else args.runs
+    global RUNTIME_TMPFS
+    RUNTIME_TMPFS = not args.disk_runner_folders
     build()
     out = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
                        "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                                     if l.startswith("model name")), "?")},
-           "runs": runs}
-    print(f"machine: {out['machine']}, median of {runs} run(s)")
+           "runs": runs, "runner_folders": "tmpfs" if RUNTIME_TMPFS else "disk"}
+    print(f"machine: {out['machine']}, median of {runs} run(s), runner folders on {out['runner_folders']}")
     if "backlog" in args.only:
         rows = []
         for n in ([300] if args.quick else [1000, 10000]):
@@ -349,6 +406,12 @@ def main():
                       "fsync on {fsync_on_jps:7.0f}/s ({ratio_on:.2f})  off {fsync_off_jps:7.0f}/s "
                       "({ratio_off:.2f})".format(**row), flush=True)
         out["backlog"] = rows
+    if "design" in args.only:
+        r = design(runs, 300 if args.quick else 1000)
+        out["design"] = r
+        print(f"design   {300 if args.quick else 1000} jobs  workers 2, of the xargs floor: C spawn {{spawn:.2f}}; C + files fsync off "
+              "{files_off:.2f} on {files_on:.2f}; C + files + supervisor off {super_off:.2f} on {super_on:.2f}; "
+              "daemon off {daemon_off:.2f} on {daemon_on:.2f}".format(**r), flush=True)
     if "latency" in args.only:
         r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
         out["latency"] = r
