@@ -45,7 +45,8 @@ def one(binary, n, workers, fsync):
         w.write_jobs(n)
         t0 = time.monotonic()
         pid = w.start(workers)
-        run.wait_until(lambda: run.count(w.jobs) == 0 and run.count(w.verdicts) == n, 3600, "backlog")
+        run.wait_for_count(w.verdicts, n, 3600, "backlog")
+        run.wait_until(lambda: run.count(w.jobs) == 0, 60, "backlog jobs removed")
         rate = n / (time.monotonic() - t0)
         ticks = run.cpu_ticks(pid) + sum(run.cpu_ticks(h) for h in helpers_of(pid))
         return rate, ticks / run.CLK_TCK * 1000 / n
@@ -61,7 +62,9 @@ def main():
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--latency-jobs", type=int, default=100, help="per latency run (0: none)")
+    p.add_argument("--state-root", help="make the state folders here (as bench/run.py)")
     args = p.parse_args()
+    run.STATE_ROOT = args.state_root
     run.build()
     results = {(label, fsync): [] for label in "AB" for fsync in (False, True)}
     latencies = {"A": [], "B": []}

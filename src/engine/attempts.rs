@@ -149,7 +149,7 @@ pub async fn judge(
         }
         if let Some(health) = &extras.health {
             let sign = sign_of(&end, found.is_some());
-            crate::support::runtime::blocking(|| health.record(runner, sign, &attempt.reason));
+            health.record(runner, sign, &attempt.reason);
         }
         attempts.push(attempt);
         if let Some(obj) = found {

@@ -245,8 +245,13 @@ async fn judge_claimed(
     if let Some(t) = tally {
         t.add(verdict.outcome);
     }
-    let published =
-        crate::support::runtime::blocking(|| publish(state, claim, path, name, &verdict, fsync));
+    // Without fsyncs the publish is a few small writes and a rename: handing the
+    // worker thread off (block_in_place) would cost more than it saves.
+    let published = if fsync {
+        crate::support::runtime::blocking(|| publish(state, claim, path, name, &verdict, fsync))
+    } else {
+        publish(state, claim, path, name, &verdict, fsync)
+    };
     if let (Err(_), Some(t)) = (&published, tally) {
         t.undo(verdict.outcome);
     }

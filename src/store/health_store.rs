@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use crate::core::config::HealthConfig;
-use crate::core::health::{HealthFile, Sign, key, order, update};
+use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, update};
 use crate::core::runner_table::Runner;
 use crate::store::file_lock::{lock_exclusive, open_lock_file};
 use crate::store::state_dir::{StateDir, now_unix};
@@ -38,23 +38,25 @@ impl HealthStore {
         order(table, &self.load(), now_unix())
     }
 
-    /// Records an attempt; logs benching and clearing.
+    /// Records an attempt; logs benching and clearing. May block on `health.lock`.
     pub fn record(&self, runner: &Runner, sign: Sign, reason: &str) {
         if sign == Sign::Neutral {
             return;
         }
+        // Most attempts (an answer from a healthy runner) change nothing: the file is
+        // replaced by rename, so an unlocked read is a state some writer committed,
+        // and a no-op on it needs neither the lock nor a blocking-thread hand-off.
+        let (prev, next) = self.next_of(&self.load(), runner, sign, reason);
+        if next == prev {
+            return;
+        }
+        crate::support::runtime::blocking(|| self.update_locked(runner, sign, reason));
+    }
+
+    fn update_locked(&self, runner: &Runner, sign: Sign, reason: &str) {
         let _guard = lock(&self.lock);
         let mut file = self.load();
-        let k = key(runner);
-        let prev = file.get(&k).cloned();
-        let next = update(
-            prev.as_ref(),
-            &runner.name,
-            sign,
-            reason,
-            now_unix(),
-            &self.cfg,
-        );
+        let (prev, next) = self.next_of(&file, runner, sign, reason);
         if next == prev {
             return;
         }
@@ -74,10 +76,30 @@ impl HealthStore {
             _ => {}
         }
         match next {
-            Some(h) => file.insert(k, h),
-            None => file.remove(&k),
+            Some(h) => file.insert(key(runner), h),
+            None => file.remove(&key(runner)),
         };
         save(&self.path, &file);
+    }
+
+    /// A runner's entry in `file` before and after recording `sign`.
+    fn next_of(
+        &self,
+        file: &HealthFile,
+        runner: &Runner,
+        sign: Sign,
+        reason: &str,
+    ) -> (Option<RunnerHealth>, Option<RunnerHealth>) {
+        let prev = file.get(&key(runner)).cloned();
+        let next = update(
+            prev.as_ref(),
+            &runner.name,
+            sign,
+            reason,
+            now_unix(),
+            &self.cfg,
+        );
+        (prev, next)
     }
 }
 
@@ -122,4 +144,51 @@ fn lock(path: &std::path::Path) -> Option<File> {
     let file = open_lock_file(path).ok()?;
     lock_exclusive(&file).ok()?;
     Some(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn store(dir: &std::path::Path) -> HealthStore {
+        let cfg = HealthConfig {
+            enabled: true,
+            backoff_start_seconds: 60.0,
+            backoff_max_seconds: 600.0,
+        };
+        HealthStore::open(&StateDir::new(dir), &cfg).unwrap()
+    }
+
+    fn runner() -> Runner {
+        Runner {
+            name: "r".into(),
+            argv: vec!["r".into()],
+            max_concurrent: None,
+        }
+    }
+
+    /// An answer from a healthy runner changes nothing, so it never waits for
+    /// `health.lock` (held here by someone else); a failure still records under it.
+    #[test]
+    fn a_no_op_record_skips_the_lock_and_a_change_takes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let health = store(dir.path());
+        let held = lock(&dir.path().join("health.lock")).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let h = health.clone();
+        std::thread::spawn(move || {
+            h.record(&runner(), Sign::Answered, "answered");
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("a no-op record waited for the lock");
+        drop(held);
+        health.record(&runner(), Sign::Failed, "exit 1");
+        let benched = health.load();
+        assert!(benched[&key(&runner())].benched_until > 0.0);
+        health.record(&runner(), Sign::Answered, "answered");
+        assert!(health.load().is_empty());
+    }
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The fsync ceiling: the most jobs per second a filesystem allows when every job makes
+the four fsyncs of llm-judge's durable publish (SPEC section 6, `fsync = true`), and
+nothing else: no runner, no judge.
+
+    python3 bench/fsync_ceiling.py [--root DIR] [--jobs 2000]
+
+Per job, W writer threads (W = 1, 2, 4, 8, 16) each do what the daemon's publish does to
+the disk: write the verdict's temp file and fsync it, rewrite the claim record and fsync
+it, fsync the claims folder, rename the temp file into place, fsync the verdicts folder,
+remove the claim. Python releases its lock during each system call, so the writers'
+fsyncs overlap as the daemon's do (the journal may commit several in one go). The
+highest rate over W bounds any judge's backlog throughput with fsync on, on this disk:
+divide it by the `xargs` floor of bench/run.py to get the largest ratio reachable. The
+machine's CPU time per job (all CPUs, journal threads included, from /proc/stat; Python's
+own share is a few tens of µs) bounds it from the other side: on a machine whose CPUs the
+runners already fill, a job cannot cost less than the floor's runner start plus this.
+It asserts nothing.
+"""
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+
+def writer(root, jobs, first):
+    claims, verdicts = os.path.join(root, "claims"), os.path.join(root, "verdicts")
+    for i in range(first, first + jobs):
+        claim = os.path.join(claims, f"j{i:07d}.json")
+        cfd = os.open(claim, os.O_RDWR | os.O_CREAT, 0o600)
+        os.write(cfd, b'{"state": "running"}')
+        temp = os.path.join(verdicts, f".j{i:07d}.json.tmp")
+        tfd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(tfd, b'{"hit": false, "outcome": "clear"}\n' * 4)
+        os.fsync(tfd)
+        os.close(tfd)
+        os.pwrite(cfd, b'{"state": "publishing"}', 0)
+        os.fsync(cfd)
+        sync_dir(claims)
+        os.rename(temp, os.path.join(verdicts, f"j{i:07d}.json"))
+        sync_dir(verdicts)
+        os.unlink(claim)
+        os.close(cfd)
+
+
+def sync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def busy_ticks():
+    """CPU ticks spent by the whole machine (kernel threads such as the journal's too)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+
+
+def rate(parent, jobs, writers):
+    root = tempfile.mkdtemp(prefix="llm-judge-fsync-", dir=parent)
+    try:
+        for sub in ("claims", "verdicts"):
+            os.mkdir(os.path.join(root, sub), 0o700)
+        per = jobs // writers
+        threads = [threading.Thread(target=writer, args=(root, per, w * per)) for w in range(writers)]
+        t0, c0 = time.monotonic(), busy_ticks()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        n = per * writers
+        cpu_ms = (busy_ticks() - c0) / os.sysconf("SC_CLK_TCK") * 1000 / n
+        return n / (time.monotonic() - t0), cpu_ms
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", default=None, help="where to write (default: the system temp folder)")
+    ap.add_argument("--jobs", type=int, default=2000)
+    args = ap.parse_args()
+    best = 0.0
+    for writers in (1, 2, 4, 8, 16):
+        r, cpu_ms = rate(args.root, args.jobs, writers)
+        best = max(best, r)
+        print(f"fsync ceiling  {writers:>2} writers  {r:7.0f} jobs/s  machine CPU {cpu_ms:.2f} ms/job", flush=True)
+    print(f"fsync ceiling  best {best:.0f} jobs/s (4 fsyncs per job)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
