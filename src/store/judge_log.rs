@@ -27,7 +27,8 @@ struct LogFile {
     path: PathBuf,
     /// Each of the 1 + ROTATIONS files stays under this.
     max_file_bytes: u64,
-    file: Option<File>,
+    /// The open judge.log and its (dev, ino), fixed while it is open.
+    file: Option<(File, (u64, u64))>,
 }
 
 impl RotatingLog {
@@ -55,27 +56,28 @@ impl LogFile {
             self.rotate();
         }
         if self.file.is_none() || size.is_none() {
-            self.file = Some(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .mode(0o600)
-                    .custom_flags(crate::store::state_dir::NOFOLLOW)
-                    .open(&self.path)?,
-            );
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .custom_flags(crate::store::state_dir::NOFOLLOW)
+                .open(&self.path)?;
+            let meta = file.metadata()?;
+            self.file = Some((file, (meta.dev(), meta.ino())));
         }
         match self.file.as_mut() {
-            Some(file) => file.write_all(line),
+            Some((file, _)) => file.write_all(line),
             None => Ok(()),
         }
     }
 
     /// The size of judge.log if our handle still points at it (another process may
-    /// have rotated it away); `None` means reopen.
+    /// have rotated it away); `None` means reopen. One stat per line: the identity of
+    /// the open file was taken when it was opened.
     fn current_size(&self) -> Option<u64> {
         let on_disk = std::fs::symlink_metadata(&self.path).ok()?;
-        let ours = self.file.as_ref()?.metadata().ok()?;
-        (ours.ino() == on_disk.ino() && ours.dev() == on_disk.dev()).then_some(on_disk.len())
+        let (_, ours) = self.file.as_ref()?;
+        (*ours == (on_disk.dev(), on_disk.ino())).then_some(on_disk.len())
     }
 
     fn rotate(&mut self) {
