@@ -104,6 +104,7 @@ def filesystem_of(path):
     with open("/proc/mounts") as f:
         for line in f:
             dev, mnt, fstype = line.split()[:3]
+            mnt = mnt.replace("\\040", " ")
             if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[2]):
                 best = (dev, fstype, mnt)
     dev, fstype, _ = best
@@ -181,10 +182,13 @@ class World:
             os.close(fd)
 
     def publish_job(self, name):
+        """Publishes a job by rename; returns the clock just before the rename."""
         temp = os.path.join(self.jobs, f".{name}.tmp")
         with open(temp, "w") as f:
             f.write(json.dumps({"prompt": name}))
+        published = time.time_ns()
         os.rename(temp, os.path.join(self.jobs, f"{name}.json"))
+        return published
 
     def start(self, workers):
         cmd = [BIN, "--state-dir", self.state, "--config", self.config, "daemon", "--workers", str(workers)]
@@ -263,19 +267,36 @@ def design_floor(level, n, workers, fsync):
         w.close()
 
 
+def busy_ticks():
+    """CPU ticks the whole machine spent working (kernel threads too): user, nice, system,
+    irq and softirq; not idle, iowait or a VM's steal (guest time is inside user)."""
+    with open("/proc/stat") as f:
+        t = [int(x) for x in f.readline().split()[1:]]
+    return t[0] + t[1] + t[2] + t[5] + t[6]
+
+
 def design(rounds, n):
     """The daemon against xargs and the design floor's three levels, interleaved in rounds
-    so a noisy machine hurts all alike; medians of per-round ratios to xargs."""
+    so a noisy machine hurts all alike; medians of per-round ratios to xargs, and of the
+    machine's CPU time per job (all CPUs, the bench's own polling included)."""
     names = ["spawn", "files_off", "files_on", "super_off", "super_on", "daemon_off", "daemon_on"]
     ratios = {k: [] for k in names}
+    cpu = {k: [] for k in ["xargs"] + names}
+    per_job_ms = lambda ticks: ticks / CLK_TCK * 1000 / n
     for _ in range(rounds):
+        c0 = busy_ticks()
         floor = floor_jobs_per_second(n, 2)
+        cpu["xargs"].append(per_job_ms(busy_ticks() - c0))
         for k in names:
             level, fsync = (k.split("_") + ["off"])[:2]
             fsync = fsync == "on"
+            c0 = busy_ticks()
             jps = backlog(n, 2, fsync) if level == "daemon" else design_floor(level, n, 2, fsync)
+            cpu[k].append(per_job_ms(busy_ticks() - c0))
             ratios[k].append(jps / floor)
-    return {k: statistics.median(v) for k, v in ratios.items()}
+    out = {k: statistics.median(v) for k, v in ratios.items()}
+    out.update({"cpu_" + k: statistics.median(v) for k, v in cpu.items()})
+    return out
 
 
 def backlog(n, workers, fsync):
@@ -286,8 +307,9 @@ def backlog(n, workers, fsync):
         w.start(workers)
         # Verdicts first: the jobs folder empties before the last verdicts land.
         wait_for_count(w.verdicts, n, 3600, "backlog")
+        rate = n / (time.monotonic() - t0)
         wait_until(lambda: count(w.jobs) == 0, 60, "backlog jobs removed")
-        return n / (time.monotonic() - t0)
+        return rate
     finally:
         w.close()
 
@@ -298,7 +320,7 @@ class FolderEvents:
     stamps a file it was not asked about since its last change with a coarse clock, up
     to a tick (4 ms at HZ=250) behind, which hid up to 4 ms of the publish latency."""
 
-    IN_CLOSE_WRITE, IN_MOVED_TO = 0x8, 0x80
+    IN_CLOSE_WRITE, IN_MOVED_TO, IN_Q_OVERFLOW = 0x8, 0x80, 0x4000
 
     def __init__(self, path):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -306,7 +328,8 @@ class FolderEvents:
         if self.fd < 0 or libc.inotify_add_watch(
                 self.fd, os.fsencode(path), self.IN_CLOSE_WRITE | self.IN_MOVED_TO) < 0:
             raise OSError(ctypes.get_errno(), f"inotify on {path}")
-        self.written, self.moved = {}, {}
+        self.written, self.moved, self.overflowed = {}, {}, False
+        self.lock = threading.Lock()
         self.stop_r, self.stop_w = os.pipe()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -316,13 +339,20 @@ class FolderEvents:
             ready, _, _ = select.select([self.fd, self.stop_r], [], [])
             if self.stop_r in ready:
                 return
+            # Stamped when this thread wakes: late by its scheduling (0.07 ms p50 idle).
             data, now = os.read(self.fd, 65536), time.time_ns()
             off = 0
-            while off + 16 <= len(data):
-                _, mask, _, n = struct.unpack_from("iIII", data, off)
-                name = data[off + 16:off + 16 + n].rstrip(b"\0").decode(errors="replace")
-                off += 16 + n
-                (self.moved if mask & self.IN_MOVED_TO else self.written).setdefault(name, now)
+            with self.lock:
+                while off + 16 <= len(data):
+                    _, mask, _, n = struct.unpack_from("iIII", data, off)
+                    name = data[off + 16:off + 16 + n].rstrip(b"\0").decode(errors="replace")
+                    off += 16 + n
+                    if mask & self.IN_Q_OVERFLOW:
+                        self.overflowed = True
+                    elif mask & self.IN_MOVED_TO:
+                        self.moved.setdefault(name, now)
+                    elif mask & self.IN_CLOSE_WRITE:
+                        self.written.setdefault(name, now)
 
     def close(self):
         os.write(self.stop_w, b"x")
@@ -330,26 +360,38 @@ class FolderEvents:
         for fd in (self.fd, self.stop_r, self.stop_w):
             os.close(fd)
 
-    def written_job(self, job):
-        """When the verdict temp file of `job` (`.<job>.json.<pid>.<n>.tmp`) was written."""
-        prefix = f".{job}.json."
-        return min((t for n, t in self.written.items() if n.startswith(prefix)), default=None)
+    def arrived(self, jobs):
+        """The (written, visible) times of each of `jobs` once all are in, else None."""
+        with self.lock:
+            if self.overflowed:
+                raise RuntimeError("inotify queue overflowed: latency events were lost")
+            written = {}
+            for name, t in self.written.items():
+                # The verdict's temp file is `.<job>.json.<pid>.<n>.tmp`.
+                job = name[1:].split(".json.", 1)[0] if name.startswith(".") else None
+                if job in jobs:
+                    written[job] = min(t, written.get(job, t))
+            moved = {j: self.moved.get(j + ".json") for j in jobs}
+        if len(written) < len(jobs) or None in moved.values():
+            return None
+        return {j: (written[j], moved[j]) for j in jobs}
 
 
 def latency(jobs, gap):
     w = World(runner_env={"BENCH_LOG": "/dev/null"})
     log = os.path.join(w.dir, "starts.log")
     w.env["BENCH_LOG"] = log
-    os.makedirs(w.verdicts, mode=0o700)
-    events = FolderEvents(w.verdicts)
+    events = None
     try:
+        os.makedirs(w.verdicts, mode=0o700)
+        os.chmod(os.path.dirname(w.verdicts), 0o700)
+        events = FolderEvents(w.verdicts)
         w.start(2)
         wait_until(lambda: os.path.exists(os.path.join(w.state, "status.json")), 30, "daemon ready")
         published = {}
         for i in range(jobs):
             name = f"l{i:04d}"
-            published[name] = time.time_ns()
-            w.publish_job(name)
+            published[name] = w.publish_job(name)
             time.sleep(gap)
         wait_until(lambda: count(w.verdicts) == jobs, 120, "latency verdicts")
         starts = {}
@@ -357,19 +399,21 @@ def latency(jobs, gap):
             for line in f:
                 name, ns = line.split()
                 starts.setdefault(name, int(ns))
-        wait_until(lambda: len(events.moved) >= jobs, 30, "latency rename events")
+        wait_until(lambda: events.arrived(published) is not None, 30, "latency inotify events")
+        seen = events.arrived(published)
         to_start = sorted((starts[n] - t) / 1e6 for n, t in published.items())
         # Written: the verdict's temp file closed after its write (and fsync); visible:
         # renamed into place, which with fsync on comes after the claim's fsyncs too.
-        to_verdict = sorted((events.written_job(n) - t) / 1e6 for n, t in published.items())
-        to_visible = sorted((events.moved[n + ".json"] - t) / 1e6 for n, t in published.items())
+        to_verdict = sorted((seen[n][0] - t) / 1e6 for n, t in published.items())
+        to_visible = sorted((seen[n][1] - t) / 1e6 for n, t in published.items())
         return {"start_p50_ms": pct(to_start, 50), "start_p95_ms": pct(to_start, 95),
                 "start_p99_ms": pct(to_start, 99), "verdict_p50_ms": pct(to_verdict, 50),
                 "verdict_p95_ms": pct(to_verdict, 95), "verdict_p99_ms": pct(to_verdict, 99),
                 "visible_p50_ms": pct(to_visible, 50), "visible_p95_ms": pct(to_visible, 95),
                 "visible_p99_ms": pct(to_visible, 99)}
     finally:
-        events.close()
+        if events:
+            events.close()
         w.close()
 
 
@@ -416,8 +460,8 @@ def slow(jobs, workers, delay_ms):
         t0 = time.monotonic()
         w.start(workers)
         wait_for_count(w.verdicts, jobs, 600, "slow")
-        wait_until(lambda: count(w.jobs) == 0, 60, "slow jobs removed")
         wall = time.monotonic() - t0
+        wait_until(lambda: count(w.jobs) == 0, 60, "slow jobs removed")
         ideal = jobs / workers * delay_ms / 1000
         return {"wall_s": wall, "ideal_s": ideal, "ratio": wall / ideal}
     finally:
@@ -486,6 +530,10 @@ def main():
            "state_fs": filesystem_of(STATE_ROOT or tempfile.gettempdir())}
     print(f"machine: {out['machine']}, median of {runs} run(s), state folders on {out['state_fs']}, "
           f"runner folders on {out['runner_folders']}")
+    if "(no journal)" in out["state_fs"]:
+        print("note: an ext4 without a journal slows file creation for minutes after many deletions, "
+              "so figures here depend on what ran before; --state-root a journaled filesystem "
+              "(docs/performance.md, run d)", flush=True)
     if "backlog" in args.only:
         rows = []
         for n in ([300] if args.quick else [1000, 10000]):
@@ -506,6 +554,9 @@ def main():
         print(f"design   {300 if args.quick else 1000} jobs  workers 2, of the xargs floor: C spawn {{spawn:.2f}}; C + files fsync off "
               "{files_off:.2f} on {files_on:.2f}; C + files + supervisor off {super_off:.2f} on {super_on:.2f}; "
               "daemon off {daemon_off:.2f} on {daemon_on:.2f}".format(**r), flush=True)
+        print("design   machine CPU per job: xargs {cpu_xargs:.2f} ms; C spawn {cpu_spawn:.2f}; C + files off "
+              "{cpu_files_off:.2f} on {cpu_files_on:.2f}; C + files + supervisor off {cpu_super_off:.2f} on "
+              "{cpu_super_on:.2f}; daemon off {cpu_daemon_off:.2f} on {cpu_daemon_on:.2f}".format(**r), flush=True)
     if "latency" in args.only:
         r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
         out["latency"] = r

@@ -6,7 +6,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -128,6 +128,8 @@ pub struct Claim {
     /// What this holder has recorded.
     record: ClaimRecord,
     fsync: bool,
+    /// The file's length: only the lock holder writes it, so it is known without a stat.
+    len: u64,
 }
 
 /// The result of trying to claim a job.
@@ -171,19 +173,20 @@ pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> io::Result<Acqui
             });
             return Ok(Acquired::Busy { holder_pid });
         }
-        let same = match (file.metadata(), std::fs::symlink_metadata(&path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
-            _ => false,
+        let held = match (file.metadata(), std::fs::symlink_metadata(&path)) {
+            (Ok(a), Ok(b)) if a.ino() == b.ino() && a.dev() == b.dev() => Some(a.len()),
+            _ => None,
         };
-        if !same {
+        let Some(len) = held else {
             continue;
-        }
+        };
         let previous = read_record(&mut file)?;
         let claim = Claim {
             file,
             path,
             record: ClaimRecord::default(),
             fsync,
+            len,
         };
         return Ok(Acquired::Claimed { claim, previous });
     }
@@ -269,14 +272,15 @@ impl Claim {
     /// A shorter record is padded with spaces (valid trailing JSON white space) rather
     /// than truncated, so a crash mid-save never leaves a torn-looking tail.
     fn save(&mut self) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
         let mut bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
-        let old = usize::try_from(self.file.metadata()?.len()).unwrap_or(usize::MAX);
+        let old = usize::try_from(self.len).unwrap_or(usize::MAX);
         if bytes.len() < old {
             bytes.resize(old, b' ');
         }
-        self.file.seek(SeekFrom::Start(0))?;
-        self.file.write_all(&bytes)?;
-        Ok(())
+        // Before the write: a failed one may still have grown the file this far.
+        self.len = self.len.max(bytes.len() as u64);
+        self.file.write_all_at(&bytes, 0)
     }
 
     /// Writes the record and makes it survive power loss.
@@ -373,6 +377,26 @@ mod tests {
         let text = serde_json::to_string(&record).unwrap();
         let back: ClaimRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, record);
+    }
+
+    /// The length the holder tracks instead of a stat per save: a shorter record
+    /// after a longer one is padded to the longer one's length, never left with its tail.
+    #[test]
+    fn a_shorter_record_overwrites_a_longer_one_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut claim, _) = claimed(dir.path());
+        claim.record.hook = serde_json::Value::String("x".repeat(500));
+        claim.save().unwrap();
+        let long = std::fs::metadata(claim.path()).unwrap().len();
+        claim.record.hook = serde_json::Value::Null;
+        claim.save().unwrap();
+        assert_eq!(std::fs::metadata(claim.path()).unwrap().len(), long);
+        drop(claim);
+        let (_claim, previous) = claimed(dir.path());
+        match previous {
+            Previous::Record(r) => assert_eq!(r.hook, serde_json::Value::Null),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
