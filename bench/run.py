@@ -282,10 +282,12 @@ def design(rounds, n):
     names = ["spawn", "files_off", "files_on", "super_off", "super_on", "daemon_off", "daemon_on"]
     ratios = {k: [] for k in names}
     cpu = {k: [] for k in ["xargs"] + names}
+    floors = []
     per_job_ms = lambda ticks: ticks / CLK_TCK * 1000 / n
     for _ in range(rounds):
         c0 = busy_ticks()
         floor = floor_jobs_per_second(n, 2)
+        floors.append(floor)
         cpu["xargs"].append(per_job_ms(busy_ticks() - c0))
         for k in names:
             level, fsync = (k.split("_") + ["off"])[:2]
@@ -296,6 +298,7 @@ def design(rounds, n):
             ratios[k].append(jps / floor)
     out = {k: statistics.median(v) for k, v in ratios.items()}
     out.update({"cpu_" + k: statistics.median(v) for k, v in cpu.items()})
+    out["floor_jps"] = statistics.median(floors)
     return out
 
 
@@ -554,7 +557,7 @@ def main():
         print(f"design   {300 if args.quick else 1000} jobs  workers 2, of the xargs floor: C spawn {{spawn:.2f}}; C + files fsync off "
               "{files_off:.2f} on {files_on:.2f}; C + files + supervisor off {super_off:.2f} on {super_on:.2f}; "
               "daemon off {daemon_off:.2f} on {daemon_on:.2f}".format(**r), flush=True)
-        print("design   machine CPU per job: xargs {cpu_xargs:.2f} ms; C spawn {cpu_spawn:.2f}; C + files off "
+        print("design   machine CPU per job: xargs {cpu_xargs:.2f} ms (at {floor_jps:.0f}/s); C spawn {cpu_spawn:.2f}; C + files off "
               "{cpu_files_off:.2f} on {cpu_files_on:.2f}; C + files + supervisor off {cpu_super_off:.2f} on "
               "{cpu_super_on:.2f}; daemon off {cpu_daemon_off:.2f} on {cpu_daemon_on:.2f}".format(**r), flush=True)
     if "latency" in args.only:
