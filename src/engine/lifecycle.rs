@@ -245,8 +245,9 @@ async fn judge_claimed(
     if let Some(t) = tally {
         t.add(verdict.outcome);
     }
-    // Without fsyncs the publish is a few small writes and a rename: handing the
-    // worker thread off (block_in_place) would cost more than it saves.
+    // Without fsyncs the publish is a few small writes and a rename, the same kind of
+    // work as the claim's: handing the worker thread off (block_in_place) would cost
+    // more than it saves (a state folder on a slow network filesystem stalls a worker).
     let published = if fsync {
         crate::support::runtime::blocking(|| publish(state, claim, path, name, &verdict, fsync))
     } else {

@@ -45,7 +45,9 @@ impl HealthStore {
         }
         // Most attempts (an answer from a healthy runner) change nothing: the file is
         // replaced by rename, so an unlocked read is a state some writer committed,
-        // and a no-op on it needs neither the lock nor a blocking-thread hand-off.
+        // and a no-op on it needs neither the lock nor a blocking-thread hand-off. An
+        // answer racing a bench being written counts as the earlier of the two, an
+        // order the lock allowed too.
         let (prev, next) = self.next_of(&self.load(), runner, sign, reason);
         if next == prev {
             return;

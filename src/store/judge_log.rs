@@ -62,8 +62,9 @@ impl LogFile {
                 .mode(0o600)
                 .custom_flags(crate::store::state_dir::NOFOLLOW)
                 .open(&self.path)?;
-            let meta = file.metadata()?;
-            self.file = Some((file, (meta.dev(), meta.ino())));
+            // Unknown identity (fstat failed): no inode matches it, so the next line reopens.
+            let id = file.metadata().map_or((0, 0), |m| (m.dev(), m.ino()));
+            self.file = Some((file, id));
         }
         match self.file.as_mut() {
             Some((file, _)) => file.write_all(line),
