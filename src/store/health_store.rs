@@ -30,7 +30,7 @@ impl HealthStore {
 
     /// The current health of every runner (empty when unreadable; logged).
     pub fn load(&self) -> HealthFile {
-        load(&self.path)
+        load(&self.path, true)
     }
 
     /// The table in trying order.
@@ -48,7 +48,8 @@ impl HealthStore {
         // and a no-op on it needs neither the lock nor a blocking-thread hand-off. An
         // answer racing a bench being written counts as the earlier of the two, an
         // order the lock allowed too.
-        let (prev, next) = self.next_of(&self.load(), runner, sign, reason);
+        // Quiet: a corrupt file is reported once, by the locked read that replaces it.
+        let (prev, next) = self.next_of(&load(&self.path, false), runner, sign, reason);
         if next == prev {
             return;
         }
@@ -120,13 +121,16 @@ pub fn reset(state: &StateDir) -> std::io::Result<()> {
 
 /// The health file of a state folder, for `status`.
 pub fn read(state: &StateDir) -> HealthFile {
-    load(&health_path(state))
+    load(&health_path(state), true)
 }
 
-fn load(path: &std::path::Path) -> HealthFile {
+/// The health file; an unreadable one is empty, a corrupt one too (logged if `warn`).
+fn load(path: &std::path::Path, warn: bool) -> HealthFile {
     match crate::store::state_dir::read_nofollow(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::warn!(file = %path.display(), "runner health file is corrupt, starting afresh: {e}");
+            if warn {
+                tracing::warn!(file = %path.display(), "runner health file is corrupt, starting afresh: {e}");
+            }
             HealthFile::new()
         }),
         Err(_) => HealthFile::new(),
@@ -192,5 +196,37 @@ mod tests {
         assert!(benched[&key(&runner())].benched_until > 0.0);
         health.record(&runner(), Sign::Answered, "answered");
         assert!(health.load().is_empty());
+    }
+
+    /// Counts the WARN events logged while it is the default subscriber.
+    struct Warnings(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// A corrupt health file is reported once when a failure replaces it, not once per
+    /// read (the unlocked check reads it too).
+    #[test]
+    fn a_corrupt_file_is_reported_once_when_a_failure_replaces_it() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let dir = tempfile::tempdir().unwrap();
+        let health = store(dir.path());
+        std::fs::write(dir.path().join("health.json"), b"{not json").unwrap();
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry().with(Warnings(count.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            health.record(&runner(), Sign::TimedOut, "timed out after 1s");
+        });
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(health.load()[&key(&runner())].timeouts_in_a_row, 1);
     }
 }
