@@ -109,8 +109,16 @@ def filesystem_of(path):
                 best = (dev, fstype, mnt)
     dev, fstype, _ = best
     if fstype == "ext4":
+        name = os.path.basename(dev)
+        if not os.path.isdir(f"/sys/fs/ext4/{name}"):
+            # /dev/root, /dev/mapper/...: the kernel's name from the device number.
+            st = os.stat(path)
+            try:
+                name = os.path.basename(os.readlink(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"))
+            except OSError:
+                pass
         try:
-            with open(f"/sys/fs/ext4/{os.path.basename(dev)}/journal_task") as f:
+            with open(f"/sys/fs/ext4/{name}/journal_task") as f:
                 fstype += " (no journal)" if f.read().strip() == "<none>" else " (journal)"
         except OSError:
             pass
