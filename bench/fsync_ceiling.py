@@ -26,6 +26,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402  (the machine CPU counter and the filesystem's name)
+
 
 def writer(root, jobs, first):
     claims, verdicts = os.path.join(root, "claims"), os.path.join(root, "verdicts")
@@ -55,14 +58,6 @@ def sync_dir(path):
         os.close(fd)
 
 
-def busy_ticks():
-    """CPU ticks the whole machine spent working (kernel threads such as the journal's
-    too): user, nice, system, irq, softirq; not idle, iowait or a VM's steal."""
-    with open("/proc/stat") as f:
-        t = [int(x) for x in f.readline().split()[1:]]
-    return t[0] + t[1] + t[2] + t[5] + t[6]
-
-
 def rate(parent, jobs, writers):
     root = tempfile.mkdtemp(prefix="llm-judge-fsync-", dir=parent)
     try:
@@ -70,13 +65,13 @@ def rate(parent, jobs, writers):
             os.mkdir(os.path.join(root, sub), 0o700)
         per = jobs // writers
         threads = [threading.Thread(target=writer, args=(root, per, w * per)) for w in range(writers)]
-        t0, c0 = time.monotonic(), busy_ticks()
+        t0, c0 = time.monotonic(), run.busy_ticks()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         n = per * writers
-        cpu_ms = (busy_ticks() - c0) / os.sysconf("SC_CLK_TCK") * 1000 / n
+        cpu_ms = (run.busy_ticks() - c0) / os.sysconf("SC_CLK_TCK") * 1000 / n
         return n / (time.monotonic() - t0), cpu_ms
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -87,8 +82,6 @@ def main():
     ap.add_argument("--root", default=None, help="where to write (default: the system temp folder)")
     ap.add_argument("--jobs", type=int, default=2000)
     args = ap.parse_args()
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import run  # noqa: E402  (only for the filesystem's name)
     fs = run.filesystem_of(args.root or tempfile.gettempdir())
     print(f"fsync ceiling  on {fs}", flush=True)
     if "(no journal)" in fs:

@@ -130,11 +130,13 @@ def process_count():
 
 
 def wait_until(cond, timeout, what):
+    """Polls `cond` every 5 ms until it gives something true, which it returns."""
     end = time.monotonic() + timeout
-    while not cond():
+    while not (value := cond()):
         if time.monotonic() > end:
             raise TimeoutError(what)
         time.sleep(0.005)
+    return value
 
 
 def wait_for_count(path, target, timeout, what):
@@ -404,14 +406,13 @@ def latency(jobs, gap):
             name = f"l{i:04d}"
             published[name] = w.publish_job(name)
             time.sleep(gap)
-        wait_until(lambda: count(w.verdicts) == jobs, 120, "latency verdicts")
+        # Every verdict renamed into place (and so every runner start logged) first.
+        seen = wait_until(lambda: events.arrived(published), 120, "latency verdicts")
         starts = {}
         with open(log) as f:
             for line in f:
                 name, ns = line.split()
                 starts.setdefault(name, int(ns))
-        wait_until(lambda: events.arrived(published) is not None, 30, "latency inotify events")
-        seen = events.arrived(published)
         to_start = sorted((starts[n] - t) / 1e6 for n, t in published.items())
         # Written: the verdict's temp file closed after its write (and fsync); visible:
         # renamed into place, which with fsync on comes after the claim's fsyncs too.

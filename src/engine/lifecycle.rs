@@ -248,10 +248,11 @@ async fn judge_claimed(
     // Without fsyncs the publish is a few small writes and a rename, the same kind of
     // work as the claim's: handing the worker thread off (block_in_place) would cost
     // more than it saves (a state folder on a slow network filesystem stalls a worker).
+    let mut publish_now = || publish(state, claim, path, name, &verdict, fsync);
     let published = if fsync {
-        crate::support::runtime::blocking(|| publish(state, claim, path, name, &verdict, fsync))
+        crate::support::runtime::blocking(publish_now)
     } else {
-        publish(state, claim, path, name, &verdict, fsync)
+        publish_now()
     };
     if let (Err(_), Some(t)) = (&published, tally) {
         t.undo(verdict.outcome);

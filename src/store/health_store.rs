@@ -43,23 +43,25 @@ impl HealthStore {
         if sign == Sign::Neutral {
             return;
         }
+        let k = key(runner);
         // Most attempts (an answer from a healthy runner) change nothing: the file is
         // replaced by rename, so an unlocked read is a state some writer committed,
         // and a no-op on it needs neither the lock nor a blocking-thread hand-off. An
         // answer racing a bench being written counts as the earlier of the two, an
-        // order the lock allowed too.
-        // Quiet: a corrupt file is reported once, by the locked read that replaces it.
-        let (prev, next) = self.next_of(&load(&self.path, false), runner, sign, reason);
-        if next == prev {
+        // order the lock allowed too. Quiet: a corrupt file is reported once, by the
+        // locked read that replaces it.
+        let prev = load(&self.path, false).remove(&k);
+        if self.next(prev.as_ref(), runner, sign, reason) == prev {
             return;
         }
-        crate::support::runtime::blocking(|| self.update_locked(runner, sign, reason));
+        crate::support::runtime::blocking(|| self.update_locked(k, runner, sign, reason));
     }
 
-    fn update_locked(&self, runner: &Runner, sign: Sign, reason: &str) {
+    fn update_locked(&self, k: String, runner: &Runner, sign: Sign, reason: &str) {
         let _guard = lock(&self.lock);
         let mut file = self.load();
-        let (prev, next) = self.next_of(&file, runner, sign, reason);
+        let prev = file.get(&k).cloned();
+        let next = self.next(prev.as_ref(), runner, sign, reason);
         if next == prev {
             return;
         }
@@ -79,30 +81,21 @@ impl HealthStore {
             _ => {}
         }
         match next {
-            Some(h) => file.insert(key(runner), h),
-            None => file.remove(&key(runner)),
+            Some(h) => file.insert(k, h),
+            None => file.remove(&k),
         };
         save(&self.path, &file);
     }
 
-    /// A runner's entry in `file` before and after recording `sign`.
-    fn next_of(
+    /// A runner's health after recording `sign` on `prev`.
+    fn next(
         &self,
-        file: &HealthFile,
+        prev: Option<&RunnerHealth>,
         runner: &Runner,
         sign: Sign,
         reason: &str,
-    ) -> (Option<RunnerHealth>, Option<RunnerHealth>) {
-        let prev = file.get(&key(runner)).cloned();
-        let next = update(
-            prev.as_ref(),
-            &runner.name,
-            sign,
-            reason,
-            now_unix(),
-            &self.cfg,
-        );
-        (prev, next)
+    ) -> Option<RunnerHealth> {
+        update(prev, &runner.name, sign, reason, now_unix(), &self.cfg)
     }
 }
 
@@ -184,13 +177,14 @@ mod tests {
         let held = lock(&dir.path().join("health.lock")).unwrap();
         let (tx, rx) = mpsc::channel();
         let h = health.clone();
-        std::thread::spawn(move || {
+        let recorder = std::thread::spawn(move || {
             h.record(&runner(), Sign::Answered, "answered");
             let _ = tx.send(());
         });
         rx.recv_timeout(Duration::from_secs(30))
             .expect("a no-op record waited for the lock");
         drop(held);
+        recorder.join().unwrap();
         health.record(&runner(), Sign::Failed, "exit 1");
         let benched = health.load();
         assert!(benched[&key(&runner())].benched_until > 0.0);
