@@ -2,8 +2,10 @@
 """A/B of two llm-judge binaries on the backlog workload, interleaved so a noisy
 machine hurts both alike: each round runs the floor, then A and B (order alternating),
 with fsync off and on. Reports, per binary, the median throughput as a ratio of the floor
-measured in the same round, and the CPU the judge spent per job (the daemon and, when
-it has one, its supervisor zygote: utime + stime from /proc).
+measured in the same round, the CPU the judge spent per job (the daemon and its
+long-lived helpers, the supervisor zygote and pooled supervisors: utime + stime from
+/proc; a supervisor forked per attempt is not counted), and the whole machine's CPU per
+job (/proc/stat, runners and short-lived supervisors included: the fair comparison).
 
     python3 bench/ab.py BIN_A BIN_B [--rounds 5] [--jobs 1000] [--workers 2]
 
@@ -22,19 +24,25 @@ import run  # noqa: E402
 
 
 def helpers_of(pid):
-    """Children of `pid` running the same executable (the supervisor zygote)."""
+    """Descendants of `pid` running the same executable through such ones (the
+    supervisor zygote and its pooled supervisors)."""
     exe = os.readlink(f"/proc/{pid}/exe")
-    out = []
+    parents = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
                 ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid == pid and os.readlink(f"/proc/{entry}/exe") == exe:
-                out.append(int(entry))
+            if os.readlink(f"/proc/{entry}/exe") == exe:
+                parents[int(entry)] = ppid
         except OSError:
             continue
+    out, frontier = [], [pid]
+    while frontier:
+        children = [p for p, pp in parents.items() if pp in frontier]
+        out += children
+        frontier = children
     return out
 
 
@@ -43,13 +51,16 @@ def one(binary, n, workers, fsync):
     w = run.World(config=f"fsync = {'true' if fsync else 'false'}")
     try:
         w.write_jobs(n)
+        c0 = run.busy_ticks()
         t0 = time.monotonic()
         pid = w.start(workers)
         run.wait_for_count(w.verdicts, n, 3600, "backlog")
         rate = n / (time.monotonic() - t0)
+        machine = run.busy_ticks() - c0
         run.wait_until(lambda: run.count(w.jobs) == 0, 60, "backlog jobs removed")
         ticks = run.cpu_ticks(pid) + sum(run.cpu_ticks(h) for h in helpers_of(pid))
-        return rate, ticks / run.CLK_TCK * 1000 / n
+        per_job = lambda t: t / run.CLK_TCK * 1000 / n
+        return rate, per_job(ticks), per_job(machine)
     finally:
         w.close()
 
@@ -73,8 +84,8 @@ def main():
         order = [("A", args.a), ("B", args.b)] if r % 2 == 0 else [("B", args.b), ("A", args.a)]
         for fsync in (False, True):
             for label, binary in order:
-                rate, cpu_ms = one(binary, args.jobs, args.workers, fsync)
-                results[(label, fsync)].append((rate / floor, cpu_ms))
+                rate, cpu_ms, machine_ms = one(binary, args.jobs, args.workers, fsync)
+                results[(label, fsync)].append((rate / floor, cpu_ms, machine_ms))
         for label, binary in order:
             if args.latency_jobs:
                 run.BIN = binary
@@ -85,8 +96,10 @@ def main():
             rows = results[(label, fsync)]
             ratio = statistics.median(x[0] for x in rows)
             cpu = statistics.median(x[1] for x in rows)
+            machine = statistics.median(x[2] for x in rows)
             print(f"{label} fsync {'on ' if fsync else 'off'}: {ratio:.2f} of floor, "
-                  f"judge CPU {cpu:.2f} ms/job (median of {len(rows)})  {binary}")
+                  f"judge CPU {cpu:.2f} ms/job, machine CPU {machine:.2f} ms/job "
+                  f"(median of {len(rows)})  {binary}")
     for label, binary in (("A", args.a), ("B", args.b)):
         runs = latencies[label]
         if not runs:

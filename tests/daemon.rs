@@ -513,7 +513,7 @@ fn zygote_of(d: &Daemon) -> u32 {
         found = fs::read_dir("/proc").ok().and_then(|rd| {
             rd.flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-                .find(|&p| support::is_daemon_helper(p, daemon))
+                .find(|&p| support::is_daemon_zygote(p, daemon))
         });
         found.is_some()
     });
@@ -549,6 +549,41 @@ fn a_dead_or_stopped_zygote_falls_back_to_forking_from_the_daemon() {
             assert_eq!(v["outcome"], "hit", "{signal}: {v}\n{}", w.log());
         }
     }
+}
+
+/// A pooled supervisor killed while idle costs no verdict: the daemon drops it when it
+/// refuses the next request, and a new one from the zygote runs the rest.
+#[test]
+fn a_killed_idle_pooled_supervisor_is_replaced_without_a_lost_verdict() {
+    let w = World::new();
+    w.config("workers = 1");
+    let body = format!("echo $PPID >> $W/parents\n{}", answer(r#"{"ok": true}"#));
+    let runner = w.runner("ok", &body);
+    let d = w.start(&[runner]);
+    w.job("j0", &json!({"prompt": "p0"}));
+    wait_for("the first verdict", DEADLINE, || w.verdicts().len() == 1);
+    let first = pids_in(&w.read("parents"))[0];
+    assert!(support::is_daemon_helper(first, d.child.id()), "{first}");
+    let status = Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait_for("the idle supervisor gone", DEADLINE, || !is_alive(first));
+    for i in 1..3 {
+        w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
+    }
+    wait_for("three verdicts", DEADLINE, || w.verdicts().len() == 3);
+    for i in 0..3 {
+        let v = w.verdict(&format!("j{i}"));
+        assert_eq!(v["outcome"], "hit", "{v}\n{}", w.log());
+    }
+    let parents = pids_in(&w.read("parents"));
+    assert_eq!(parents.len(), 3, "{parents:?}");
+    assert!(
+        parents[1] != first && parents[2] == parents[1],
+        "a new pooled supervisor ran the later attempts: {parents:?}"
+    );
 }
 
 /// A reload that lowers `kill_grace_seconds` while a job runs does not cut that job's

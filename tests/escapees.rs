@@ -158,3 +158,52 @@ fn a_chain_of_forty_escapees_is_stopped() {
     let left = wait_gone(&pids, GONE);
     assert!(left.is_empty(), "links still running: {left:?}");
 }
+
+/// The daemon's supervisors are pooled (src/process/zygote.rs): one serves attempt
+/// after attempt. Its sweep must still leave nothing of one attempt behind before the
+/// next starts: each attempt's escapee is gone once that attempt's verdict is out,
+/// and every attempt ran under the same supervisor, which is still waiting for more.
+#[test]
+fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
+    let w = World::new();
+    let mark = new_mark("escape-pooled");
+    let files: Vec<String> = (0..4).map(|i| format!("p{i}.pids")).collect();
+    let _reaper = reaper(
+        &w,
+        &mark,
+        &files.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    write_config(&w, "fsync = false\nkill_grace_seconds = 1\nworkers = 1\n");
+    // The prompt names the file the escapee writes; the runner's parent is its supervisor.
+    let body = format!(
+        "echo $PPID >> $W/parents\n{}echo '{{\"ok\": true}}'\n",
+        escape("$1.pids")
+    );
+    let runner = w.runner("leaver", &body);
+    let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
+    w.wait_log("daemon start");
+    for (i, file) in files.iter().enumerate() {
+        w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
+        world::wait_for("the job judged", Duration::from_secs(60), || {
+            w.verdicts().len() == i + 1
+        });
+        assert_gone(&w, file);
+    }
+    let parents = pids_in_file(&w.path("parents"));
+    assert_eq!(parents.len(), files.len(), "{parents:?}");
+    assert!(
+        parents.iter().all(|&p| p == parents[0]),
+        "one pooled supervisor ran every attempt: {parents:?}"
+    );
+    assert!(
+        support::is_daemon_helper(parents[0], d.child.id()),
+        "the supervisor is the daemon's pooled helper, still idle: {}",
+        cmdline(parents[0])
+    );
+    d.signal("TERM");
+    assert!(d.wait_exit(Duration::from_secs(30)).success());
+    assert!(
+        wait_gone(&parents[..1], GONE).is_empty(),
+        "the pooled supervisor exits with the daemon"
+    );
+}

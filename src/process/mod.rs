@@ -1,8 +1,10 @@
 //! Processes: spawning one runner under its supervisor and stopping it, and the OS
 //! calls about process groups, liveness and `/proc` (`os`), and short bounded runs of
-//! an installed runner (`probe`), and the zygote that forks supervisors for the daemon
-//! (`zygote`).
+//! an installed runner (`probe`), and the zygote that forks the daemon's pooled
+//! supervisors and keeps the idle ones (`zygote`, with `fd_passing`).
 
+#[cfg(target_os = "linux")]
+mod fd_passing;
 pub mod os;
 pub mod probe;
 pub mod spawn;

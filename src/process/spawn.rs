@@ -86,9 +86,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
     };
-    // Blocking: a fork here, or a request to the zygote (bounded by its socket timeout).
+    // Blocking: a request to a pooled supervisor or the zygote (bounded by their socket
+    // timeouts), or a fork here.
     let forked = crate::support::runtime::blocking(|| {
-        supervisor::start(&launch, crate::process::zygote::fork_supervisor)
+        supervisor::start(&launch, crate::process::zygote::supervise)
     });
     let mut attempt = match forked.and_then(Attempt::new) {
         Ok(attempt) => attempt,
@@ -177,6 +178,11 @@ struct Attempt {
     supervisor: i32,
     /// Our child (else the zygote's, reaped by the kernel: never waited for).
     ours: bool,
+    /// A pooled supervisor, given back once the attempt is settled and its report
+    /// pipe closed.
+    lease: Option<supervisor::Lease>,
+    /// The supervisor reported the attempt's end (`Exited` or `SpawnFailed`).
+    settled: bool,
     runner: Option<i32>,
     report: pipe::Receiver,
     stdin: Option<OwnedFd>,
@@ -188,7 +194,7 @@ struct Attempt {
 
 impl Attempt {
     fn new(started: supervisor::Started) -> std::io::Result<Self> {
-        let (supervisor, ours) = (started.supervisor, started.ours);
+        let (supervisor, ours, lease) = (started.supervisor, started.ours, started.lease);
         let report = match pipe::Receiver::from_owned_fd(started.report) {
             Ok(report) => report,
             Err(e) => {
@@ -203,6 +209,8 @@ impl Attempt {
         Ok(Attempt {
             supervisor,
             ours,
+            lease,
+            settled: false,
             runner: None,
             report,
             stdin: started.stdin,
@@ -215,10 +223,12 @@ impl Attempt {
     /// The next report, or `None` when the pipe closed or `wait` passed.
     async fn next_report(&mut self, wait: Duration) -> Option<Report> {
         let mut record = [0u8; RECORD_BYTES];
-        match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
+        let report = match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
             Ok(Ok(_)) => supervisor::decode(record),
             _ => None,
-        }
+        };
+        self.settled |= matches!(report, Some(Report::SpawnFailed(_) | Report::Exited(_)));
+        report
     }
 
     fn take_reader(&mut self, stdout: bool, tail: Tail) -> Option<tokio::task::JoinHandle<()>> {
@@ -272,7 +282,10 @@ impl Attempt {
         match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
             Err(_) => None,
             Ok(Ok(_)) => match supervisor::decode(record) {
-                Some(Report::Exited(status)) => Some(exit_end(status)),
+                Some(Report::Exited(status)) => {
+                    self.settled = true;
+                    Some(exit_end(status))
+                }
                 _ => Some(RunEnd::Exited { code: -9 }),
             },
             Ok(Err(_)) => Some(RunEnd::Exited { code: -9 }),
@@ -285,12 +298,17 @@ impl Attempt {
         }
     }
 
-    /// Reaps the supervisor. One that does not exit in time is killed; its runner's
-    /// tree is then searched by tag, the only trace left.
+    /// Reaps the supervisor, or gives a pooled one back once its attempt is settled.
+    /// One that does not finish in time is killed; its runner's tree is then searched
+    /// by tag, the only trace left.
     async fn finish(&mut self, tag: &str) {
         let mut rest = Vec::new();
         let closed = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
-        if !matches!(closed, Ok(Ok(_))) {
+        let closed = matches!(closed, Ok(Ok(_)));
+        if let Some(lease) = self.lease.take().filter(|_| closed && self.settled) {
+            crate::process::zygote::give_back(lease);
+        }
+        if !closed {
             self.signal_runner(Signal::KILL);
             signal_pid(self.supervisor, Signal::KILL);
             crate::support::runtime::blocking(|| kill_tagged(tag));

@@ -5,9 +5,13 @@
 //! breaks) it kills the runner's group first. An attempt's processes therefore never
 //! outlive it, whatever else runs at the same time, and nobody scans all of `/proc`.
 //!
-//! After `fork` the child runs only async-signal-safe calls on memory prepared before
-//! the fork (the judge is multi-threaded). The runner itself is started with
-//! `posix_spawn`, which needs no copy of the supervisor's address space.
+//! A supervisor runs one attempt at a time. The daemon's come from its zygote and are
+//! pooled: each serves attempt after attempt on its socket (`serve`), so an attempt
+//! costs no fork, and its sweep leaves it with no child before the next one. `run`
+//! and `ask` fork one per attempt from the judge; after that `fork` the child runs
+//! only async-signal-safe calls on memory prepared before the fork (the judge is
+//! multi-threaded). The runner itself is started with `posix_spawn`, which needs no
+//! copy of the supervisor's address space.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -17,6 +21,9 @@ use std::path::Path;
 use std::ptr;
 
 use libc::{c_char, c_int, pid_t};
+
+#[cfg(target_os = "linux")]
+use crate::process::fd_passing::{recv_with_fds, send_with_fds};
 
 /// A report record: one tag byte, three spare bytes, one native-endian i32.
 pub(crate) const RECORD_BYTES: usize = 8;
@@ -70,6 +77,8 @@ pub(crate) struct Started {
     /// Forked by this process, so ours to reap; the zygote's are reaped by the kernel
     /// and their pid must not be waited for (it may be reused).
     pub ours: bool,
+    /// A pooled supervisor's lease.
+    pub lease: Option<Lease>,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
@@ -85,6 +94,43 @@ pub(crate) struct Command {
 }
 
 impl Command {
+    /// As NUL-terminated strings: program, cwd, argc, argv..., env...
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let argc = CString::new(self.argv.len().to_string()).unwrap_or_default();
+        let parts = [&self.program, &self.cwd, &argc]
+            .into_iter()
+            .chain(&self.argv)
+            .chain(&self.env);
+        let mut out = Vec::new();
+        for part in parts {
+            out.extend_from_slice(part.as_bytes_with_nul());
+        }
+        out
+    }
+
+    /// The command `encode` made, or `None` for anything else.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn decode(body: &[u8]) -> Option<Command> {
+        let mut parts = body
+            .split_inclusive(|b| *b == 0)
+            .map(|p| CString::from_vec_with_nul(p.to_vec()).ok());
+        let program = parts.next()??;
+        let cwd = parts.next()??;
+        let argc: usize = parts.next()??.to_str().ok()?.parse().ok()?;
+        let rest: Vec<CString> = parts.collect::<Option<_>>()?;
+        if rest.len() < argc {
+            return None;
+        }
+        let (argv, env) = rest.split_at(argc);
+        Some(Command {
+            program,
+            argv: argv.to_vec(),
+            env: env.to_vec(),
+            cwd,
+        })
+    }
+
     fn of(launch: &Launch<'_>) -> io::Result<Self> {
         let argv = launch
             .argv
@@ -120,11 +166,21 @@ pub(crate) struct SupervisorFds {
     pub report: RawFd,
 }
 
-/// What another process (the daemon's zygote) made of a request to fork a supervisor.
+/// A pooled supervisor lent to one attempt. Give it back (`zygote::give_back`) only
+/// once its report pipe closed after `Exited` or `SpawnFailed`: its tree is gone and
+/// it waits for the next request. Dropped instead, its socket closes and it exits
+/// once its attempt is over.
+pub(crate) struct Lease {
+    pub pid: pid_t,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub sock: std::os::unix::net::UnixStream,
+}
+
+/// What the daemon's pool (or its zygote) made of a request for a supervisor.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) enum Forked {
-    /// It forked one: its pid.
-    Pid(pid_t),
+    /// A pooled supervisor took the attempt.
+    Pooled(Lease),
     /// It could not (an errno from its fork).
     Failed(io::Error),
     /// Fork it here. `tried`: the request may have reached a supervisor that holds the
@@ -132,16 +188,16 @@ pub(crate) enum Forked {
     Here { tried: bool },
 }
 
-/// Another process that can fork the supervisor.
+/// Another process that can supervise the attempt.
 pub(crate) type Forker = fn(&Command, SupervisorFds) -> Forked;
 
-/// Starts a supervisor for the runner described by `launch`: forked by `forker` when
-/// it can, else forked here.
+/// Starts a supervisor for the runner described by `launch`: a pooled one from
+/// `forker` when it can, else one forked here.
 pub(crate) fn start(launch: &Launch<'_>, forker: Forker) -> io::Result<Started> {
     let command = Command::of(launch)?;
     let pipes = Pipes::new(launch.stdin_piped)?;
     let pipes = match forker(&command, pipes.fds()) {
-        Forked::Pid(pid) => return Ok(pipes.started(pid, false)),
+        Forked::Pooled(lease) => return Ok(pipes.started(lease.pid, Some(lease))),
         Forked::Failed(e) => return Err(e),
         Forked::Here { tried: false } => pipes,
         Forked::Here { tried: true } => {
@@ -150,7 +206,7 @@ pub(crate) fn start(launch: &Launch<'_>, forker: Forker) -> io::Result<Started> 
         }
     };
     let pid = fork_supervisor(&command, pipes.fds())?;
-    Ok(pipes.started(pid, true))
+    Ok(pipes.started(pid, None))
 }
 
 /// The pipes of one attempt: the judge's ends and the supervisor's.
@@ -189,10 +245,12 @@ impl Pipes {
     }
 
     /// The judge's ends; ours of the supervisor's close here (only its tree holds them).
-    fn started(self, supervisor: pid_t, ours: bool) -> Started {
+    /// Without a lease the supervisor was forked here.
+    fn started(self, supervisor: pid_t, lease: Option<Lease>) -> Started {
         Started {
             supervisor,
-            ours,
+            ours: lease.is_none(),
+            lease,
             stdin: self.stdin_w,
             stdout: self.out.0,
             stderr: self.err.0,
@@ -203,19 +261,7 @@ impl Pipes {
 
 /// Forks a supervisor for `command` with `fds`, from this process.
 pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> io::Result<pid_t> {
-    let argv_ptrs = null_terminated(&command.argv);
-    let env_ptrs = null_terminated(&command.env);
-    let actions = FileActions::new(fds.stdin, fds.stdout, fds.stderr, &command.cwd)?;
-    let attr = SpawnAttr::new()?;
-    let child = Child {
-        program: &command.program,
-        argv: &argv_ptrs,
-        env: &env_ptrs,
-        actions: &actions,
-        attr: &attr,
-        report: fds.report,
-        runner_fds: [fds.stdin, fds.stdout, fds.stderr],
-    };
+    let child = Child::new(command, fds)?;
     // SAFETY: fork, possibly in a multi-threaded process; the child only runs
     // `Child::run`, which makes async-signal-safe calls on memory prepared above and
     // never returns.
@@ -363,26 +409,47 @@ fn check(rc: c_int) -> io::Result<()> {
     }
 }
 
-/// Everything the forked child needs, prepared before the fork.
+/// Everything a supervisor needs for one attempt, prepared before a fork (or, in a
+/// pooled supervisor, before the attempt).
 struct Child<'a> {
     program: &'a CString,
-    argv: &'a [*mut c_char],
-    env: &'a [*mut c_char],
-    actions: &'a FileActions,
-    attr: &'a SpawnAttr,
+    argv: Vec<*mut c_char>,
+    env: Vec<*mut c_char>,
+    actions: FileActions,
+    attr: SpawnAttr,
     report: RawFd,
     /// The runner's stdin source, stdout and stderr write ends.
     runner_fds: [RawFd; 3],
 }
 
-impl Child<'_> {
-    /// The supervisor's whole life. Only async-signal-safe calls from here on.
+impl<'a> Child<'a> {
+    fn new(command: &'a Command, fds: SupervisorFds) -> io::Result<Self> {
+        Ok(Child {
+            program: &command.program,
+            argv: null_terminated(&command.argv),
+            env: null_terminated(&command.env),
+            actions: FileActions::new(fds.stdin, fds.stdout, fds.stderr, &command.cwd)?,
+            attr: SpawnAttr::new()?,
+            report: fds.report,
+            runner_fds: [fds.stdin, fds.stdout, fds.stderr],
+        })
+    }
+
+    /// A forked supervisor's whole life. Only async-signal-safe calls from here on.
     unsafe fn run(&self) -> ! {
         unsafe {
-            settle_signals();
-            #[cfg(target_os = "linux")]
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            become_supervisor();
             self.close_inherited_fds();
+            self.attempt();
+            libc::_exit(0)
+        }
+    }
+
+    /// One attempt: start the runner, report it, wait for its end, sweep its tree,
+    /// report the end. Closes the runner's descriptors, not the report's.
+    /// Async-signal-safe.
+    unsafe fn attempt(&self) {
+        unsafe {
             let mut pid: pid_t = 0;
             let rc = libc::posix_spawn(
                 &mut pid,
@@ -392,13 +459,13 @@ impl Child<'_> {
                 self.argv.as_ptr(),
                 self.env.as_ptr(),
             );
-            if rc != 0 {
-                send(self.report, SPAWN_FAILED, rc);
-                libc::_exit(0);
-            }
             // From now on only the runner's tree holds its pipes.
             for fd in self.runner_fds {
                 libc::close(fd);
+            }
+            if rc != 0 {
+                send(self.report, SPAWN_FAILED, rc);
+                return;
             }
             send(self.report, SPAWNED, pid);
             wait_for_exit(pid, self.report);
@@ -406,7 +473,6 @@ impl Child<'_> {
             let mut status = 0;
             while libc::waitpid(pid, &mut status, 0) < 0 && errno() == libc::EINTR {}
             send(self.report, EXITED, status);
-            libc::_exit(0)
         }
     }
 
@@ -421,6 +487,104 @@ impl Child<'_> {
         ];
         unsafe { close_fds_except(&mut keep) };
     }
+}
+
+/// Signals settled and a child subreaper: every orphan of a runner's tree becomes ours.
+unsafe fn become_supervisor() {
+    unsafe {
+        settle_signals();
+        #[cfg(target_os = "linux")]
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Requests larger than this are refused (the prompt goes on stdin past 128 KiB).
+#[cfg(target_os = "linux")]
+const MAX_REQUEST: usize = 64 << 20;
+
+/// Sends one attempt to a pooled supervisor: the command, and the descriptors in
+/// `SupervisorFds` order. An error says whether any of it reached the supervisor.
+#[cfg(target_os = "linux")]
+pub(crate) fn send_request(
+    mut sock: &std::os::unix::net::UnixStream,
+    command: &Command,
+    fds: SupervisorFds,
+) -> Result<(), (bool, io::Error)> {
+    use std::io::Write;
+    let body = command.encode();
+    let header = (body.len() as u64).to_ne_bytes();
+    let descriptors = [fds.stdin, fds.stdout, fds.stderr, fds.report];
+    send_with_fds(sock, &header, &descriptors).map_err(|e| (false, e))?;
+    sock.write_all(&body).map_err(|e| (true, e))
+}
+
+/// A pooled supervisor's life: one attempt per request on `sock`, until the daemon
+/// closes it (or dies). Forked from the single-threaded zygote, so ordinary code is
+/// fine here; each sweep leaves it with no child before the next request.
+#[cfg(target_os = "linux")]
+pub(crate) fn serve(sock: std::os::unix::net::UnixStream) -> ! {
+    // SAFETY: plain calls in a single-threaded process.
+    unsafe { become_supervisor() };
+    loop {
+        match receive_request(&sock) {
+            Ok(Some((command, fds))) => serve_one(command.as_ref(), fds),
+            // SAFETY: leaving the single-threaded process.
+            Ok(None) | Err(_) => unsafe { libc::_exit(0) },
+        }
+    }
+}
+
+/// One request: its attempt, or `SpawnFailed` when it cannot be set up. Every
+/// descriptor it came with is closed when this returns.
+#[cfg(target_os = "linux")]
+fn serve_one(command: Option<&Command>, fds: [OwnedFd; 4]) {
+    let raw = fds.map(std::os::fd::IntoRawFd::into_raw_fd);
+    let fds = SupervisorFds {
+        stdin: raw[0],
+        stdout: raw[1],
+        stderr: raw[2],
+        report: raw[3],
+    };
+    let child = command
+        .ok_or(libc::EINVAL)
+        .and_then(|c| Child::new(c, fds).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO)));
+    // SAFETY: the descriptors are ours (taken above) and closed exactly once.
+    unsafe {
+        match child {
+            Ok(child) => child.attempt(),
+            Err(errno) => {
+                for fd in [fds.stdin, fds.stdout, fds.stderr] {
+                    libc::close(fd);
+                }
+                send(fds.report, SPAWN_FAILED, errno);
+            }
+        }
+        libc::close(fds.report);
+    }
+}
+
+/// One request: the command (`None` if it does not decode) and its four descriptors;
+/// `None` at EOF.
+#[cfg(target_os = "linux")]
+#[allow(clippy::type_complexity)]
+fn receive_request(
+    mut sock: &std::os::unix::net::UnixStream,
+) -> io::Result<Option<(Option<Command>, [OwnedFd; 4])>> {
+    use std::io::Read;
+    let mut header = [0u8; 8];
+    let Some(fds) = recv_with_fds(sock, &mut header)? else {
+        return Ok(None);
+    };
+    let len = u64::from_ne_bytes(header) as usize;
+    let fds: [OwnedFd; 4] = fds
+        .try_into()
+        .map_err(|_| io::Error::other("a supervisor request needs four descriptors"))?;
+    if len > MAX_REQUEST {
+        return Err(io::Error::other("supervisor request too large"));
+    }
+    let mut body = vec![0u8; len];
+    sock.read_exact(&mut body)?;
+    Ok(Some((Command::decode(&body), fds)))
 }
 
 /// Closes every descriptor from 3 up but those in `keep` (async-signal-safe).
@@ -645,6 +809,27 @@ mod tests {
             assert_eq!(decode(encode(tag, value)), Some(report));
         }
         assert_eq!(decode([b'?'; RECORD_BYTES]), None);
+    }
+
+    #[test]
+    fn a_command_round_trips() {
+        let c = |s: &str| CString::new(s).unwrap();
+        let command = Command {
+            program: c("/bin/sh"),
+            argv: vec![c("sh"), c("-c"), c("")],
+            env: vec![c("A=1"), c("B=")],
+            cwd: c("/tmp"),
+        };
+        let back = Command::decode(&command.encode()).unwrap();
+        assert_eq!(back.program, command.program);
+        assert_eq!(back.argv, command.argv);
+        assert_eq!(back.env, command.env);
+        assert_eq!(back.cwd, command.cwd);
+        assert!(Command::decode(b"/bin/sh\0/tmp\0").is_none(), "no argc");
+        assert!(
+            Command::decode(b"/bin/sh\0/tmp\x005\0a\0").is_none(),
+            "argc past the end"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! No zygote outside Linux (`zygote.rs` relies on `PR_SET_PDEATHSIG`,
 //! `MSG_CMSG_CLOEXEC` and `close_range`): supervisors are forked from the judge.
 
-use crate::process::supervisor::{Command, Forked, SupervisorFds};
+use crate::process::supervisor::{Command, Forked, Lease, SupervisorFds};
 
 /// There is no zygote here.
 pub fn start() -> Result<(), String> {
@@ -9,6 +9,9 @@ pub fn start() -> Result<(), String> {
 }
 
 /// Always: fork the supervisor in this process.
-pub(crate) fn fork_supervisor(_command: &Command, _fds: SupervisorFds) -> Forked {
+pub(crate) fn supervise(_command: &Command, _fds: SupervisorFds) -> Forked {
     Forked::Here { tried: false }
 }
+
+/// No pool here: a lease is never made, so there is nothing to keep.
+pub(crate) fn give_back(_lease: Lease) {}

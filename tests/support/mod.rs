@@ -58,10 +58,24 @@ pub fn stat_field(pid: u32, n: usize) -> Option<String> {
 
 /// True when `pid` is a child of `daemon` running the binary under test: the daemon's
 /// supervisor zygote (src/process/zygote.rs), which lives exactly as long as it.
+pub fn is_daemon_zygote(pid: u32, daemon: u32) -> bool {
+    parent_if_ours(pid) == Some(daemon)
+}
+
+/// True for the daemon's zygote and the pooled supervisors it forked (children of the
+/// zygote running the binary under test), which live as long as the daemon.
 pub fn is_daemon_helper(pid: u32, daemon: u32) -> bool {
-    let parent = stat_field(pid, 1).and_then(|p| p.parse::<u32>().ok());
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-    parent == Some(daemon) && exe.is_some_and(|e| e == std::path::Path::new(BIN))
+    is_daemon_zygote(pid, daemon)
+        || parent_if_ours(pid).is_some_and(|zygote| is_daemon_zygote(zygote, daemon))
+}
+
+/// The parent of `pid` when `pid` runs the binary under test.
+fn parent_if_ours(pid: u32) -> Option<u32> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    if exe != std::path::Path::new(BIN) {
+        return None;
+    }
+    stat_field(pid, 1)?.parse().ok()
 }
 
 /// `/proc/<pid>/stat` state letter, or `None` when the process is gone (Linux).
