@@ -78,7 +78,7 @@ def main():
     run.STATE_ROOT = args.state_root
     run.build()
     results = {(label, fsync): [] for label in "AB" for fsync in (False, True)}
-    latencies = {"A": [], "B": []}
+    latencies = {(label, fsync): [] for label in "AB" for fsync in (False, True)}
     for r in range(args.rounds):
         floor = run.floor_jobs_per_second(args.jobs, args.workers)
         order = [("A", args.a), ("B", args.b)] if r % 2 == 0 else [("B", args.b), ("A", args.a)]
@@ -86,10 +86,12 @@ def main():
             for label, binary in order:
                 rate, cpu_ms, machine_ms = one(binary, args.jobs, args.workers, fsync)
                 results[(label, fsync)].append((rate / floor, cpu_ms, machine_ms))
-        for label, binary in order:
-            if args.latency_jobs:
-                run.BIN = binary
-                latencies[label].append(run.latency(args.latency_jobs, 0.1))
+        for fsync in (False, True):
+            for label, binary in order:
+                if args.latency_jobs:
+                    run.BIN = binary
+                    config = "" if fsync else "fsync = false"
+                    latencies[(label, fsync)].append(run.latency(args.latency_jobs, 0.1, config))
         print(f"round {r + 1}/{args.rounds}: floor {floor:.0f}/s", flush=True)
     for fsync in (False, True):
         for label, binary in (("A", args.a), ("B", args.b)):
@@ -100,12 +102,12 @@ def main():
             print(f"{label} fsync {'on ' if fsync else 'off'}: {ratio:.2f} of floor, "
                   f"judge CPU {cpu:.2f} ms/job, machine CPU {machine:.2f} ms/job "
                   f"(median of {len(rows)})  {binary}")
-    for label, binary in (("A", args.a), ("B", args.b)):
-        runs = latencies[label]
+    for (label, fsync), runs in latencies.items():
         if not runs:
             continue
+        binary = args.a if label == "A" else args.b
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        print(f"{label} latency (median of {len(runs)} runs of {args.latency_jobs} jobs): "
+        print(f"{label} latency fsync {'on ' if fsync else 'off'} (median of {len(runs)} runs of {args.latency_jobs} jobs): "
               f"to runner start p50 {med['start_p50_ms']:.1f} p95 {med['start_p95_ms']:.1f} ms; "
               f"to verdict visible p50 {med['visible_p50_ms']:.1f} p95 {med['visible_p95_ms']:.1f} ms  {binary}")
 

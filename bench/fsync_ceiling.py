@@ -4,6 +4,7 @@ the four fsyncs of llm-judge's durable publish (SPEC section 6, `fsync = true`),
 nothing else: no runner, no judge.
 
     python3 bench/fsync_ceiling.py [--root DIR] [--jobs 2000]
+    python3 bench/fsync_ceiling.py --latency [--root DIR] [--jobs 300]
 
 Per job, W writer threads (W = 1, 2, 4, 8, 16) each do what the daemon's publish does to
 the disk: write the verdict's temp file and fsync it, rewrite the claim record and fsync
@@ -15,6 +16,11 @@ divide it by the `xargs` floor of bench/run.py to get the largest ratio reachabl
 machine's CPU time per job (all CPUs, journal threads included, from /proc/stat; Python's
 own share is a few tens of µs) bounds it from the other side: on a machine whose CPUs the
 runners already fill, a job cannot cost less than the floor's runner start plus this.
+With `--latency`, one writer makes the publishes one at a time, a few ms apart (as
+the latency workload's jobs arrive), and reports each fsync's time and the whole
+publish's, p50 and p95: on this disk, the part of "publish to verdict visible" that no
+judge with fsync on can avoid (the temp file's fsync, the claim record's and the rename's
+folder fsync are in series by the protocol; the claims folder's could move earlier).
 It asserts nothing.
 """
 
@@ -50,6 +56,50 @@ def writer(root, jobs, first):
         os.close(cfd)
 
 
+def timed_publish(root, i):
+    """One publish as `writer` makes it; the seconds each fsync took, and the whole."""
+    claims, verdicts = os.path.join(root, "claims"), os.path.join(root, "verdicts")
+    claim = os.path.join(claims, f"j{i:07d}.json")
+    cfd = os.open(claim, os.O_RDWR | os.O_CREAT, 0o600)
+    os.write(cfd, b'{"state": "running"}')
+    t = [time.monotonic()]
+    temp = os.path.join(verdicts, f".j{i:07d}.json.tmp")
+    tfd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(tfd, b'{"hit": false, "outcome": "clear"}\n' * 4)
+    os.fsync(tfd)
+    t.append(time.monotonic())
+    os.close(tfd)
+    os.pwrite(cfd, b'{"state": "publishing"}', 0)
+    os.fsync(cfd)
+    t.append(time.monotonic())
+    sync_dir(claims)
+    t.append(time.monotonic())
+    os.rename(temp, os.path.join(verdicts, f"j{i:07d}.json"))
+    sync_dir(verdicts)
+    t.append(time.monotonic())
+    os.unlink(claim)
+    os.close(cfd)
+    return [b - a for a, b in zip(t, t[1:])] + [t[-1] - t[0]]
+
+
+def latency(parent, jobs):
+    root = tempfile.mkdtemp(prefix="llm-judge-fsync-", dir=parent)
+    try:
+        for sub in ("claims", "verdicts"):
+            os.mkdir(os.path.join(root, sub), 0o700)
+        rows = []
+        for i in range(jobs):
+            rows.append(timed_publish(root, i))
+            time.sleep(0.005)
+        names = ["temp file", "claim record", "claims folder", "verdicts folder", "whole publish"]
+        for k, name in enumerate(names):
+            ms = sorted(r[k] * 1000 for r in rows)
+            p = lambda q: ms[min(len(ms) - 1, round(q / 100 * (len(ms) - 1)))]
+            print(f"fsync latency  {name:<16} p50 {p(50):.2f} ms  p95 {p(95):.2f} ms", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def sync_dir(path):
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -80,16 +130,20 @@ def rate(parent, jobs, writers):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", default=None, help="where to write (default: the system temp folder)")
-    ap.add_argument("--jobs", type=int, default=2000)
+    ap.add_argument("--jobs", type=int, default=None, help="2000, or 300 with --latency")
+    ap.add_argument("--latency", action="store_true", help="time one publish at a time")
     args = ap.parse_args()
     fs = run.filesystem_of(args.root or tempfile.gettempdir())
     print(f"fsync ceiling  on {fs}", flush=True)
     if "(no journal)" in fs:
         print("note: an ext4 without a journal slows file creation after many deletions; "
               "--root a journaled filesystem", flush=True)
+    if args.latency:
+        latency(args.root, args.jobs or 300)
+        return
     best = 0.0
     for writers in (1, 2, 4, 8, 16):
-        r, cpu_ms = rate(args.root, args.jobs, writers)
+        r, cpu_ms = rate(args.root, args.jobs or 2000, writers)
         best = max(best, r)
         print(f"fsync ceiling  {writers:>2} writers  {r:7.0f} jobs/s  machine CPU {cpu_ms:.2f} ms/job", flush=True)
     print(f"fsync ceiling  best {best:.0f} jobs/s (4 fsyncs per job)", flush=True)

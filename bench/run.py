@@ -390,8 +390,8 @@ class FolderEvents:
         return {j: (written[j], moved[j]) for j in jobs}
 
 
-def latency(jobs, gap):
-    w = World(runner_env={"BENCH_LOG": "/dev/null"})
+def latency(jobs, gap, config=""):
+    w = World(config=config, runner_env={"BENCH_LOG": "/dev/null"})
     log = os.path.join(w.dir, "starts.log")
     w.env["BENCH_LOG"] = log
     events = None
@@ -573,6 +573,9 @@ def main():
         r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
         out["latency"] = r
         print(LATENCY.format(**r), flush=True)
+        r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1, "fsync = false"))
+        out["latency_fsync_off"] = r
+        print("fsync off: " + LATENCY.format(**r), flush=True)
     if "idle" in args.only:
         r = idle(10 if args.quick else args.idle_seconds)
         out["idle"] = r

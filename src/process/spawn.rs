@@ -86,10 +86,15 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
     };
-    // Blocking: a request to a pooled supervisor or the zygote (bounded by their socket
-    // timeouts), or a fork here.
-    let forked = crate::support::runtime::blocking(|| {
-        supervisor::start(&launch, crate::process::zygote::supervise)
+    // An idle pooled supervisor takes it at once; else, off the async workers, a new
+    // one from the zygote (bounded by its socket timeout) or a fork here.
+    let forked = supervisor::prepare(&launch).and_then(|prepared| {
+        match prepared.start_idle(crate::process::zygote::supervise_idle) {
+            Ok(started) => started,
+            Err(prepared) => crate::support::runtime::blocking(|| {
+                prepared.start(crate::process::zygote::supervise)
+            }),
+        }
     });
     let mut attempt = match forked.and_then(Attempt::new) {
         Ok(attempt) => attempt,

@@ -109,6 +109,16 @@ impl Command {
         out
     }
 
+    /// The length of `encode`'s bytes.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn encoded_len(&self) -> usize {
+        let strings = [&self.program, &self.cwd]
+            .into_iter()
+            .chain(&self.argv)
+            .chain(&self.env);
+        strings.map(|c| c.as_bytes_with_nul().len()).sum::<usize>() + 21
+    }
+
     /// The command `encode` made, or `None` for anything else.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn decode(body: &[u8]) -> Option<Command> {
@@ -191,22 +201,57 @@ pub(crate) enum Forked {
 /// Another process that can supervise the attempt.
 pub(crate) type Forker = fn(&Command, SupervisorFds) -> Forked;
 
-/// Starts a supervisor for the runner described by `launch`: a pooled one from
-/// `forker` when it can, else one forked here.
-pub(crate) fn start(launch: &Launch<'_>, forker: Forker) -> io::Result<Started> {
-    let command = Command::of(launch)?;
-    let pipes = Pipes::new(launch.stdin_piped)?;
-    let pipes = match forker(&command, pipes.fds()) {
-        Forked::Pooled(lease) => return Ok(pipes.started(lease.pid, Some(lease))),
-        Forked::Failed(e) => return Err(e),
-        Forked::Here { tried: false } => pipes,
-        Forked::Here { tried: true } => {
-            drop(pipes);
-            Pipes::new(launch.stdin_piped)?
+/// An attempt's command and pipes, ready for a supervisor.
+pub(crate) struct Prepared {
+    command: Command,
+    pipes: Pipes,
+    stdin_piped: bool,
+}
+
+/// Builds the command and pipes for the runner described by `launch`.
+pub(crate) fn prepare(launch: &Launch<'_>) -> io::Result<Prepared> {
+    Ok(Prepared {
+        command: Command::of(launch)?,
+        pipes: Pipes::new(launch.stdin_piped)?,
+        stdin_piped: launch.stdin_piped,
+    })
+}
+
+impl Prepared {
+    /// Hands the attempt to an idle pooled supervisor when `idle` has one that takes
+    /// it (never blocks for long: no fork, no zygote); else gives the attempt back.
+    pub(crate) fn start_idle(self, idle: Forker) -> Result<io::Result<Started>, Prepared> {
+        match idle(&self.command, self.pipes.fds()) {
+            Forked::Pooled(lease) => Ok(Ok(self.pipes.started(lease.pid, Some(lease)))),
+            Forked::Failed(e) => Ok(Err(e)),
+            Forked::Here { tried: false } => Err(self),
+            Forked::Here { tried: true } => match Pipes::new(self.stdin_piped) {
+                Ok(pipes) => Err(Prepared { pipes, ..self }),
+                Err(e) => Ok(Err(e)),
+            },
         }
-    };
-    let pid = fork_supervisor(&command, pipes.fds())?;
-    Ok(pipes.started(pid, None))
+    }
+
+    /// Starts a supervisor for the attempt: a pooled one from `forker` when it can,
+    /// else one forked here.
+    pub(crate) fn start(self, forker: Forker) -> io::Result<Started> {
+        let Prepared {
+            command,
+            pipes,
+            stdin_piped,
+        } = self;
+        let pipes = match forker(&command, pipes.fds()) {
+            Forked::Pooled(lease) => return Ok(pipes.started(lease.pid, Some(lease))),
+            Forked::Failed(e) => return Err(e),
+            Forked::Here { tried: false } => pipes,
+            Forked::Here { tried: true } => {
+                drop(pipes);
+                Pipes::new(stdin_piped)?
+            }
+        };
+        let pid = fork_supervisor(&command, pipes.fds())?;
+        Ok(pipes.started(pid, None))
+    }
 }
 
 /// The pipes of one attempt: the judge's ends and the supervisor's.

@@ -81,14 +81,38 @@ fn bound(sock: &UnixStream) -> io::Result<()> {
     sock.set_write_timeout(Some(ANSWER_WAIT))
 }
 
+/// Requests up to this size go to an idle supervisor from an async worker: an idle one
+/// reads at once, so the write never waits (unless it was stopped from outside).
+const INLINE_REQUEST: usize = 64 << 10;
+
+/// Hands the attempt to an idle pooled supervisor without blocking; `Here` when none
+/// takes it (or the request is large): then call `supervise` off the async workers.
+pub(crate) fn supervise_idle(command: &Command, fds: SupervisorFds) -> Forked {
+    if command.encoded_len() > INLINE_REQUEST {
+        return Forked::Here { tried: false };
+    }
+    hand_over(command, fds, false)
+}
+
 /// Hands the attempt to a pooled supervisor: an idle one, else a new one from the
-/// zygote; `Here` when neither can take it. A supervisor that is gone (its socket
-/// refuses the request) is dropped and the next one tried.
+/// zygote; `Here` when neither can take it. May block (the zygote's reply, bounded).
 pub(crate) fn supervise(command: &Command, fds: SupervisorFds) -> Forked {
+    hand_over(command, fds, true)
+}
+
+/// Sends the attempt to an idle supervisor, or to a new one when `new` allows. A
+/// supervisor that is gone (its socket refuses the request) is dropped and the next
+/// one tried.
+fn hand_over(command: &Command, fds: SupervisorFds, new: bool) -> Forked {
     // Every idle one may be dead (killed from outside): try each once, then a new one.
-    let tries = lock_idle().len() + 1;
+    let tries = lock_idle().len() + usize::from(new);
     for _ in 0..tries {
-        let lease = match take_idle().map(Ok).or_else(new_supervisor) {
+        let next = match take_idle() {
+            Some(lease) => Some(Ok(lease)),
+            None if new => new_supervisor(),
+            None => None,
+        };
+        let lease = match next {
             Some(Ok(lease)) => lease,
             Some(Err(e)) => return Forked::Failed(e),
             None => return Forked::Here { tried: false },

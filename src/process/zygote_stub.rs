@@ -8,6 +8,11 @@ pub fn start() -> Result<(), String> {
     Err("only on Linux".into())
 }
 
+/// No pool here: nothing idle.
+pub(crate) fn supervise_idle(_command: &Command, _fds: SupervisorFds) -> Forked {
+    Forked::Here { tried: false }
+}
+
 /// Always: fork the supervisor in this process.
 pub(crate) fn supervise(_command: &Command, _fds: SupervisorFds) -> Forked {
     Forked::Here { tried: false }
