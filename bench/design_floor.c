@@ -16,7 +16,12 @@
  *          claim, claims folder, verdicts folder)
  *   super  files, with the runner started by a per-attempt supervisor: a forked child
  *          subreaper that spawns the runner, reads its output, reaps it, reads its own
- *          children (the leftover sweep) and reports back through a pipe */
+ *          children (the leftover sweep) and reports back through a pipe
+ *   pooled files, with the runner started by the worker's one long-lived supervisor (as
+ *          the daemon's pooled supervisors do): per job, the worker sends it the runner's
+ *          stdout pipe and a report pipe over a Unix socket (SCM_RIGHTS) and reads the
+ *          runner's output itself; the supervisor spawns the runner, reaps it, reads its
+ *          own children and reports one byte */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,7 +38,9 @@
 extern char **environ;
 
 static const char *state, *runner;
-static int level_files, level_super, do_fsync;
+static int level_files, level_super, level_pooled, do_fsync;
+/* The worker's end of its pooled supervisor's socket. */
+static int pool_sock = -1;
 
 static void die(const char *what) { perror(what); exit(1); }
 
@@ -86,6 +94,83 @@ static void supervised(const char *prompt, const char *cwd) {
     waitpid(pid, NULL, 0);
 }
 
+/* Sends `len` bytes with descriptors `fds` attached. */
+static void send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+    char control[CMSG_SPACE(2 * sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+    if (sendmsg(sock, &msg, 0) != (ssize_t)len) die("sendmsg");
+}
+
+/* The pooled supervisor's life: per request (prompt and cwd, the runner's stdout and a
+ * report pipe), spawn the runner, reap it, read its own children, report one byte. */
+static void serve_pooled(int sock) {
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    for (;;) {
+        char req[4096 + 256], control[CMSG_SPACE(2 * sizeof(int))];
+        struct iovec iov = {req, sizeof req - 1};
+        struct msghdr msg = {0};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n <= 0) _exit(0);
+        req[n] = 0;
+        int fds[2];
+        memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof fds);
+        const char *prompt = req, *cwd = req + strlen(req) + 1;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fds[0], 1);
+        posix_spawn_file_actions_addchdir_np(&fa, cwd);
+        posix_spawnattr_t at;
+        posix_spawnattr_init(&at);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+        char *argv[] = {(char *)runner, (char *)prompt, NULL};
+        pid_t pid;
+        if (posix_spawn(&pid, runner, &fa, &at, argv, environ) != 0) die("posix_spawn");
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        close(fds[0]);
+        waitpid(pid, NULL, 0);
+        char kids[256];
+        int fd = open("/proc/thread-self/children", O_RDONLY);
+        if (fd >= 0) { (void)!read(fd, kids, sizeof kids); close(fd); }
+        (void)!write(fds[1], "k", 1);
+        close(fds[1]);
+    }
+}
+
+/* One attempt through the worker's pooled supervisor. */
+static void pooled(const char *prompt, const char *cwd) {
+    int out[2], rep[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) die("pipe");
+    char req[4096 + 256];
+    size_t lp = strlen(prompt) + 1, lc = strlen(cwd) + 1;
+    memcpy(req, prompt, lp);
+    memcpy(req + lp, cwd, lc);
+    int fds[2] = {out[1], rep[1]};
+    send_fds(pool_sock, req, lp + lc, fds, 2);
+    close(out[1]);
+    close(rep[1]);
+    char buf[4096];
+    while (read(out[0], buf, sizeof buf) > 0) {}
+    close(out[0]);
+    (void)!read(rep[0], buf, 1);
+    close(rep[0]);
+}
+
 static void write_record(int fd, const char *state_word, const char *name) {
     char rec[512];
     int n = snprintf(rec, sizeof rec,
@@ -125,6 +210,7 @@ static void one_job(int i) {
     if (!mkdtemp(folder)) die("mkdtemp");
 
     if (level_super) supervised(prompt, folder);
+    else if (level_pooled) pooled(prompt, folder);
     else run_runner(prompt, folder);
 
     int tfd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -148,11 +234,12 @@ static void one_job(int i) {
 
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: design-floor spawn|files|super STATE N WORKERS FSYNC RUNNER\n");
+        fprintf(stderr, "usage: design-floor spawn|files|super|pooled STATE N WORKERS FSYNC RUNNER\n");
         return 2;
     }
     level_files = strcmp(argv[1], "spawn") != 0;
     level_super = strcmp(argv[1], "super") == 0;
+    level_pooled = strcmp(argv[1], "pooled") == 0;
     state = argv[2];
     int n = atoi(argv[3]), workers = atoi(argv[4]);
     do_fsync = atoi(argv[5]);
@@ -161,7 +248,17 @@ int main(int argc, char **argv) {
         pid_t pid = fork();
         if (pid < 0) die("fork");
         if (pid == 0) {
+            if (level_pooled) {
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) die("socketpair");
+                pid_t sup = fork();
+                if (sup < 0) die("fork");
+                if (sup == 0) { close(sv[0]); serve_pooled(sv[1]); }
+                close(sv[1]);
+                pool_sock = sv[0];
+            }
             for (int i = w; i < n; i += workers) one_job(i);
+            if (level_pooled) { close(pool_sock); wait(NULL); }
             _exit(0);
         }
     }

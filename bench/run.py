@@ -258,7 +258,7 @@ def floor_jobs_per_second(n, workers):
 
 
 def design_floor(level, n, workers, fsync):
-    """bench/design_floor.c at `level` (spawn, files, super) on n jobs: jobs/s."""
+    """bench/design_floor.c at `level` (spawn, files, super, pooled) on n jobs: jobs/s."""
     w = World()
     try:
         w.write_jobs(n)
@@ -289,7 +289,8 @@ def design(rounds, n):
     """The daemon against xargs and the design floor's three levels, interleaved in rounds
     so a noisy machine hurts all alike; medians of per-round ratios to xargs, and of the
     machine's CPU time per job (all CPUs, the bench's own polling included)."""
-    names = ["spawn", "files_off", "files_on", "super_off", "super_on", "daemon_off", "daemon_on"]
+    names = ["spawn", "files_off", "files_on", "super_off", "super_on", "pooled_off", "pooled_on",
+             "daemon_off", "daemon_on"]
     ratios = {k: [] for k in names}
     cpu = {k: [] for k in ["xargs"] + names}
     floors = []
@@ -565,10 +566,12 @@ def main():
         out["design"] = r
         print(f"design   {300 if args.quick else 1000} jobs  workers 2, of the xargs floor: C spawn {{spawn:.2f}}; C + files fsync off "
               "{files_off:.2f} on {files_on:.2f}; C + files + supervisor off {super_off:.2f} on {super_on:.2f}; "
+              "C + files + pooled supervisor off {pooled_off:.2f} on {pooled_on:.2f}; "
               "daemon off {daemon_off:.2f} on {daemon_on:.2f}".format(**r), flush=True)
         print("design   machine CPU per job: xargs {cpu_xargs:.2f} ms (at {floor_jps:.0f}/s); C spawn {cpu_spawn:.2f}; C + files off "
               "{cpu_files_off:.2f} on {cpu_files_on:.2f}; C + files + supervisor off {cpu_super_off:.2f} on "
-              "{cpu_super_on:.2f}; daemon off {cpu_daemon_off:.2f} on {cpu_daemon_on:.2f}".format(**r), flush=True)
+              "{cpu_super_on:.2f}; C + files + pooled supervisor off {cpu_pooled_off:.2f} on {cpu_pooled_on:.2f}; "
+              "daemon off {cpu_daemon_off:.2f} on {cpu_daemon_on:.2f}".format(**r), flush=True)
     if "latency" in args.only:
         r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
         out["latency"] = r

@@ -162,7 +162,8 @@ fn a_chain_of_forty_escapees_is_stopped() {
 /// The daemon's supervisors are pooled (src/process/zygote.rs): one serves attempt
 /// after attempt. Its sweep must still leave nothing of one attempt behind before the
 /// next starts: each attempt's escapee is gone once that attempt's verdict is out,
-/// and every attempt ran under the same supervisor, which is still waiting for more.
+/// and every attempt ran under the same supervisor, which is still waiting for more
+/// and goes when the daemon is killed.
 #[test]
 fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
     let w = World::new();
@@ -200,10 +201,33 @@ fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
         "the supervisor is the daemon's pooled helper, still idle: {}",
         cmdline(parents[0])
     );
+    // Killed, not stopped: the idle supervisor and the zygote still go with it.
+    d.kill9();
+    let left = wait_no_marked(&mark, &[], GONE);
+    assert!(left.is_empty(), "left running after kill -9: {left:?}");
+}
+
+/// A runner that kills its own supervisor takes the sweep away: the daemon sees the
+/// report pipe close with no end reported and stops that runner's tree by its tag at
+/// once, not at the next start.
+#[test]
+fn a_runner_that_kills_its_supervisor_leaves_nothing_running() {
+    let w = World::new();
+    let mark = new_mark("escape-supervisor-killed");
+    let _reaper = reaper(&w, &mark, &["child.pids"]);
+    write_config(&w, "fsync = false\nkill_grace_seconds = 1\n");
+    let body = format!(
+        "{TOKEN} </dev/null >/dev/null 2>&1 &\necho $! >> $W/child.pids\nkill -9 $PPID\necho '{{\"ok\": true}}'\n"
+    );
+    let runner = w.runner("parricide", &body);
+    let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
+    w.wait_log("daemon start");
+    w.job("j", &json!({"prompt": "p"}));
+    world::wait_for("the job judged", Duration::from_secs(60), || {
+        w.verdicts().len() == 1
+    });
+    assert_gone(&w, "child.pids");
+    w.wait_log("ended without reporting");
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
-    assert!(
-        wait_gone(&parents[..1], GONE).is_empty(),
-        "the pooled supervisor exits with the daemon"
-    );
 }

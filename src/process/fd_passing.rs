@@ -18,13 +18,19 @@ fn errno() -> c_int {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-/// Sends all of `bytes` with `fds` (at most `MAX_FDS`) attached to the first byte.
-pub(crate) fn send_with_fds(mut sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
+/// Sends all of `bytes` with `fds` (at most `MAX_FDS`) attached to the first byte. An
+/// error says whether any of it (and so the descriptors) went.
+pub(crate) fn send_with_fds(
+    mut sock: &UnixStream,
+    bytes: &[u8],
+    fds: &[RawFd],
+) -> Result<(), (bool, io::Error)> {
     if fds.is_empty() {
-        return sock.write_all(bytes);
+        // Unknown how much went: say some did.
+        return sock.write_all(bytes).map_err(|e| (true, e));
     }
     if fds.len() > MAX_FDS || bytes.is_empty() {
-        return Err(io::Error::other("bad descriptor message"));
+        return Err((false, io::Error::other("bad descriptor message")));
     }
     let mut control = ControlBuffer([0u8; 64]);
     let payload = std::mem::size_of_val(fds) as u32;
@@ -33,7 +39,7 @@ pub(crate) fn send_with_fds(mut sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) 
     unsafe {
         let space = libc::CMSG_SPACE(payload) as usize;
         if space > control.0.len() {
-            return Err(io::Error::other("control buffer too small"));
+            return Err((false, io::Error::other("control buffer too small")));
         }
         let mut iov = libc::iovec {
             iov_base: bytes.as_ptr().cast_mut().cast(),
@@ -58,10 +64,10 @@ pub(crate) fn send_with_fds(mut sock: &UnixStream, bytes: &[u8], fds: &[RawFd]) 
                 continue;
             }
             if n < 0 {
-                return Err(io::Error::last_os_error());
+                return Err((false, io::Error::last_os_error()));
             }
             // The descriptors went with the first bytes; finish the rest plainly.
-            return sock.write_all(&bytes[n as usize..]);
+            return sock.write_all(&bytes[n as usize..]).map_err(|e| (true, e));
         }
     }
 }

@@ -203,10 +203,11 @@ impl Attempt {
         let report = match pipe::Receiver::from_owned_fd(started.report) {
             Ok(report) => report,
             Err(e) => {
-                // No way to hear from it: stop it, its sweep still runs.
-                signal_pid(supervisor, Signal::KILL);
+                // No way to hear from it. Its report pipe's read end is closed now, so
+                // it kills the runner's group, sweeps and ends the attempt (a pooled
+                // one then exits: its lease drops here, closing its socket).
                 if ours {
-                    supervisor::reap(supervisor);
+                    reap_in_background(supervisor);
                 }
                 return Err(e);
             }
@@ -288,7 +289,9 @@ impl Attempt {
             Err(_) => None,
             Ok(Ok(_)) => match supervisor::decode(record) {
                 Some(Report::Exited(status)) => {
+                    // Reaped by the supervisor: its group id may be reused from now on.
                     self.settled = true;
+                    self.runner = None;
                     Some(exit_end(status))
                 }
                 _ => Some(RunEnd::Exited { code: -9 }),
@@ -312,6 +315,16 @@ impl Attempt {
         let closed = matches!(closed, Ok(Ok(_)));
         if let Some(lease) = self.lease.take().filter(|_| closed && self.settled) {
             crate::process::zygote::give_back(lease);
+        }
+        if closed && !self.settled {
+            // The supervisor died before it reported the end (killed from outside): its
+            // sweep did not run, so the runner's tree is found by its tag.
+            let killed = crate::support::runtime::blocking(|| kill_tagged(tag));
+            tracing::warn!(
+                supervisor = self.supervisor,
+                killed,
+                "a runner's supervisor ended without reporting; stopped its runner's processes by tag"
+            );
         }
         if !closed {
             self.signal_runner(Signal::KILL);
@@ -342,13 +355,18 @@ impl Drop for Attempt {
         if !self.ours {
             return;
         }
-        let supervisor = self.supervisor;
-        let reaper = std::thread::Builder::new()
-            .name("llm-judge-reap".into())
-            .spawn(move || supervisor::reap(supervisor));
-        if reaper.is_err() {
-            signal_pid(supervisor, Signal::KILL);
-        }
+        reap_in_background(self.supervisor);
+    }
+}
+
+/// Reaps a supervisor we forked on a thread of its own (it exits once its sweep is
+/// done); if no thread can be had, kills it so the reap cannot wait on its sweep.
+fn reap_in_background(supervisor: i32) {
+    let reaper = std::thread::Builder::new()
+        .name("llm-judge-reap".into())
+        .spawn(move || supervisor::reap(supervisor));
+    if reaper.is_err() {
+        signal_pid(supervisor, Signal::KILL);
     }
 }
 

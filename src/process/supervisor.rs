@@ -485,15 +485,16 @@ impl<'a> Child<'a> {
         unsafe {
             become_supervisor();
             self.close_inherited_fds();
-            self.attempt();
+            let _ = self.attempt();
             libc::_exit(0)
         }
     }
 
     /// One attempt: start the runner, report it, wait for its end, sweep its tree,
-    /// report the end. Closes the runner's descriptors, not the report's.
+    /// report the end. Closes the runner's descriptors, not the report's. False when
+    /// the sweep could not list our children (an escapee may be left as our child).
     /// Async-signal-safe.
-    unsafe fn attempt(&self) {
+    unsafe fn attempt(&self) -> bool {
         unsafe {
             let mut pid: pid_t = 0;
             let rc = libc::posix_spawn(
@@ -510,14 +511,15 @@ impl<'a> Child<'a> {
             }
             if rc != 0 {
                 send(self.report, SPAWN_FAILED, rc);
-                return;
+                return true;
             }
             send(self.report, SPAWNED, pid);
             wait_for_exit(pid, self.report);
-            sweep(pid);
+            let swept = sweep(pid);
             let mut status = 0;
             while libc::waitpid(pid, &mut status, 0) < 0 && errno() == libc::EINTR {}
             send(self.report, EXITED, status);
+            swept
         }
     }
 
@@ -559,7 +561,7 @@ pub(crate) fn send_request(
     let body = command.encode();
     let header = (body.len() as u64).to_ne_bytes();
     let descriptors = [fds.stdin, fds.stdout, fds.stderr, fds.report];
-    send_with_fds(sock, &header, &descriptors).map_err(|e| (false, e))?;
+    send_with_fds(sock, &header, &descriptors)?;
     sock.write_all(&body).map_err(|e| (true, e))
 }
 
@@ -571,18 +573,24 @@ pub(crate) fn serve(sock: std::os::unix::net::UnixStream) -> ! {
     // SAFETY: plain calls in a single-threaded process.
     unsafe { become_supervisor() };
     loop {
-        match receive_request(&sock) {
+        // One that cannot list its children serves no more: what its sweep could not
+        // see must not become a later attempt's.
+        let more = match receive_request(&sock) {
             Ok(Some((command, fds))) => serve_one(command.as_ref(), fds),
+            Ok(None) | Err(_) => false,
+        };
+        if !more {
             // SAFETY: leaving the single-threaded process.
-            Ok(None) | Err(_) => unsafe { libc::_exit(0) },
+            unsafe { libc::_exit(0) };
         }
     }
 }
 
 /// One request: its attempt, or `SpawnFailed` when it cannot be set up. Every
-/// descriptor it came with is closed when this returns.
+/// descriptor it came with is closed when this returns. False when the attempt's
+/// sweep could not list our children.
 #[cfg(target_os = "linux")]
-fn serve_one(command: Option<&Command>, fds: [OwnedFd; 4]) {
+fn serve_one(command: Option<&Command>, fds: [OwnedFd; 4]) -> bool {
     let raw = fds.map(std::os::fd::IntoRawFd::into_raw_fd);
     let fds = SupervisorFds {
         stdin: raw[0],
@@ -595,16 +603,18 @@ fn serve_one(command: Option<&Command>, fds: [OwnedFd; 4]) {
         .and_then(|c| Child::new(c, fds).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO)));
     // SAFETY: the descriptors are ours (taken above) and closed exactly once.
     unsafe {
-        match child {
+        let swept = match child {
             Ok(child) => child.attempt(),
             Err(errno) => {
                 for fd in [fds.stdin, fds.stdout, fds.stderr] {
                     libc::close(fd);
                 }
                 send(fds.report, SPAWN_FAILED, errno);
+                true
             }
-        }
+        };
         libc::close(fds.report);
+        swept
     }
 }
 
@@ -648,15 +658,30 @@ pub(crate) unsafe fn close_fds_except(keep: &mut [RawFd]) {
 unsafe fn close_range(first: c_int, last: c_int) {
     #[cfg(target_os = "linux")]
     unsafe {
-        libc::syscall(
+        let rc = libc::syscall(
             libc::SYS_close_range,
             first as libc::c_uint,
             last as libc::c_uint,
             0,
         );
+        if rc == 0 {
+            return;
+        }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (first, last);
+    // No close_range (Linux before 5.9, macOS): one by one up to the descriptor limit.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            c_int::try_from(limit.rlim_cur.min(1 << 16)).unwrap_or(1 << 16)
+        } else {
+            1 << 16
+        };
+        let mut fd = first;
+        while fd <= last && fd < max {
+            libc::close(fd);
+            fd += 1;
+        }
+    }
 }
 
 /// Ignores the signals a terminal or the judge's group may get (the supervisor stops
@@ -674,13 +699,17 @@ unsafe fn settle_signals() {
 }
 
 /// Ignores what a terminal or the judge's process group may send (SIGINT, SIGTERM,
-/// SIGHUP, SIGQUIT) and SIGPIPE: the supervisor and the zygote stop on their own terms.
+/// SIGHUP, SIGQUIT, the terminal stops) and SIGPIPE: the supervisor and the zygote stop
+/// on their own terms.
 pub(crate) unsafe fn ignore_stop_signals() {
     for sig in [
         libc::SIGINT,
         libc::SIGTERM,
         libc::SIGHUP,
         libc::SIGQUIT,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
         libc::SIGPIPE,
     ] {
         unsafe { set_handler(sig, libc::SIG_IGN) };
@@ -758,14 +787,17 @@ unsafe fn wait_for_exit(pid: pid_t, report: RawFd) {
 }
 
 /// SIGKILLs and reaps every child but the runner's zombie, round after round, until
-/// none is left: a killed child's own children become ours for the next round.
-unsafe fn sweep(runner: pid_t) {
+/// none is left: a killed child's own children become ours for the next round. False
+/// when our children cannot be listed: then only the runner's group was stopped.
+unsafe fn sweep(runner: pid_t) -> bool {
     unsafe {
         libc::kill(-runner, libc::SIGKILL);
         let mut buf = [0u8; 4096];
         for _ in 0..SWEEP_ROUNDS {
             let mut pids = [0 as pid_t; 512];
-            let n = read_children(&mut buf, &mut pids, runner);
+            let Some(n) = read_children(&mut buf, &mut pids, runner) else {
+                return false;
+            };
             if n == 0 {
                 break;
             }
@@ -779,19 +811,21 @@ unsafe fn sweep(runner: pid_t) {
                 while libc::waitpid(child, &mut status, 0) < 0 && errno() == libc::EINTR {}
             }
         }
+        true
     }
 }
 
 /// Our children but `skip`, from `/proc/thread-self/children` (the supervisor has one
-/// thread). Without that file (no `/proc`, not Linux) only the process group is stopped.
-unsafe fn read_children(buf: &mut [u8], pids: &mut [pid_t], skip: pid_t) -> usize {
+/// thread); `None` without that file (no `/proc`, not Linux, a kernel without
+/// `CONFIG_PROC_CHILDREN`).
+unsafe fn read_children(buf: &mut [u8], pids: &mut [pid_t], skip: pid_t) -> Option<usize> {
     unsafe {
         let fd = libc::open(
             c"/proc/thread-self/children".as_ptr(),
             libc::O_RDONLY | libc::O_CLOEXEC,
         );
         if fd < 0 {
-            return 0;
+            return None;
         }
         let mut len = 0;
         while len < buf.len() {
@@ -805,7 +839,7 @@ unsafe fn read_children(buf: &mut [u8], pids: &mut [pid_t], skip: pid_t) -> usiz
             len += n as usize;
         }
         libc::close(fd);
-        parse_pids(&buf[..len], len == buf.len(), pids, skip)
+        Some(parse_pids(&buf[..len], len == buf.len(), pids, skip))
     }
 }
 

@@ -256,11 +256,11 @@ fn fork_pooled() -> io::Result<(libc::pid_t, OwnedFd)> {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        // Only its own socket: not the zygote's, not the daemon's end of its own (that
-        // one is forgotten, not dropped: its descriptor is closed here already).
+        // Only its own socket: not the daemon's end of it (else it never sees EOF),
+        // not the zygote's.
+        drop(daemon_end);
         // SAFETY: single-threaded child.
         unsafe { close_fds_except(&mut [supervisor_end.as_raw_fd()]) };
-        std::mem::forget(daemon_end);
         supervisor::serve(supervisor_end);
     }
     drop(supervisor_end);
