@@ -22,9 +22,27 @@ fn to_pid(raw: u32) -> Option<Pid> {
 /// Field `n` (0 = the state, field 3 of `man proc`) of `/proc/<pid>/stat` (Linux).
 /// Field 2 (comm) may hold spaces and parentheses: fields after the last ')' are plain.
 fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_small(&format!("/proc/{pid}/stat"))?;
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(n).map(str::to_string)
+}
+
+/// A short /proc file (up to 4 KiB) in two reads: `read_to_string` stats it and starts
+/// at 32 bytes, eight calls for a stat line, once per runner start.
+fn read_small(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(buf[..len].to_vec()).ok()
 }
 
 /// When a process started, in clock ticks since boot (Linux); guards against pid reuse.

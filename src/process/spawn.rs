@@ -153,6 +153,13 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     output(end, &stdout, &stderr)
 }
 
+/// Our read end of an attempt's pipe, made nonblocking for the reactor with one call
+/// (tokio's checked constructor adds an fstat and a flags read, per pipe and attempt).
+fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
+    rustix::io::ioctl_fionbio(&fd, true)?;
+    pipe::Receiver::from_owned_fd_unchecked(fd)
+}
+
 fn spawn_failed(e: &std::io::Error) -> RunEnd {
     RunEnd::SpawnFailed {
         kind: format!("{:?}", e.kind()),
@@ -200,7 +207,7 @@ struct Attempt {
 impl Attempt {
     fn new(started: supervisor::Started) -> std::io::Result<Self> {
         let (supervisor, ours, lease) = (started.supervisor, started.ours, started.lease);
-        let report = match pipe::Receiver::from_owned_fd(started.report) {
+        let report = match receiver(started.report) {
             Ok(report) => report,
             Err(e) => {
                 // No way to hear from it. Its report pipe's read end is closed now, so
@@ -243,12 +250,14 @@ impl Attempt {
         } else {
             self.stderr.take()
         }?;
-        let pipe = pipe::Receiver::from_owned_fd(fd).ok()?;
+        let pipe = receiver(fd).ok()?;
         Some(tokio::spawn(read_into(pipe, tail)))
     }
 
     fn take_stdin(&mut self) -> Option<pipe::Sender> {
-        pipe::Sender::from_owned_fd(self.stdin.take()?).ok()
+        let fd = self.stdin.take()?;
+        rustix::io::ioctl_fionbio(&fd, true).ok()?;
+        pipe::Sender::from_owned_fd_unchecked(fd).ok()
     }
 
     /// Waits for the runner's end within the timeout. At the timeout, and when the

@@ -180,7 +180,12 @@ pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> io::Result<Acqui
         let Some(len) = held else {
             continue;
         };
-        let previous = read_record(&mut file)?;
+        // An empty file is a fresh claim: nothing to read.
+        let previous = if len == 0 {
+            Previous::Nothing
+        } else {
+            read_record(&mut file)?
+        };
         let claim = Claim {
             file,
             path,

@@ -93,6 +93,12 @@ impl StateDir {
 /// Creates a folder (and parents) with mode 0700; an existing one is fine, a
 /// symlink in its place is refused (SPEC section 2: never followed).
 pub fn create_dir(dir: &Path) -> io::Result<()> {
+    // The usual case, once per job for claims/ and the verdict folder: one lstat.
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => return Err(refused_folder(dir)),
+        Err(_) => {}
+    }
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
