@@ -50,13 +50,11 @@ static void sync_path(const char *dir) {
     close(fd);
 }
 
-/* Starts the runner with its stdout on a pipe, reads it to the end, reaps it. */
-static void run_runner(const char *prompt, const char *cwd) {
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) die("pipe");
+/* Starts the runner in its own group with its stdout on `out` (and cwd, if given). */
+static pid_t spawn_runner(const char *prompt, const char *cwd, int out) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, out, 1);
     if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
@@ -64,6 +62,16 @@ static void run_runner(const char *prompt, const char *cwd) {
     char *argv[] = {(char *)runner, (char *)prompt, NULL};
     pid_t pid;
     if (posix_spawn(&pid, runner, &fa, &at, argv, environ) != 0) die("posix_spawn");
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return pid;
+}
+
+/* Starts the runner with its stdout on a pipe, reads it to the end, reaps it. */
+static void run_runner(const char *prompt, const char *cwd) {
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0) die("pipe");
+    pid_t pid = spawn_runner(prompt, cwd, out[1]);
     close(out[1]);
     char buf[4096];
     while (read(out[0], buf, sizeof buf) > 0) {}
@@ -130,18 +138,7 @@ static void serve_pooled(int sock) {
         int fds[2];
         memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof fds);
         const char *prompt = req, *cwd = req + strlen(req) + 1;
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, fds[0], 1);
-        posix_spawn_file_actions_addchdir_np(&fa, cwd);
-        posix_spawnattr_t at;
-        posix_spawnattr_init(&at);
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-        char *argv[] = {(char *)runner, (char *)prompt, NULL};
-        pid_t pid;
-        if (posix_spawn(&pid, runner, &fa, &at, argv, environ) != 0) die("posix_spawn");
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&at);
+        pid_t pid = spawn_runner(prompt, cwd, fds[0]);
         close(fds[0]);
         waitpid(pid, NULL, 0);
         char kids[256];

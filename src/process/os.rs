@@ -1,6 +1,6 @@
 //! Signals to process groups, process liveness, and the tag search: on Linux every
 //! process whose environment carries an attempt's tag. The tag search scans all of
-//! `/proc`, so it is kept for what the per-attempt supervisor cannot see: leftovers
+//! `/proc`, so it is kept for what a runner's supervisor cannot see: leftovers
 //! of a judge that crashed, and a supervisor that was killed.
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};

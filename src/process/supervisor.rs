@@ -1,5 +1,5 @@
-//! The per-attempt supervisor: a process forked from the judge for each runner start.
-//! It is a child subreaper (Linux), so every orphan of the runner's tree becomes its
+//! The supervisor: the process that starts a runner and stays its parent for the
+//! attempt. It is a child subreaper (Linux), so every orphan of the runner's tree becomes its
 //! child, also one that called `setsid` and cleared its environment. Once the runner
 //! ends it SIGKILLs and reaps all of them; when the judge dies (its report pipe
 //! breaks) it kills the runner's group first. An attempt's processes therefore never
