@@ -457,7 +457,8 @@ impl Tail {
 }
 
 async fn read_into(mut pipe: impl AsyncRead + Unpin, tail: Tail) {
-    let mut chunk = vec![0u8; 64 * 1024];
+    // Small: two of these are zeroed per attempt, and answers are a line or two.
+    let mut chunk = vec![0u8; 16 * 1024];
     while let Ok(n) = pipe.read(&mut chunk).await {
         if n == 0 {
             break;

@@ -553,16 +553,17 @@ const MAX_REQUEST: usize = 64 << 20;
 /// `SupervisorFds` order. An error says whether any of it reached the supervisor.
 #[cfg(target_os = "linux")]
 pub(crate) fn send_request(
-    mut sock: &std::os::unix::net::UnixStream,
+    sock: &std::os::unix::net::UnixStream,
     command: &Command,
     fds: SupervisorFds,
 ) -> Result<(), (bool, io::Error)> {
-    use std::io::Write;
+    // The length, then the command, in one message (one wake-up of the supervisor).
     let body = command.encode();
-    let header = (body.len() as u64).to_ne_bytes();
+    let mut message = Vec::with_capacity(8 + body.len());
+    message.extend_from_slice(&(body.len() as u64).to_ne_bytes());
+    message.extend_from_slice(&body);
     let descriptors = [fds.stdin, fds.stdout, fds.stderr, fds.report];
-    send_with_fds(sock, &header, &descriptors)?;
-    sock.write_all(&body).map_err(|e| (true, e))
+    send_with_fds(sock, &message, &descriptors)
 }
 
 /// A pooled supervisor's life: one attempt per request on `sock`, until the daemon
