@@ -123,7 +123,7 @@ fn hand_over(command: &Command, fds: SupervisorFds, new: bool) -> Forked {
             Err((true, e)) => {
                 tracing::warn!(
                     supervisor = lease.pid,
-                    "a pooled supervisor did not take a whole request ({e}); forking this one from the daemon"
+                    "a pooled supervisor did not take a whole request ({e}); starting the attempt again on fresh pipes"
                 );
                 return Forked::Here { tried: true };
             }
