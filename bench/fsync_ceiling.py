@@ -37,27 +37,15 @@ import run  # noqa: E402  (the machine CPU counter and the filesystem's name)
 
 
 def writer(root, jobs, first):
-    claims, verdicts = os.path.join(root, "claims"), os.path.join(root, "verdicts")
     for i in range(first, first + jobs):
-        claim = os.path.join(claims, f"j{i:07d}.json")
-        cfd = os.open(claim, os.O_RDWR | os.O_CREAT, 0o600)
-        os.write(cfd, b'{"state": "running"}')
-        temp = os.path.join(verdicts, f".j{i:07d}.json.tmp")
-        tfd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(tfd, b'{"hit": false, "outcome": "clear"}\n' * 4)
-        os.fsync(tfd)
-        os.close(tfd)
-        os.pwrite(cfd, b'{"state": "publishing"}', 0)
-        os.fsync(cfd)
-        sync_dir(claims)
-        os.rename(temp, os.path.join(verdicts, f"j{i:07d}.json"))
-        sync_dir(verdicts)
-        os.unlink(claim)
-        os.close(cfd)
+        timed_publish(root, i)
 
 
 def timed_publish(root, i):
-    """One publish as `writer` makes it; the seconds each fsync took, and the whole."""
+    """One job's publish: its claim, the verdict's temp file and fsync, the claim's
+    "publishing" record and fsync, the claims folder's fsync, the rename and the
+    verdicts folder's fsync, the claim removed. Returns the seconds each fsync took,
+    and the whole."""
     claims, verdicts = os.path.join(root, "claims"), os.path.join(root, "verdicts")
     claim = os.path.join(claims, f"j{i:07d}.json")
     cfd = os.open(claim, os.O_RDWR | os.O_CREAT, 0o600)

@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 use libc::c_int;
 
 /// The most descriptors one message carries.
-pub(crate) const MAX_FDS: usize = 4;
+const MAX_FDS: usize = 4;
 
 /// A control-message buffer, aligned for `cmsghdr` (room for `MAX_FDS` descriptors).
 #[repr(C, align(8))]

@@ -89,7 +89,7 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     // An idle pooled supervisor takes it at once; else, off the async workers, a new
     // one from the zygote (bounded by its socket timeout) or a fork here.
     let forked = supervisor::prepare(&launch).and_then(|prepared| {
-        match prepared.start_idle(crate::process::zygote::supervise_idle) {
+        match prepared.offer(crate::process::zygote::supervise_idle) {
             Ok(started) => started,
             Err(prepared) => crate::support::runtime::blocking(|| {
                 prepared.start(crate::process::zygote::supervise)
@@ -206,7 +206,8 @@ struct Attempt {
 
 impl Attempt {
     fn new(started: supervisor::Started) -> std::io::Result<Self> {
-        let (supervisor, ours, lease) = (started.supervisor, started.ours, started.lease);
+        let (supervisor, lease) = (started.supervisor, started.lease);
+        let ours = lease.is_none();
         let report = match receiver(started.report) {
             Ok(report) => report,
             Err(e) => {
@@ -321,28 +322,31 @@ impl Attempt {
     async fn finish(&mut self, tag: &str) {
         let mut rest = Vec::new();
         let closed = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
-        let closed = matches!(closed, Ok(Ok(_)));
-        if let Some(lease) = self.lease.take().filter(|_| closed && self.settled) {
-            crate::process::zygote::give_back(lease);
-        }
-        if closed && !self.settled {
-            // The supervisor died before it reported the end (killed from outside): its
-            // sweep did not run, so the runner's tree is found by its tag.
-            let killed = crate::support::runtime::blocking(|| kill_tagged(tag));
-            tracing::warn!(
-                supervisor = self.supervisor,
-                killed,
-                "a runner's supervisor ended without reporting; stopped its runner's processes by tag"
-            );
-        }
-        if !closed {
-            self.signal_runner(Signal::KILL);
-            signal_pid(self.supervisor, Signal::KILL);
-            crate::support::runtime::blocking(|| kill_tagged(tag));
-            tracing::warn!(
-                supervisor = self.supervisor,
-                "a runner's supervisor did not finish in time; killed it"
-            );
+        match (matches!(closed, Ok(Ok(_))), self.settled) {
+            (true, true) => {
+                if let Some(lease) = self.lease.take() {
+                    crate::process::zygote::give_back(lease);
+                }
+            }
+            (true, false) => {
+                // The supervisor died before it reported the end (killed from outside):
+                // its sweep did not run, so the runner's tree is found by its tag.
+                let killed = crate::support::runtime::blocking(|| kill_tagged(tag));
+                tracing::warn!(
+                    supervisor = self.supervisor,
+                    killed,
+                    "a runner's supervisor ended without reporting; stopped its runner's processes by tag"
+                );
+            }
+            (false, _) => {
+                self.signal_runner(Signal::KILL);
+                signal_pid(self.supervisor, Signal::KILL);
+                crate::support::runtime::blocking(|| kill_tagged(tag));
+                tracing::warn!(
+                    supervisor = self.supervisor,
+                    "a runner's supervisor did not finish in time; killed it"
+                );
+            }
         }
         let supervisor = self.supervisor;
         if self.ours {

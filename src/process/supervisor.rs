@@ -74,10 +74,9 @@ pub(crate) struct Launch<'a> {
 /// A started supervisor and the judge's ends of its pipes.
 pub(crate) struct Started {
     pub supervisor: i32,
-    /// Forked by this process, so ours to reap; the zygote's are reaped by the kernel
-    /// and their pid must not be waited for (it may be reused).
-    pub ours: bool,
-    /// A pooled supervisor's lease.
+    /// A pooled supervisor's lease; without one the supervisor was forked by this
+    /// process, so it is ours to reap (the zygote's are reaped by the kernel and their
+    /// pid must not be waited for: it may be reused).
     pub lease: Option<Lease>,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
@@ -107,16 +106,6 @@ impl Command {
             out.extend_from_slice(part.as_bytes_with_nul());
         }
         out
-    }
-
-    /// The length of `encode`'s bytes.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(crate) fn encoded_len(&self) -> usize {
-        let strings = [&self.program, &self.cwd]
-            .into_iter()
-            .chain(&self.argv)
-            .chain(&self.env);
-        strings.map(|c| c.as_bytes_with_nul().len()).sum::<usize>() + 21
     }
 
     /// The command `encode` made, or `None` for anything else.
@@ -218,10 +207,10 @@ pub(crate) fn prepare(launch: &Launch<'_>) -> io::Result<Prepared> {
 }
 
 impl Prepared {
-    /// Hands the attempt to an idle pooled supervisor when `idle` has one that takes
-    /// it (never blocks for long: no fork, no zygote); else gives the attempt back.
-    pub(crate) fn start_idle(self, idle: Forker) -> Result<io::Result<Started>, Prepared> {
-        match idle(&self.command, self.pipes.fds()) {
+    /// Offers the attempt to `forker`'s pooled supervisors; gives it back (on fresh
+    /// pipes if a request may have reached one) when none took it.
+    pub(crate) fn offer(self, forker: Forker) -> Result<io::Result<Started>, Prepared> {
+        match forker(&self.command, self.pipes.fds()) {
             Forked::Pooled(lease) => Ok(Ok(self.pipes.started(lease.pid, Some(lease)))),
             Forked::Failed(e) => Ok(Err(e)),
             Forked::Here { tried: false } => Err(self),
@@ -235,22 +224,13 @@ impl Prepared {
     /// Starts a supervisor for the attempt: a pooled one from `forker` when it can,
     /// else one forked here.
     pub(crate) fn start(self, forker: Forker) -> io::Result<Started> {
-        let Prepared {
-            command,
-            pipes,
-            stdin_piped,
-        } = self;
-        let pipes = match forker(&command, pipes.fds()) {
-            Forked::Pooled(lease) => return Ok(pipes.started(lease.pid, Some(lease))),
-            Forked::Failed(e) => return Err(e),
-            Forked::Here { tried: false } => pipes,
-            Forked::Here { tried: true } => {
-                drop(pipes);
-                Pipes::new(stdin_piped)?
+        match self.offer(forker) {
+            Ok(started) => started,
+            Err(this) => {
+                let pid = fork_supervisor(&this.command, this.pipes.fds())?;
+                Ok(this.pipes.started(pid, None))
             }
-        };
-        let pid = fork_supervisor(&command, pipes.fds())?;
-        Ok(pipes.started(pid, None))
+        }
     }
 }
 
@@ -294,7 +274,6 @@ impl Pipes {
     fn started(self, supervisor: pid_t, lease: Option<Lease>) -> Started {
         Started {
             supervisor,
-            ours: lease.is_none(),
             lease,
             stdin: self.stdin_w,
             stdout: self.out.0,
@@ -549,21 +528,27 @@ unsafe fn become_supervisor() {
 #[cfg(target_os = "linux")]
 const MAX_REQUEST: usize = 64 << 20;
 
-/// Sends one attempt to a pooled supervisor: the command, and the descriptors in
-/// `SupervisorFds` order. An error says whether any of it reached the supervisor.
+/// One attempt's request to a pooled supervisor: the command's length, then the
+/// command, sent as one message (one wake-up of the supervisor).
 #[cfg(target_os = "linux")]
-pub(crate) fn send_request(
-    sock: &std::os::unix::net::UnixStream,
-    command: &Command,
-    fds: SupervisorFds,
-) -> Result<(), (bool, io::Error)> {
-    // The length, then the command, in one message (one wake-up of the supervisor).
+pub(crate) fn request(command: &Command) -> Vec<u8> {
     let body = command.encode();
     let mut message = Vec::with_capacity(8 + body.len());
     message.extend_from_slice(&(body.len() as u64).to_ne_bytes());
     message.extend_from_slice(&body);
+    message
+}
+
+/// Sends a `request` to a pooled supervisor with the descriptors in `SupervisorFds`
+/// order. An error says whether any of it reached the supervisor.
+#[cfg(target_os = "linux")]
+pub(crate) fn send_request(
+    sock: &std::os::unix::net::UnixStream,
+    request: &[u8],
+    fds: SupervisorFds,
+) -> Result<(), (bool, io::Error)> {
     let descriptors = [fds.stdin, fds.stdout, fds.stderr, fds.report];
-    send_with_fds(sock, &message, &descriptors)
+    send_with_fds(sock, request, &descriptors)
 }
 
 /// A pooled supervisor's life: one attempt per request on `sock`, until the daemon

@@ -88,22 +88,23 @@ const INLINE_REQUEST: usize = 64 << 10;
 /// Hands the attempt to an idle pooled supervisor without blocking; `Here` when none
 /// takes it (or the request is large): then call `supervise` off the async workers.
 pub(crate) fn supervise_idle(command: &Command, fds: SupervisorFds) -> Forked {
-    if command.encoded_len() > INLINE_REQUEST {
+    let request = supervisor::request(command);
+    if request.len() > INLINE_REQUEST {
         return Forked::Here { tried: false };
     }
-    hand_over(command, fds, false)
+    hand_over(&request, fds, false)
 }
 
 /// Hands the attempt to a pooled supervisor: an idle one, else a new one from the
 /// zygote; `Here` when neither can take it. May block (the zygote's reply, bounded).
 pub(crate) fn supervise(command: &Command, fds: SupervisorFds) -> Forked {
-    hand_over(command, fds, true)
+    hand_over(&supervisor::request(command), fds, true)
 }
 
 /// Sends the attempt to an idle supervisor, or to a new one when `new` allows. A
 /// supervisor that is gone (its socket refuses the request) is dropped and the next
 /// one tried.
-fn hand_over(command: &Command, fds: SupervisorFds, new: bool) -> Forked {
+fn hand_over(request: &[u8], fds: SupervisorFds, new: bool) -> Forked {
     // Every idle one may be dead (killed from outside): try each once, then a new one.
     let tries = lock_idle().len() + usize::from(new);
     for _ in 0..tries {
@@ -117,7 +118,7 @@ fn hand_over(command: &Command, fds: SupervisorFds, new: bool) -> Forked {
             Some(Err(e)) => return Forked::Failed(e),
             None => return Forked::Here { tried: false },
         };
-        match supervisor::send_request(&lease.sock, command, fds) {
+        match supervisor::send_request(&lease.sock, request, fds) {
             Ok(()) => return Forked::Pooled(lease),
             Err((false, _)) => continue,
             Err((true, e)) => {

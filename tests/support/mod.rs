@@ -65,8 +65,7 @@ pub fn is_daemon_zygote(pid: u32, daemon: u32) -> bool {
 /// True for the daemon's zygote and the pooled supervisors it forked (children of the
 /// zygote running the binary under test), which live as long as the daemon.
 pub fn is_daemon_helper(pid: u32, daemon: u32) -> bool {
-    is_daemon_zygote(pid, daemon)
-        || parent_if_ours(pid).is_some_and(|zygote| is_daemon_zygote(zygote, daemon))
+    parent_if_ours(pid).is_some_and(|parent| parent == daemon || is_daemon_zygote(parent, daemon))
 }
 
 /// The parent of `pid` when `pid` runs the binary under test.
