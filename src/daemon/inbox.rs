@@ -1,17 +1,18 @@
 //! The inbox: which job files wait, oldest first (mtime, then name), and the
-//! watcher whose events are only hints to look again.
+//! watcher whose events are only hints to look again (the watch itself is
+//! `inbox_inotify` on Linux, `inbox_notify` elsewhere).
 
 use std::collections::{BTreeSet, HashSet};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::{Notify, mpsc};
 
+use crate::daemon::inbox_watch;
 use crate::store::state_dir::is_job_name;
 
 /// Job files known to wait, oldest first. Holds names only: jobs are read when run.
@@ -75,20 +76,58 @@ pub enum Hint {
     Arrived(OsString),
 }
 
+/// Where a watch reports: hints, and the flags that ask the daemon to look again.
+#[derive(Clone)]
+pub struct Sink {
+    sender: mpsc::Sender<Hint>,
+    rescan: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+}
+
+impl Sink {
+    /// A file named `name` was created in or moved into jobs/.
+    pub fn arrived(&self, name: &OsStr) {
+        if is_job_name(name)
+            && self
+                .sender
+                .try_send(Hint::Arrived(name.to_os_string()))
+                .is_err()
+        {
+            self.rescan();
+        }
+    }
+
+    /// Events were lost (a full queue, a read error): scan jobs/ again.
+    pub fn rescan(&self) {
+        self.raise(&self.rescan);
+    }
+
+    /// jobs/ itself went away or was moved: watch it again, then scan.
+    pub fn lost(&self) {
+        self.raise(&self.lost);
+    }
+
+    fn raise(&self, flag: &AtomicBool) {
+        flag.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+}
+
 /// Watches jobs/ and forwards hints; when hints are lost it raises `rescan`.
 pub struct InboxWatcher {
-    watcher: Option<RecommendedWatcher>,
+    watch: Option<inbox_watch::Watch>,
     jobs_dir: PathBuf,
     /// The inode of the watched folder, to notice it being replaced.
     watched_ino: Option<u64>,
     pub hints: mpsc::Receiver<Hint>,
-    sender: mpsc::Sender<Hint>,
     /// Set when an event was dropped, the queue overflowed or the watch broke.
     pub rescan: Arc<AtomicBool>,
     /// Set when jobs/ itself went away: re-watch before the next scan.
     pub lost: Arc<AtomicBool>,
     /// Wakes the daemon loop when `rescan` or `lost` is set.
     pub wake: Arc<Notify>,
+    sink: Sink,
 }
 
 /// Hints buffered before the daemon falls back to a rescan.
@@ -98,30 +137,32 @@ impl InboxWatcher {
     /// A watcher for `jobs_dir`; call `watch` to start it.
     pub fn new(jobs_dir: &Path) -> Self {
         let (sender, hints) = mpsc::channel(HINT_BUFFER);
-        InboxWatcher {
-            watcher: None,
-            jobs_dir: jobs_dir.to_path_buf(),
-            watched_ino: None,
-            hints,
+        let sink = Sink {
             sender,
             rescan: Arc::new(AtomicBool::new(false)),
             lost: Arc::new(AtomicBool::new(false)),
             wake: Arc::new(Notify::new()),
+        };
+        InboxWatcher {
+            watch: None,
+            jobs_dir: jobs_dir.to_path_buf(),
+            watched_ino: None,
+            hints,
+            rescan: sink.rescan.clone(),
+            lost: sink.lost.clone(),
+            wake: sink.wake.clone(),
+            sink,
         }
     }
 
-    /// (Re)starts watching jobs/, creating it if it is missing.
+    /// (Re)starts watching jobs/, creating it if it is missing. Runs in the runtime.
     pub fn watch(&mut self) -> Result<(), String> {
         use std::os::unix::fs::MetadataExt;
-        self.watcher = None;
+        self.watch = None;
         crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|e| e.to_string())?;
-        let mut watcher = notify::recommended_watcher(self.handler())
-            .map_err(|e| format!("cannot start the inbox watcher: {e}"))?;
-        watcher
-            .watch(&self.jobs_dir, RecursiveMode::NonRecursive)
-            .map_err(|e| format!("cannot watch {}: {e}", self.jobs_dir.display()))?;
+        let watch = inbox_watch::start(&self.jobs_dir, self.sink.clone())?;
         self.watched_ino = std::fs::metadata(&self.jobs_dir).ok().map(|m| m.ino());
-        self.watcher = Some(watcher);
+        self.watch = Some(watch);
         self.lost.store(false, Ordering::SeqCst);
         Ok(())
     }
@@ -129,59 +170,16 @@ impl InboxWatcher {
     /// True when jobs/ is no longer the folder being watched.
     pub fn replaced(&self) -> bool {
         use std::os::unix::fs::MetadataExt;
-        self.watcher.is_none()
+        self.watch.is_none()
             || self.lost.load(Ordering::SeqCst)
             || std::fs::metadata(&self.jobs_dir).ok().map(|m| m.ino()) != self.watched_ino
-    }
-
-    fn handler(&self) -> impl FnMut(notify::Result<notify::Event>) + Send + 'static {
-        let sender = self.sender.clone();
-        let rescan = self.rescan.clone();
-        let lost = self.lost.clone();
-        let wake = self.wake.clone();
-        let jobs_dir = self.jobs_dir.clone();
-        move |result| {
-            let raise = |flag: &AtomicBool| {
-                flag.store(true, Ordering::SeqCst);
-                wake.notify_one();
-            };
-            let event = match result {
-                Ok(event) => event,
-                Err(_) => return raise(&rescan),
-            };
-            if event.need_rescan() {
-                return raise(&rescan);
-            }
-            if event.paths.iter().any(|p| p == &jobs_dir) {
-                if matches!(event.kind, EventKind::Remove(_) | EventKind::Modify(_)) {
-                    raise(&lost);
-                }
-                return;
-            }
-            if !matches!(
-                event.kind,
-                EventKind::Create(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
-            ) {
-                return;
-            }
-            for path in &event.paths {
-                let Some(name) = path.file_name() else {
-                    continue;
-                };
-                if path.parent() == Some(jobs_dir.as_path())
-                    && is_job_name(name)
-                    && sender.try_send(Hint::Arrived(name.to_os_string())).is_err()
-                {
-                    raise(&rescan);
-                }
-            }
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn oldest_first_then_by_name_and_never_twice() {
@@ -213,5 +211,55 @@ mod tests {
         q.finished(&"a.json".into());
         q.scan(dir.path()).unwrap();
         assert_eq!(q.take(), Some("a.json".into()));
+    }
+
+    /// Waits (bounded) for the next hint's name.
+    async fn next_hint(w: &mut InboxWatcher) -> String {
+        match tokio::time::timeout(Duration::from_secs(10), w.hints.recv()).await {
+            Ok(Some(Hint::Arrived(name))) => name.to_string_lossy().into_owned(),
+            other => panic!("no hint: {:?}", other.is_ok()),
+        }
+    }
+
+    #[tokio::test]
+    async fn hints_for_jobs_created_or_moved_in_and_nothing_for_the_daemons_own_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = dir.path().join("jobs");
+        let mut w = InboxWatcher::new(&jobs);
+        w.watch().unwrap();
+        std::fs::write(jobs.join("direct.json"), "{}").unwrap();
+        assert_eq!(next_hint(&mut w).await, "direct.json");
+        // Published by rename: the hidden temp name is no job.
+        std::fs::write(jobs.join(".t.tmp"), "{}").unwrap();
+        std::fs::rename(jobs.join(".t.tmp"), jobs.join("renamed.json")).unwrap();
+        assert_eq!(next_hint(&mut w).await, "renamed.json");
+        // What the daemon itself does to a job (open, read, remove) is no event.
+        drop(std::fs::read(jobs.join("direct.json")).unwrap());
+        std::fs::remove_file(jobs.join("direct.json")).unwrap();
+        std::fs::write(jobs.join("last.json"), "{}").unwrap();
+        assert_eq!(next_hint(&mut w).await, "last.json");
+        assert!(!w.rescan.load(Ordering::SeqCst) && !w.lost.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn the_folder_removed_or_moved_away_asks_for_a_new_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = dir.path().join("jobs");
+        for gone in ["removed", "moved"] {
+            let mut w = InboxWatcher::new(&jobs);
+            w.watch().unwrap();
+            match gone {
+                "removed" => std::fs::remove_dir(&jobs).unwrap(),
+                _ => std::fs::rename(&jobs, dir.path().join("elsewhere")).unwrap(),
+            }
+            tokio::time::timeout(Duration::from_secs(10), w.wake.notified())
+                .await
+                .unwrap_or_else(|_| panic!("{gone}: no wake"));
+            assert!(w.lost.load(Ordering::SeqCst), "{gone}");
+            assert!(w.replaced(), "{gone}");
+            // Watching again makes the folder anew and clears the flag.
+            w.watch().unwrap();
+            assert!(!w.replaced() && jobs.is_dir(), "{gone}");
+        }
     }
 }

@@ -3,6 +3,12 @@
 
 pub mod codex_models;
 pub mod inbox;
+#[cfg(target_os = "linux")]
+#[path = "inbox_inotify.rs"]
+mod inbox_watch;
+#[cfg(not(target_os = "linux"))]
+#[path = "inbox_notify.rs"]
+mod inbox_watch;
 pub mod sd_notify;
 
 use std::collections::{HashMap, HashSet};
