@@ -95,9 +95,11 @@ impl LogFile {
     }
 }
 
-/// A writer for one event: buffers it and writes it as one whole line on drop.
+/// A writer for one event: buffers it and writes it as one whole line on drop, to
+/// judge.log and, for journald, to stderr without its timestamp.
 pub struct LineWriter {
     log: RotatingLog,
+    stderr: bool,
     buf: Vec<u8>,
 }
 
@@ -114,10 +116,23 @@ impl Write for LineWriter {
 
 impl Drop for LineWriter {
     fn drop(&mut self) {
-        if !self.buf.is_empty() {
-            // Nowhere left to report a failing log; the event is still in stderr for the daemon.
-            let _ = self.log.write_line(&one_line(&self.buf));
+        if self.buf.is_empty() {
+            return;
         }
+        let line = one_line(&self.buf);
+        // Nowhere left to report a failing log; the event is still in stderr for the daemon.
+        let _ = self.log.write_line(&line);
+        if self.stderr {
+            let _ = io::stderr().lock().write_all(without_time(&line));
+        }
+    }
+}
+
+/// The line as stderr shows it: journald stamps its own time.
+fn without_time(line: &[u8]) -> &[u8] {
+    match line.iter().position(|&b| b == b' ') {
+        Some(end) if line.first().is_some_and(u8::is_ascii_digit) => &line[end + 1..],
+        _ => line,
     }
 }
 
@@ -143,38 +158,20 @@ pub fn one_line(event: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// Stderr for journald, one escaped line per event like judge.log.
-pub struct StderrLine(Vec<u8>);
-
-impl Write for StderrLine {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+/// Where formatted events go: judge.log, and stderr too when `stderr`.
+#[derive(Clone)]
+struct EventSinks {
+    log: RotatingLog,
+    stderr: bool,
 }
 
-impl Drop for StderrLine {
-    fn drop(&mut self) {
-        if !self.0.is_empty() {
-            let _ = io::stderr().lock().write_all(&one_line(&self.0));
-        }
-    }
-}
-
-fn stderr_line() -> StderrLine {
-    StderrLine(Vec::with_capacity(256))
-}
-
-impl<'a> MakeWriter<'a> for RotatingLog {
+impl<'a> MakeWriter<'a> for EventSinks {
     type Writer = LineWriter;
 
     fn make_writer(&'a self) -> Self::Writer {
         LineWriter {
-            log: self.clone(),
+            log: self.log.clone(),
+            stderr: self.stderr,
             buf: Vec::with_capacity(256),
         }
     }
@@ -186,24 +183,18 @@ pub fn init(log_path: &Path, max_total_bytes: u64, also_stderr: bool) {
     // because judge.log is rotated and launchd's own log file is not.
     let also_stderr =
         also_stderr && std::env::var_os("LLM_JUDGE_STDERR_LOG").is_none_or(|v| v != "off");
-    let file_layer = tracing_subscriber::fmt::layer()
+    // One layer formats each event once for both places.
+    let sinks = EventSinks {
+        log: RotatingLog::new(log_path, max_total_bytes),
+        stderr: also_stderr,
+    };
+    let layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_target(false)
-        .with_writer(RotatingLog::new(log_path, max_total_bytes))
+        .with_writer(sinks)
         .with_filter(LevelFilter::INFO);
-    let stderr_layer = also_stderr.then(|| {
-        tracing_subscriber::fmt::layer()
-            .with_ansi(false)
-            .with_target(false)
-            .without_time()
-            .with_writer(stderr_line)
-            .with_filter(LevelFilter::INFO)
-    });
     // A second init (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::registry()
-        .with(file_layer)
-        .with(stderr_layer)
-        .try_init();
+    let _ = tracing_subscriber::registry().with(layer).try_init();
 }
 
 #[cfg(test)]
@@ -214,10 +205,13 @@ mod tests {
     fn rotates_by_size_and_caps_the_total() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("judge.log");
-        let log = RotatingLog::new(&path, 4 * 4096);
+        let sinks = EventSinks {
+            log: RotatingLog::new(&path, 4 * 4096),
+            stderr: false,
+        };
         let line = vec![b'x'; 1000];
         for _ in 0..100 {
-            let mut w = log.make_writer();
+            let mut w = sinks.make_writer();
             w.write_all(&line).unwrap();
         }
         let mut total = 0;
@@ -241,6 +235,14 @@ mod tests {
         );
         assert_eq!(line.matches('\n').count(), 1);
         assert_eq!(one_line(b"plain"), b"plain\n");
+    }
+
+    #[test]
+    fn stderr_gets_the_line_without_its_timestamp() {
+        let line = b"2026-12-05T00:57:03.063426Z  INFO job finished id=a\n";
+        assert_eq!(without_time(line), b" INFO job finished id=a\n");
+        // No time to strip (the timer failed): the whole line.
+        assert_eq!(without_time(b"<unknown time>  INFO x\n"), b"<unknown time>  INFO x\n");
     }
 
     #[test]
