@@ -149,19 +149,17 @@ fn take_idle() -> Option<Lease> {
     lock_idle().pop()
 }
 
-/// A new pooled supervisor from the zygote (or the errno of its fork); `None` when
-/// there is no zygote. A zygote that stopped answering is killed and dropped for
-/// good, with a log line.
+/// A new pooled supervisor from the zygote (or why this one could not be had: its
+/// fork failed, or the daemon had no room for its socket); `None` when there is no
+/// zygote. A zygote that stopped answering is killed and dropped for good, with a log
+/// line; a failure on the daemon's side keeps it.
 fn new_supervisor() -> Option<io::Result<Lease>> {
     let slot = ZYGOTE.get()?;
     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
     let helper = guard.as_ref()?;
     let e = match ask(&helper.sock) {
-        Ok(Ok(lease)) => match bound(&lease.sock) {
-            Ok(()) => return Some(Ok(lease)),
-            Err(e) => e,
-        },
-        Ok(Err(fork_failed)) => return Some(Err(fork_failed)),
+        // Dropping a lease that cannot be bounded closes its socket: that one exits.
+        Ok(new) => return Some(new.and_then(|lease| bound(&lease.sock).map(|()| lease))),
         Err(e) => e,
     };
     tracing::warn!(
@@ -184,7 +182,8 @@ fn kill_and_reap(pid: libc::pid_t) {
 }
 
 /// One request and its reply: a new supervisor's pid and the daemon's end of its
-/// socket, or the errno of the zygote's fork. The outer error: the zygote failed.
+/// socket, or the errno of the zygote's fork, or no socket because the daemon had no
+/// descriptor left for it. The outer error: the zygote failed.
 fn ask(mut sock: &UnixStream) -> io::Result<io::Result<Lease>> {
     sock.write_all(&[NEW_SUPERVISOR])?;
     let mut reply = [0u8; 4];
@@ -193,9 +192,13 @@ fn ask(mut sock: &UnixStream) -> io::Result<io::Result<Lease>> {
     if pid <= 0 {
         return Ok(Err(io::Error::from_raw_os_error(-pid)));
     }
-    let [fd]: [OwnedFd; 1] = fds
-        .try_into()
-        .map_err(|_| io::Error::other("the zygote's reply carries no socket"))?;
+    // The zygote sends one socket with every pid: none came when ours could not take
+    // it (out of descriptors), and that supervisor exits when its socket closes.
+    let Ok([fd]) = <[OwnedFd; 1]>::try_from(fds) else {
+        return Ok(Err(io::Error::other(
+            "no descriptor left for a new supervisor's socket (raise the daemon's open-file limit, LimitNOFILE=)",
+        )));
+    };
     Ok(Ok(Lease {
         pid,
         sock: UnixStream::from(fd),
@@ -273,4 +276,47 @@ fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("Threads:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ask` against a stand-in zygote that answers one request with `reply` and
+    /// `fds` (no answer at all when `reply` is empty).
+    fn ask_stand_in(reply: Vec<u8>, fds: Vec<OwnedFd>) -> io::Result<io::Result<Lease>> {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        bound(&ours).unwrap();
+        let zygote = std::thread::spawn(move || {
+            let mut request = [0u8; 1];
+            (&theirs).read_exact(&mut request).unwrap();
+            assert_eq!(request[0], NEW_SUPERVISOR);
+            if !reply.is_empty() {
+                let raw: Vec<std::os::fd::RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+                send_with_fds(&theirs, &reply, &raw).unwrap();
+            }
+        });
+        let answer = ask(&ours);
+        zygote.join().unwrap();
+        answer
+    }
+
+    #[test]
+    fn only_a_zygote_that_stops_answering_is_blamed() {
+        let (socket, _peer) = UnixStream::pair().unwrap();
+        let pid = 4242i32.to_ne_bytes().to_vec();
+        let lease = ask_stand_in(pid.clone(), vec![socket.into()]);
+        assert!(matches!(lease, Ok(Ok(Lease { pid: 4242, .. }))));
+        // Our side had no descriptor for the socket: that attempt fails, the zygote stays.
+        let no_room = ask_stand_in(pid, vec![]);
+        let e = no_room.expect("not the zygote's fault").err().unwrap();
+        assert!(e.to_string().contains("LimitNOFILE"), "{e}");
+        // Its fork failed: that errno, the zygote stays.
+        let eagain = (-libc::EAGAIN).to_ne_bytes().to_vec();
+        let fork_failed = ask_stand_in(eagain, vec![]);
+        let e = fork_failed.expect("not the zygote's fault").err().unwrap();
+        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
+        // No answer (it closed its end): the zygote failed.
+        assert!(ask_stand_in(vec![], vec![]).is_err());
+    }
 }

@@ -242,7 +242,10 @@ mod tests {
         let line = b"2026-12-05T00:57:03.063426Z  INFO job finished id=a\n";
         assert_eq!(without_time(line), b" INFO job finished id=a\n");
         // No time to strip (the timer failed): the whole line.
-        assert_eq!(without_time(b"<unknown time>  INFO x\n"), b"<unknown time>  INFO x\n");
+        assert_eq!(
+            without_time(b"<unknown time>  INFO x\n"),
+            b"<unknown time>  INFO x\n"
+        );
     }
 
     #[test]
