@@ -3,6 +3,11 @@
 name, over a backlog run of one daemon binary or of the pooled design floor. Shows
 which thread or process a job wakes (perf's sched tracepoints, the whole machine).
 
+Also the slot gap: from a runner's exit to the next runner its supervisor forks, split
+at the moment the supervisor goes idle (its sweep and report done, waiting for the next
+request). With few workers this gap, not CPU, sets the throughput: a slot's cycle is
+the gap plus the runner's life.
+
     python3 bench/sched_counts.py BINARY|pooled [--jobs 3000] [--workers 2] [--state-root DIR]
 
 Needs `perf` and root (tracepoints). Uses bench/run.py's World, fake runner and design
@@ -10,9 +15,11 @@ floor; fsync off. Pooled supervisors show under the binary's file name.
 """
 
 import argparse
+import bisect
 import collections
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +28,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
 
-EVENTS = ["sched:sched_switch", "sched:sched_wakeup", "sched:sched_migrate_task"]
+EVENTS = ["sched:sched_switch", "sched:sched_wakeup", "sched:sched_migrate_task",
+          "sched:sched_process_fork", "sched:sched_process_exit"]
+RUNNER_NAME = os.path.basename(run.RUNNER)
 
 
 def record(what, jobs, workers, data):
@@ -49,19 +58,57 @@ def record(what, jobs, workers, data):
 
 
 def count(data):
-    out = subprocess.run(["perf", "script", "-i", data, "-F", "event,trace"],
+    """Per-kind counters by command name, and the slot gaps (seconds, split in two)."""
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,event,trace"],
                          capture_output=True, text=True, check=True).stdout
     kinds = {k: collections.Counter() for k in ("wake-ups", "sleeps", "preempted", "migrations")}
     name = lambda c: re.sub(r"/\d+$", "", c)  # noqa: E731 (kernel threads per CPU)
+    parent, forks, exits, idles = {}, collections.defaultdict(list), collections.defaultdict(list), collections.defaultdict(list)
     for line in out.splitlines():
-        if "sched_wakeup:" in line:
-            kinds["wake-ups"][name(re.search(r"comm=(.+?) pid=", line).group(1))] += 1
-        elif "sched_switch:" in line:
-            m = re.search(r"prev_comm=(.+?) prev_pid=\d+ prev_prio=\d+ prev_state=(\S+)", line)
-            kinds["sleeps" if m.group(2) != "R" else "preempted"][name(m.group(1))] += 1
-        elif "sched_migrate_task:" in line:
-            kinds["migrations"][name(re.search(r"comm=(.+?) pid=", line).group(1))] += 1
-    return kinds
+        m = re.match(r"\s*(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)", line)
+        if not m:
+            continue
+        tid, t, event, trace = int(m.group(1)), float(m.group(2)), m.group(3), m.group(4)
+        if event == "sched:sched_wakeup":
+            kinds["wake-ups"][name(re.search(r"comm=(.+?) pid=", trace).group(1))] += 1
+        elif event == "sched:sched_switch":
+            m = re.search(r"prev_comm=(.+?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+)", trace)
+            kinds["sleeps" if m.group(3) != "R" else "preempted"][name(m.group(1))] += 1
+            if m.group(3) != "R":
+                idles[int(m.group(2))].append(t)
+        elif event == "sched:sched_migrate_task":
+            kinds["migrations"][name(re.search(r"comm=(.+?) pid=", trace).group(1))] += 1
+        elif event == "sched:sched_process_fork":
+            child = int(re.search(r"child_pid=(\d+)", trace).group(1))
+            parent[child] = tid
+            forks[tid].append(t)
+        elif event == "sched:sched_process_exit" and f"comm={RUNNER_NAME}" in trace:
+            pid = int(re.search(r" pid=(\d+)", trace).group(1))
+            if pid in parent:
+                exits[parent[pid]].append(t)
+    return kinds, slot_gaps(forks, exits, idles), sum(len(e) for e in exits.values())
+
+
+def slot_gaps(forks, exits, idles):
+    """For each runner exit: (until its supervisor goes idle, from then to its next fork)."""
+    gaps = []
+    for sup, ends in exits.items():
+        starts, sleeps = sorted(forks[sup]), sorted(idles[sup])
+        for end in ends:
+            nxt = bisect.bisect_right(starts, end)
+            if nxt == len(starts):
+                continue
+            start = starts[nxt]
+            # The supervisor's last sleep before that fork: waiting for the request.
+            i = bisect.bisect_left(sleeps, start) - 1
+            if i >= 0 and sleeps[i] > end:
+                gaps.append((sleeps[i] - end, start - sleeps[i]))
+    return gaps
+
+
+def quantiles(xs):
+    xs = sorted(xs)
+    return f"mean {statistics.mean(xs) * 1e6:4.0f} us, p50 {xs[len(xs) // 2] * 1e6:4.0f}, p90 {xs[len(xs) * 9 // 10] * 1e6:4.0f}"
 
 
 def main():
@@ -77,11 +124,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
         rate = record(a.what, a.jobs, a.workers, data)
-        kinds = count(data)
+        kinds, gaps, ends = count(data)
     print(f"{a.what}: {rate:.0f} jobs/s, {a.jobs} jobs, workers {a.workers}, per job:")
     for kind, c in kinds.items():
         top = ", ".join(f"{k} {v / a.jobs:.2f}" for k, v in c.most_common(5))
         print(f"  {kind:10} {sum(c.values()) / a.jobs:5.2f}  ({top})")
+    if gaps:
+        print(f"slot gap, a runner's exit to its supervisor's next fork ({len(gaps)} of {ends} exits; "
+              "the rest had no idle moment: the next request was already there):")
+        print(f"  total                                       {quantiles([a + b for a, b in gaps])}")
+        print(f"  until the supervisor is idle (sweep, report) {quantiles([a for a, _ in gaps])}")
+        print(f"  from then to the next fork (the judge's turn) {quantiles([b for _, b in gaps])}")
 
 
 if __name__ == "__main__":
