@@ -160,10 +160,11 @@ impl InboxWatcher {
         use std::os::unix::fs::MetadataExt;
         self.watch = None;
         crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|e| e.to_string())?;
+        // Cleared first: a loss the new watch reports must stay raised.
+        self.lost.store(false, Ordering::SeqCst);
         let watch = inbox_watch::start(&self.jobs_dir, self.sink.clone())?;
         self.watched_ino = std::fs::metadata(&self.jobs_dir).ok().map(|m| m.ino());
         self.watch = Some(watch);
-        self.lost.store(false, Ordering::SeqCst);
         Ok(())
     }
 

@@ -169,6 +169,7 @@ pub(crate) struct SupervisorFds {
 /// once its report pipe closed after `Exited` or `SpawnFailed`: its tree is gone and
 /// it waits for the next request. Dropped instead, its socket closes and it exits
 /// once its attempt is over.
+#[derive(Debug)]
 pub(crate) struct Lease {
     pub pid: pid_t,
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]

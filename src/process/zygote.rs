@@ -149,17 +149,25 @@ fn take_idle() -> Option<Lease> {
     lock_idle().pop()
 }
 
-/// A new pooled supervisor from the zygote (or why this one could not be had: its
-/// fork failed, or the daemon had no room for its socket); `None` when there is no
-/// zygote. A zygote that stopped answering is killed and dropped for good, with a log
-/// line; a failure on the daemon's side keeps it.
+/// A new pooled supervisor from the zygote, or the errno of its fork; `None` when the
+/// zygote cannot give one (there is none, or the daemon had no descriptor left for
+/// the new socket): the attempt's supervisor is then forked here, which needs none. A
+/// zygote that stopped answering is killed and dropped for good, with a log line.
 fn new_supervisor() -> Option<io::Result<Lease>> {
     let slot = ZYGOTE.get()?;
     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
     let helper = guard.as_ref()?;
     let e = match ask(&helper.sock) {
-        // Dropping a lease that cannot be bounded closes its socket: that one exits.
-        Ok(new) => return Some(new.and_then(|lease| bound(&lease.sock).map(|()| lease))),
+        // Dropping a lease whose socket cannot be bounded closes it: that one exits.
+        Ok(Answer::Lease(lease)) => return Some(bound(&lease.sock).map(|()| lease)),
+        Ok(Answer::ForkFailed(e)) => return Some(Err(e)),
+        Ok(Answer::NoRoom) => {
+            tracing::warn!(
+                "no descriptor left for a new supervisor's socket: this attempt's supervisor is \
+                 forked by the daemon; raise the daemon's open-file limit (LimitNOFILE=)"
+            );
+            return None;
+        }
         Err(e) => e,
     };
     tracing::warn!(
@@ -181,25 +189,32 @@ fn kill_and_reap(pid: libc::pid_t) {
     }
 }
 
-/// One request and its reply: a new supervisor's pid and the daemon's end of its
-/// socket, or the errno of the zygote's fork, or no socket because the daemon had no
-/// descriptor left for it. The outer error: the zygote failed.
-fn ask(mut sock: &UnixStream) -> io::Result<io::Result<Lease>> {
+/// The zygote's answer to one request.
+#[derive(Debug)]
+enum Answer {
+    /// A new supervisor.
+    Lease(Lease),
+    /// Its fork failed (the errno).
+    ForkFailed(io::Error),
+    /// It sent the new socket, but ours had no descriptor left to take it (the
+    /// supervisor exits when its socket closes).
+    NoRoom,
+}
+
+/// One request and its reply. The error: the zygote failed.
+fn ask(mut sock: &UnixStream) -> io::Result<Answer> {
     sock.write_all(&[NEW_SUPERVISOR])?;
     let mut reply = [0u8; 4];
     let fds = recv_with_fds(sock, &mut reply)?.ok_or(io::ErrorKind::UnexpectedEof)?;
     let pid = i32::from_ne_bytes(reply);
     if pid <= 0 {
-        return Ok(Err(io::Error::from_raw_os_error(-pid)));
+        return Ok(Answer::ForkFailed(io::Error::from_raw_os_error(-pid)));
     }
-    // The zygote sends one socket with every pid: none came when ours could not take
-    // it (out of descriptors), and that supervisor exits when its socket closes.
+    // The zygote sends one socket with every pid.
     let Ok([fd]) = <[OwnedFd; 1]>::try_from(fds) else {
-        return Ok(Err(io::Error::other(
-            "no descriptor left for a new supervisor's socket (raise the daemon's open-file limit, LimitNOFILE=)",
-        )));
+        return Ok(Answer::NoRoom);
     };
-    Ok(Ok(Lease {
+    Ok(Answer::Lease(Lease {
         pid,
         sock: UnixStream::from(fd),
     }))
@@ -284,7 +299,7 @@ mod tests {
 
     /// `ask` against a stand-in zygote that answers one request with `reply` and
     /// `fds` (no answer at all when `reply` is empty).
-    fn ask_stand_in(reply: Vec<u8>, fds: Vec<OwnedFd>) -> io::Result<io::Result<Lease>> {
+    fn ask_stand_in(reply: Vec<u8>, fds: Vec<OwnedFd>) -> io::Result<Answer> {
         let (ours, theirs) = UnixStream::pair().unwrap();
         bound(&ours).unwrap();
         let zygote = std::thread::spawn(move || {
@@ -306,16 +321,16 @@ mod tests {
         let (socket, _peer) = UnixStream::pair().unwrap();
         let pid = 4242i32.to_ne_bytes().to_vec();
         let lease = ask_stand_in(pid.clone(), vec![socket.into()]);
-        assert!(matches!(lease, Ok(Ok(Lease { pid: 4242, .. }))));
-        // Our side had no descriptor for the socket: that attempt fails, the zygote stays.
-        let no_room = ask_stand_in(pid, vec![]);
-        let e = no_room.expect("not the zygote's fault").err().unwrap();
-        assert!(e.to_string().contains("LimitNOFILE"), "{e}");
+        assert!(matches!(lease, Ok(Answer::Lease(Lease { pid: 4242, .. }))));
+        // Our side had no descriptor for the socket: the zygote stays, the attempt
+        // forks its supervisor itself.
+        assert!(matches!(ask_stand_in(pid, vec![]), Ok(Answer::NoRoom)));
         // Its fork failed: that errno, the zygote stays.
         let eagain = (-libc::EAGAIN).to_ne_bytes().to_vec();
-        let fork_failed = ask_stand_in(eagain, vec![]);
-        let e = fork_failed.expect("not the zygote's fault").err().unwrap();
-        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
+        match ask_stand_in(eagain, vec![]) {
+            Ok(Answer::ForkFailed(e)) => assert_eq!(e.raw_os_error(), Some(libc::EAGAIN)),
+            other => panic!("{other:?}"),
+        }
         // No answer (it closed its end): the zygote failed.
         assert!(ask_stand_in(vec![], vec![]).is_err());
     }
