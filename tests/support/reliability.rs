@@ -99,6 +99,34 @@ impl Proc {
         );
     }
 
+    /// As `finish`, and the largest RSS (KiB) of the process and the descendants it
+    /// waited for, from its own `wait4` (not RUSAGE_CHILDREN, which also counts the
+    /// test's other children: a vforked child reports the test process's RSS). The
+    /// process is reaped here: call nothing else on it afterwards.
+    pub fn finish_measured(&mut self, limit: Duration) -> (ExitStatus, Duration, i64) {
+        use std::os::unix::process::ExitStatusExt;
+        let pid = self.child.id() as libc::pid_t;
+        let mut ended = None;
+        super::wait_until(self.started + limit, || {
+            let mut raw = 0;
+            // SAFETY: wait4 fills the status and the rusage it is given.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            if unsafe { libc::wait4(pid, &mut raw, libc::WNOHANG, &mut usage) } == pid {
+                ended = Some((ExitStatus::from_raw(raw), usage.ru_maxrss));
+            }
+            ended.is_some()
+        });
+        if let Some((status, rss)) = ended {
+            return (status, self.started.elapsed(), rss);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!(
+            "llm-judge did not finish within {limit:?}; stderr: {}",
+            self.stderr()
+        );
+    }
+
     pub fn stdout(&self) -> String {
         fs::read_to_string(&self.out).unwrap_or_default()
     }
@@ -235,15 +263,6 @@ pub fn signal(pid: u32, sig: i32) {
     assert_eq!(rc, 0, "kill({pid}, {sig})");
 }
 
-/// The largest RSS (KiB) of any waited-for descendant of this test process.
-pub fn children_max_rss_kib() -> i64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage fills the struct it is given.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    assert_eq!(rc, 0, "getrusage");
-    usage.ru_maxrss
-}
-
 /// Writes an executable fake program and checks it can be exec'd (retrying "Text
 /// file busy" while a forked child of another test thread still holds it open).
 pub fn install_exe(path: &Path, body: &str) {
@@ -348,6 +367,17 @@ pub const MARGIN: f64 = 12.0;
 /// Judges `jobs/<name>.json` with one fake runner (`body`) through `llm-judge run` and
 /// checks it exits 0 within timeout + `GRACE` + `MARGIN`; returns how long it took.
 pub fn run_one_job(w: &World, mark: &str, name: &str, body: &str, timeout: f64) -> Duration {
+    run_one_job_measured(w, mark, name, body, timeout).0
+}
+
+/// As `run_one_job`, and the largest RSS (KiB) of the judge's process tree.
+pub fn run_one_job_measured(
+    w: &World,
+    mark: &str,
+    name: &str,
+    body: &str,
+    timeout: f64,
+) -> (Duration, i64) {
     write_config(w, &format!("fsync = false\nkill_grace_seconds = {GRACE}\n"));
     let runner = w.runner(name, body);
     w.job(
@@ -361,7 +391,7 @@ pub fn run_one_job(w: &World, mark: &str, name: &str, body: &str, timeout: f64) 
         &["run", job.to_str().unwrap()],
     );
     let bound = timeout + GRACE + MARGIN;
-    let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
+    let (status, elapsed, rss) = p.finish_measured(Duration::from_secs_f64(bound + 30.0));
     assert!(
         status.success(),
         "{name}: {status:?}; stderr: {}",
@@ -371,5 +401,5 @@ pub fn run_one_job(w: &World, mark: &str, name: &str, body: &str, timeout: f64) 
         elapsed.as_secs_f64() <= bound,
         "{name}: took {elapsed:?}, over timeout {timeout} + grace {GRACE} + margin {MARGIN}"
     );
-    elapsed
+    (elapsed, rss)
 }
