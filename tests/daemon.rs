@@ -564,11 +564,7 @@ fn a_killed_idle_pooled_supervisor_is_replaced_without_a_lost_verdict() {
     wait_for("the first verdict", DEADLINE, || w.verdicts().len() == 1);
     let first = pids_in(&w.read("parents"))[0];
     assert!(support::is_daemon_helper(first, d.child.id()), "{first}");
-    let status = Command::new("kill")
-        .args(["-KILL", &first.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    support::reliability::signal(first, libc::SIGKILL);
     wait_for("the idle supervisor gone", DEADLINE, || !is_alive(first));
     for i in 1..3 {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));

@@ -77,7 +77,6 @@ pub enum Hint {
 }
 
 /// Where a watch reports: hints, and the flags that ask the daemon to look again.
-#[derive(Clone)]
 pub struct Sink {
     sender: mpsc::Sender<Hint>,
     rescan: Arc<AtomicBool>,
@@ -121,13 +120,13 @@ pub struct InboxWatcher {
     /// The inode of the watched folder, to notice it being replaced.
     watched_ino: Option<u64>,
     pub hints: mpsc::Receiver<Hint>,
+    sender: mpsc::Sender<Hint>,
     /// Set when an event was dropped, the queue overflowed or the watch broke.
     pub rescan: Arc<AtomicBool>,
     /// Set when jobs/ itself went away: re-watch before the next scan.
     pub lost: Arc<AtomicBool>,
     /// Wakes the daemon loop when `rescan` or `lost` is set.
     pub wake: Arc<Notify>,
-    sink: Sink,
 }
 
 /// Hints buffered before the daemon falls back to a rescan.
@@ -137,21 +136,15 @@ impl InboxWatcher {
     /// A watcher for `jobs_dir`; call `watch` to start it.
     pub fn new(jobs_dir: &Path) -> Self {
         let (sender, hints) = mpsc::channel(HINT_BUFFER);
-        let sink = Sink {
-            sender,
-            rescan: Arc::new(AtomicBool::new(false)),
-            lost: Arc::new(AtomicBool::new(false)),
-            wake: Arc::new(Notify::new()),
-        };
         InboxWatcher {
             watch: None,
             jobs_dir: jobs_dir.to_path_buf(),
             watched_ino: None,
             hints,
-            rescan: sink.rescan.clone(),
-            lost: sink.lost.clone(),
-            wake: sink.wake.clone(),
-            sink,
+            sender,
+            rescan: Arc::new(AtomicBool::new(false)),
+            lost: Arc::new(AtomicBool::new(false)),
+            wake: Arc::new(Notify::new()),
         }
     }
 
@@ -162,10 +155,20 @@ impl InboxWatcher {
         crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|e| e.to_string())?;
         // Cleared first: a loss the new watch reports must stay raised.
         self.lost.store(false, Ordering::SeqCst);
-        let watch = inbox_watch::start(&self.jobs_dir, self.sink.clone())?;
+        let watch = inbox_watch::start(&self.jobs_dir, self.sink())?;
         self.watched_ino = std::fs::metadata(&self.jobs_dir).ok().map(|m| m.ino());
         self.watch = Some(watch);
         Ok(())
+    }
+
+    /// Where a watch reports: this watcher's channel and flags.
+    fn sink(&self) -> Sink {
+        Sink {
+            sender: self.sender.clone(),
+            rescan: self.rescan.clone(),
+            lost: self.lost.clone(),
+            wake: self.wake.clone(),
+        }
     }
 
     /// True when jobs/ is no longer the folder being watched.

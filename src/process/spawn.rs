@@ -160,6 +160,12 @@ fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
     pipe::Receiver::from_owned_fd_unchecked(fd)
 }
 
+/// Our write end of the runner's stdin, made nonblocking the same way.
+fn sender(fd: OwnedFd) -> std::io::Result<pipe::Sender> {
+    rustix::io::ioctl_fionbio(&fd, true)?;
+    pipe::Sender::from_owned_fd_unchecked(fd)
+}
+
 fn spawn_failed(e: &std::io::Error) -> RunEnd {
     RunEnd::SpawnFailed {
         kind: format!("{:?}", e.kind()),
@@ -256,9 +262,7 @@ impl Attempt {
     }
 
     fn take_stdin(&mut self) -> Option<pipe::Sender> {
-        let fd = self.stdin.take()?;
-        rustix::io::ioctl_fionbio(&fd, true).ok()?;
-        pipe::Sender::from_owned_fd_unchecked(fd).ok()
+        sender(self.stdin.take()?).ok()
     }
 
     /// Waits for the runner's end within the timeout. At the timeout, and when the

@@ -195,7 +195,6 @@ pub(crate) type Forker = fn(&Command, SupervisorFds) -> Forked;
 pub(crate) struct Prepared {
     command: Command,
     pipes: Pipes,
-    stdin_piped: bool,
 }
 
 /// Builds the command and pipes for the runner described by `launch`.
@@ -203,7 +202,6 @@ pub(crate) fn prepare(launch: &Launch<'_>) -> io::Result<Prepared> {
     Ok(Prepared {
         command: Command::of(launch)?,
         pipes: Pipes::new(launch.stdin_piped)?,
-        stdin_piped: launch.stdin_piped,
     })
 }
 
@@ -215,7 +213,7 @@ impl Prepared {
             Forked::Pooled(lease) => Ok(Ok(self.pipes.started(lease.pid, Some(lease)))),
             Forked::Failed(e) => Ok(Err(e)),
             Forked::Here { tried: false } => Err(self),
-            Forked::Here { tried: true } => match Pipes::new(self.stdin_piped) {
+            Forked::Here { tried: true } => match Pipes::new(self.pipes.stdin_w.is_some()) {
                 Ok(pipes) => Err(Prepared { pipes, ..self }),
                 Err(e) => Ok(Err(e)),
             },

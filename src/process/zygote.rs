@@ -88,6 +88,10 @@ const INLINE_REQUEST: usize = 64 << 10;
 /// Hands the attempt to an idle pooled supervisor without blocking; `Here` when none
 /// takes it (or the request is large): then call `supervise` off the async workers.
 pub(crate) fn supervise_idle(command: &Command, fds: SupervisorFds) -> Forked {
+    // Nothing idle: `supervise` encodes the request, not this one too.
+    if lock_idle().is_empty() {
+        return Forked::Here { tried: false };
+    }
     let request = supervisor::request(command);
     if request.len() > INLINE_REQUEST {
         return Forked::Here { tried: false };

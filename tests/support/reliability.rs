@@ -57,6 +57,9 @@ pub struct Proc {
     pub out: PathBuf,
     pub err: PathBuf,
     pub started: Instant,
+    /// Set once `finish` reaped it (with wait4, behind `child`'s back): nothing may
+    /// signal or wait for its pid after that.
+    exit: Option<ExitStatus>,
 }
 
 /// Starts `cmd` with `args`, stdout and stderr to files in the world.
@@ -77,33 +80,22 @@ pub fn spawn(w: &World, mut cmd: Command, args: &[&str]) -> Proc {
         out,
         err,
         started: Instant::now(),
+        exit: None,
     }
 }
 
 impl Proc {
     /// Waits for the exit; panics (after killing it) past `limit` since the start.
     pub fn finish(&mut self, limit: Duration) -> (ExitStatus, Duration) {
-        let mut status = None;
-        super::wait_until(self.started + limit, || {
-            status = self.child.try_wait().unwrap();
-            status.is_some()
-        });
-        if let Some(status) = status {
-            return (status, self.started.elapsed());
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        panic!(
-            "llm-judge did not finish within {limit:?}; stderr: {}",
-            self.stderr()
-        );
+        let (status, elapsed, _) = self.finish_measured(limit);
+        (status, elapsed)
     }
 
     /// As `finish`, and the largest RSS (KiB) of the process and the descendants it
     /// waited for, from its own `wait4` (not RUSAGE_CHILDREN, which also counts the
-    /// test's other children: a vforked child reports the test process's RSS). The
-    /// process is reaped here: call nothing else on it afterwards.
-    pub fn finish_measured(&mut self, limit: Duration) -> (ExitStatus, Duration, i64) {
+    /// test's other children: a vforked child reports the test process's RSS); `None`
+    /// when `alive` had already reaped it.
+    pub fn finish_measured(&mut self, limit: Duration) -> (ExitStatus, Duration, Option<i64>) {
         use std::os::unix::process::ExitStatusExt;
         let pid = self.child.id() as libc::pid_t;
         let mut ended = None;
@@ -111,12 +103,20 @@ impl Proc {
             let mut raw = 0;
             // SAFETY: wait4 fills the status and the rusage it is given.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            if unsafe { libc::wait4(pid, &mut raw, libc::WNOHANG, &mut usage) } == pid {
-                ended = Some((ExitStatus::from_raw(raw), usage.ru_maxrss));
+            match unsafe { libc::wait4(pid, &mut raw, libc::WNOHANG, &mut usage) } {
+                r if r == pid => ended = Some((ExitStatus::from_raw(raw), Some(usage.ru_maxrss))),
+                // Not ours to wait for any more: `alive` reaped it, `child` has the status.
+                r if r < 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) =>
+                {
+                    ended = self.child.try_wait().ok().flatten().map(|s| (s, None))
+                }
+                _ => {}
             }
             ended.is_some()
         });
         if let Some((status, rss)) = ended {
+            self.exit = Some(status);
             return (status, self.started.elapsed(), rss);
         }
         let _ = self.child.kill();
@@ -136,13 +136,13 @@ impl Proc {
     }
 
     pub fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
+        self.exit.is_none() && self.child.try_wait().unwrap().is_none()
     }
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
+        if self.exit.is_none() && self.child.try_wait().ok().flatten().is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
@@ -392,6 +392,7 @@ pub fn run_one_job_measured(
     );
     let bound = timeout + GRACE + MARGIN;
     let (status, elapsed, rss) = p.finish_measured(Duration::from_secs_f64(bound + 30.0));
+    let rss = rss.expect("reaped by finish_measured, with its rusage");
     assert!(
         status.success(),
         "{name}: {status:?}; stderr: {}",
