@@ -24,18 +24,19 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// Adds `name` if it is a job name not already queued or running.
-    pub fn offer(&mut self, jobs_dir: &Path, name: OsString) {
+    /// Adds `name` if it is a job name not already queued or running; true if added.
+    pub fn offer(&mut self, jobs_dir: &Path, name: OsString) -> bool {
         if !is_job_name(&name) || self.known.contains(&name) {
-            return;
+            return false;
         }
         // lstat only: never follow or open a job before it runs.
         let Ok(meta) = std::fs::symlink_metadata(jobs_dir.join(&name)) else {
-            return;
+            return false;
         };
         let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         self.known.insert(name.clone());
         self.order.insert((mtime, name));
+        true
     }
 
     /// Takes the oldest job; it stays known until `finished`.

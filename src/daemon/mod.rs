@@ -10,29 +10,27 @@ mod inbox_watch;
 #[path = "inbox_notify.rs"]
 mod inbox_watch;
 pub mod sd_notify;
+pub mod slots;
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::{MissedTickBehavior, sleep_until};
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::daemon::codex_models::CodexModels;
-use crate::daemon::inbox::{Hint, InboxWatcher, Queue};
+use crate::daemon::inbox::{Hint, InboxWatcher};
 use crate::daemon::sd_notify::Notifier;
+use crate::daemon::slots::{Board, JobContext, Slots};
 use crate::engine::attempts::Extras;
-use crate::engine::lifecycle::{self, Handled};
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
-use crate::store::status_file::{
-    OutcomeCounts, QueueStatus, RunnerHistory, RunningJob, StatusRecord,
-};
+use crate::store::status_file::{QueueStatus, RunningJob, StatusRecord};
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Status writes are at most this frequent.
@@ -109,19 +107,10 @@ struct Daemon {
     sources: Sources,
     workers_flag: Option<usize>,
     state: StateDir,
-    queue: Queue,
-    /// Jobs being judged or published.
-    running: HashMap<OsString, Instant>,
-    /// Jobs holding a worker slot (judging; a job gives its slot back before publishing).
-    slots: HashSet<OsString>,
-    done_tx: mpsc::UnboundedSender<WorkerEvent>,
-    done_rx: mpsc::UnboundedReceiver<WorkerEvent>,
+    /// The queue and the running jobs, shared with the slots.
+    board: Arc<Board>,
+    slots: Slots,
     cancel_tx: watch::Sender<bool>,
-    /// The longest `kill_grace_seconds` any started job got (a reload may lower it
-    /// while those jobs run): the stop deadline waits for it.
-    kill_grace_seen: f64,
-    outcomes: OutcomeCounts,
-    history: RunnerHistory,
     started_at: f64,
     draining: bool,
     status_dirty: bool,
@@ -136,7 +125,6 @@ impl Daemon {
         workers_flag: Option<usize>,
         state: StateDir,
     ) -> Self {
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match crate::store::status_file::Tally::create(
             &crate::store::status_file::tally_path(&state),
@@ -152,23 +140,25 @@ impl Daemon {
             tally,
             ..Extras::for_state(&settings, &state)
         };
+        let cancel_tx = watch::channel(false).0;
+        let settings = Arc::new(settings);
+        let board = Board::new(JobContext {
+            settings: settings.clone(),
+            extras: extras.clone(),
+            state: state.clone(),
+            cancel: cancel_tx.subscribe(),
+        });
         Daemon {
             extras,
             codex: CodexModels::new(&settings),
-            base: Arc::new(settings.clone()),
-            settings: Arc::new(settings),
+            base: settings.clone(),
+            settings,
             sources,
             workers_flag,
             state,
-            queue: Queue::default(),
-            running: HashMap::new(),
-            slots: HashSet::new(),
-            done_tx,
-            done_rx,
-            cancel_tx: watch::channel(false).0,
-            kill_grace_seen: 0.0,
-            outcomes: OutcomeCounts::default(),
-            history: RunnerHistory::default(),
+            board,
+            slots: Slots::default(),
+            cancel_tx,
             started_at: now_unix(),
             draining: false,
             status_dirty: true,
@@ -240,14 +230,15 @@ impl Daemon {
             });
         let mut stop_at: Option<tokio::time::Instant> = None;
         let mut stop_deadline: Option<tokio::time::Instant> = None;
+        let board = self.board.clone();
         loop {
-            self.dispatch();
-            if self.draining && self.running.is_empty() {
+            self.open_slots();
+            if self.draining && board.running() == 0 {
                 break;
             }
             if stop_deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
                 tracing::error!(
-                    running = self.running.len(),
+                    running = board.running(),
                     "runners did not stop in time; exiting anyway"
                 );
                 break;
@@ -255,7 +246,7 @@ impl Daemon {
             let status_due = tokio::time::Instant::from_std(self.status_written + STATUS_EVERY);
             tokio::select! {
                 Some(Hint::Arrived(name)) = watcher.hints.recv() => {
-                    self.queue.offer(&self.state.jobs(), name);
+                    board.offer(&self.state.jobs(), name);
                     self.status_dirty = true;
                 }
                 () = watcher.wake.notified() => self.on_watch_trouble(&mut watcher),
@@ -268,17 +259,12 @@ impl Daemon {
                 }
                 Some(read) = self.codex.rx.recv() => self.codex_catalog_read(read),
                 _ = catalog_refresh.tick() => self.read_codex_catalog(),
-                Some(event) = self.done_rx.recv() => match event {
-                    WorkerEvent::SlotFree(name) => {
-                        self.slots.remove(&name);
-                    }
-                    WorkerEvent::Finished(name, handled) => self.finished(name, handled),
-                },
+                () = board.changed() => self.status_dirty = true,
                 _ = term.recv() => self.on_stop_signal("SIGTERM", &mut stop_at, &mut stop_deadline),
                 _ = int.recv() => self.on_stop_signal("SIGINT", &mut stop_at, &mut stop_deadline),
                 _ = hup.recv() => self.reload(),
                 () = sleep_until(stop_at.unwrap_or_else(far_future)), if stop_at.is_some() => {
-                    tracing::warn!(running = self.running.len(), "shutdown grace is over: stopping runners, leaving their jobs queued");
+                    tracing::warn!(running = board.running(), "shutdown grace is over: stopping runners, leaving their jobs queued");
                     self.stop_runners(&mut stop_at, &mut stop_deadline);
                 }
                 () = sleep_until(status_due), if self.status_dirty => self.write_status(),
@@ -342,61 +328,26 @@ impl Daemon {
         }
     }
 
-    /// Starts the oldest waiting jobs while workers are free (once the first codex
-    /// catalog read is over).
-    fn dispatch(&mut self) {
-        while self.codex.ready && !self.draining && self.slots.len() < self.workers() {
-            let Some(name) = self.queue.take() else {
-                return;
-            };
-            self.running.insert(name.clone(), Instant::now());
-            self.slots.insert(name.clone());
-            self.status_dirty = true;
-            let settings = self.settings.clone();
-            self.kill_grace_seen = self.kill_grace_seen.max(settings.config.kill_grace_seconds);
-            let state = self.state.clone();
-            let extras = self.extras.clone();
-            let cancel = self.cancel_tx.subscribe();
-            let report = Report {
-                name: Some(name.clone()),
-                tx: self.done_tx.clone(),
-            };
-            tokio::spawn(async move {
-                let path = state.jobs().join(&name);
-                let release_tx = report.tx.clone();
-                let release_name = name.clone();
-                let link = lifecycle::WorkerLink {
-                    cancel: Some(cancel),
-                    release_slot: Some(Box::new(move || {
-                        let _ = release_tx.send(WorkerEvent::SlotFree(release_name));
-                    })),
-                };
-                let handled = lifecycle::handle(&settings, &state, &path, &extras, link).await;
-                report.send(handled);
+    /// Opens the worker slots to jobs (once the first codex catalog read is over,
+    /// until a drain) with the settings in use, starting slot threads as `workers` grows.
+    fn open_slots(&mut self) {
+        let open = if self.codex.ready && !self.draining {
+            self.workers()
+        } else {
+            0
+        };
+        self.board
+            .set_gate(open, self.draining, &self.settings, || JobContext {
+                settings: self.settings.clone(),
+                extras: self.extras.clone(),
+                state: self.state.clone(),
+                cancel: self.cancel_tx.subscribe(),
             });
-        }
-    }
-
-    fn finished(&mut self, name: OsString, handled: Handled) {
-        self.running.remove(&name);
-        self.slots.remove(&name);
-        self.queue.finished(&name);
-        self.status_dirty = true;
-        if let Handled::Judged {
-            outcome, attempts, ..
-        } = &handled
-        {
-            self.outcomes.add(*outcome);
-            self.history.add(attempts);
-        }
-        if matches!(handled, Handled::Judged { .. } | Handled::AlreadyPublished) {
-            // A file of the same name still there is a newer job (same id enqueued again).
-            self.queue.offer(&self.state.jobs(), name);
-        }
+        self.slots.grow(open, &self.board);
     }
 
     fn scan(&mut self) {
-        match self.queue.scan(&self.state.jobs()) {
+        match self.board.scan(&self.state.jobs()) {
             Ok(_) => self.status_dirty = true,
             Err(e) => {
                 tracing::error!(folder = %self.state.jobs().display(), "cannot scan the inbox: {e}")
@@ -444,7 +395,7 @@ impl Daemon {
         let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
         tracing::info!(
             signal = name,
-            running = self.running.len(),
+            running = self.board.running(),
             grace_seconds = grace.as_secs_f64(),
             "draining: no new jobs; running jobs get the shutdown grace"
         );
@@ -460,7 +411,8 @@ impl Daemon {
         *stop_at = None;
         let _ = self.cancel_tx.send(true);
         let longest = self
-            .kill_grace_seen
+            .board
+            .kill_grace_seen()
             .max(self.settings.config.kill_grace_seconds);
         let grace = Duration::from_secs_f64(longest);
         stop_deadline.get_or_insert(tokio::time::Instant::now() + grace + STOP_WAIT);
@@ -491,6 +443,7 @@ impl Daemon {
     }
 
     fn write_status(&mut self) {
+        let board = self.board.snapshot();
         let record = StatusRecord {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -499,23 +452,22 @@ impl Daemon {
             workers: self.workers(),
             draining: self.draining,
             queue: QueueStatus {
-                waiting: self.queue.waiting(),
-                oldest_mtime: self
-                    .queue
-                    .oldest()
+                waiting: board.waiting,
+                oldest_mtime: board
+                    .oldest
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map(|d| d.as_secs_f64()),
             },
-            running: self
+            running: board
                 .running
-                .keys()
+                .iter()
                 .map(|name| self.running_job(name))
                 .collect(),
             outcomes: match &self.extras.tally {
                 Some(t) => t.counts(),
-                None => self.outcomes.clone(),
+                None => board.outcomes,
             },
-            runners: self.history.stats(),
+            runners: board.runners,
             state_dir: self.state.root.display().to_string(),
             state_dir_env: std::env::var(crate::core::config::STATE_DIR_VAR)
                 .ok()
@@ -534,8 +486,8 @@ impl Daemon {
     fn status_line(&self) -> String {
         format!(
             "{} waiting, {} running",
-            self.queue.waiting(),
-            self.running.len()
+            self.board.waiting(),
+            self.board.running()
         )
     }
 
@@ -573,36 +525,4 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
 
 fn far_future() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_secs(86_400 * 365)
-}
-
-/// What a worker tells the daemon loop.
-enum WorkerEvent {
-    /// The job's runners are done; its slot may serve the next job.
-    SlotFree(OsString),
-    /// The job is done (published, failed, stopped...).
-    Finished(OsString, Handled),
-}
-
-/// Reports a worker's result once, even if the worker panics.
-struct Report {
-    name: Option<OsString>,
-    tx: mpsc::UnboundedSender<WorkerEvent>,
-}
-
-impl Report {
-    fn send(mut self, handled: Handled) {
-        if let Some(name) = self.name.take() {
-            let _ = self.tx.send(WorkerEvent::Finished(name, handled));
-        }
-    }
-}
-
-impl Drop for Report {
-    fn drop(&mut self) {
-        if let Some(name) = self.name.take() {
-            tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
-            let failed = Handled::Failed("worker stopped unexpectedly".into());
-            let _ = self.tx.send(WorkerEvent::Finished(name, failed));
-        }
-    }
 }

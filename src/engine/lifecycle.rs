@@ -236,6 +236,9 @@ async fn judge_claimed(
     };
     if let Some(release) = link.release_slot.take() {
         release();
+        // The slot's next job claims and starts its runner first; this publish then
+        // runs while that runner does.
+        tokio::task::yield_now().await;
     }
     let fsync = settings.config.fsync;
     // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the

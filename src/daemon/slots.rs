@@ -1,0 +1,576 @@
+//! The worker slots (SPEC 6: at most `workers` jobs at once). Each slot has a runtime
+//! thread of its own and takes the oldest waiting job itself from the shared `Board`,
+//! so a job is claimed, judged and published on one thread, two slots' turns run side
+//! by side, and a busy backlog wakes the daemon loop at most once per status write
+//! (docs/architecture.md, "Worker slots").
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use tokio::sync::{Notify, oneshot, watch};
+
+use crate::core::config::Settings;
+use crate::daemon::inbox::Queue;
+use crate::engine::attempts::Extras;
+use crate::engine::lifecycle::{self, Handled};
+use crate::store::state_dir::StateDir;
+use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats};
+
+/// What a slot needs to run a job; the daemon loop replaces it on reload.
+#[derive(Clone)]
+pub struct JobContext {
+    /// The settings jobs use (the codex catalog applied).
+    pub settings: Arc<Settings>,
+    /// Health, cache, runner limits and single-flight, shared by every slot.
+    pub extras: Extras,
+    /// The state folder.
+    pub state: StateDir,
+    /// Fires when runners must stop (shutdown past its grace).
+    pub cancel: watch::Receiver<bool>,
+}
+
+/// The queue and the running jobs, shared by the daemon loop and the slots.
+pub struct Board {
+    inner: Mutex<Inner>,
+    /// A job was offered or the gate opened: an idle slot looks again.
+    work: Notify,
+    /// Something the daemon loop should look at (status, or the last job of a drain).
+    changed: Notify,
+}
+
+struct Inner {
+    queue: Queue,
+    /// Jobs being judged or published, and since when.
+    running: HashMap<OsString, Instant>,
+    /// Slots with a lower index may take jobs: `workers`, or 0 while draining or
+    /// before the first codex catalog read.
+    open_slots: usize,
+    context: JobContext,
+    /// The longest `kill_grace_seconds` any started job got (a reload may lower it
+    /// while those jobs run): the stop deadline waits for it.
+    kill_grace_seen: f64,
+    outcomes: OutcomeCounts,
+    history: RunnerHistory,
+    /// The loop has been woken for a change and has not written status since.
+    told: bool,
+    /// Every change wakes the loop (it waits for the last job to finish).
+    draining: bool,
+}
+
+/// What the daemon loop reads for a status write.
+pub struct Snapshot {
+    /// Jobs waiting.
+    pub waiting: usize,
+    /// The mtime of the oldest waiting job.
+    pub oldest: Option<SystemTime>,
+    /// Names of the jobs being judged or published.
+    pub running: Vec<OsString>,
+    /// Outcomes so far (without a tally file).
+    pub outcomes: OutcomeCounts,
+    /// Answer rate and median time per runner, recent attempts.
+    pub runners: BTreeMap<String, RunnerStats>,
+}
+
+impl Board {
+    /// An empty board whose gate is closed.
+    pub fn new(context: JobContext) -> Arc<Self> {
+        Arc::new(Board {
+            inner: Mutex::new(Inner {
+                queue: Queue::default(),
+                running: HashMap::new(),
+                open_slots: 0,
+                context,
+                kill_grace_seen: 0.0,
+                outcomes: OutcomeCounts::default(),
+                history: RunnerHistory::default(),
+                told: false,
+                draining: false,
+            }),
+            work: Notify::new(),
+            changed: Notify::new(),
+        })
+    }
+
+    // A slot that panicked holding the lock left the board consistent: every change
+    // under it is a single insert or remove.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `name` if it is a new job file in `jobs_dir`; an idle slot takes it.
+    pub fn offer(&self, jobs_dir: &Path, name: OsString) {
+        if self.lock().queue.offer(jobs_dir, name) {
+            self.work.notify_one();
+        }
+    }
+
+    /// Queues every job file in `jobs_dir`; returns how many entries were seen.
+    pub fn scan(&self, jobs_dir: &Path) -> std::io::Result<usize> {
+        let seen = self.lock().queue.scan(jobs_dir);
+        self.work.notify_waiters();
+        seen
+    }
+
+    /// Lets the first `open_slots` slots take jobs, with `context()` once `settings`
+    /// changed; `draining` makes every finished job wake the loop.
+    pub fn set_gate(
+        &self,
+        open_slots: usize,
+        draining: bool,
+        settings: &Arc<Settings>,
+        context: impl FnOnce() -> JobContext,
+    ) {
+        let mut inner = self.lock();
+        let opened = open_slots > inner.open_slots;
+        inner.open_slots = open_slots;
+        inner.draining = draining;
+        if !Arc::ptr_eq(&inner.context.settings, settings) {
+            inner.context = context();
+        }
+        drop(inner);
+        if opened {
+            self.work.notify_waiters();
+        }
+    }
+
+    /// Waits until the loop has something to look at.
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    /// How many jobs are being judged or published.
+    pub fn running(&self) -> usize {
+        self.lock().running.len()
+    }
+
+    /// How many jobs wait.
+    pub fn waiting(&self) -> usize {
+        self.lock().queue.waiting()
+    }
+
+    /// The longest `kill_grace_seconds` any started job got.
+    pub fn kill_grace_seen(&self) -> f64 {
+        self.lock().kill_grace_seen
+    }
+
+    /// What a status write shows; the next change wakes the loop again.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut inner = self.lock();
+        inner.told = false;
+        Snapshot {
+            waiting: inner.queue.waiting(),
+            oldest: inner.queue.oldest(),
+            running: inner.running.keys().cloned().collect(),
+            outcomes: inner.outcomes.clone(),
+            runners: inner.history.stats(),
+        }
+    }
+
+    /// Waits for the oldest job slot `index` may take, and marks it running.
+    async fn next(&self, index: usize) -> (OsString, JobContext) {
+        loop {
+            let notified = self.work.notified();
+            tokio::pin!(notified);
+            // Registered before the look, so an offer in between still wakes us.
+            notified.as_mut().enable();
+            if let Some(taken) = self.try_take(index) {
+                return taken;
+            }
+            notified.await;
+        }
+    }
+
+    fn try_take(&self, index: usize) -> Option<(OsString, JobContext)> {
+        let mut inner = self.lock();
+        if index >= inner.open_slots {
+            return None;
+        }
+        let name = inner.queue.take()?;
+        inner.running.insert(name.clone(), Instant::now());
+        let grace = inner.context.settings.config.kill_grace_seconds;
+        inner.kill_grace_seen = inner.kill_grace_seen.max(grace);
+        let context = inner.context.clone();
+        self.tell(&mut inner);
+        Some((name, context))
+    }
+
+    /// Records a job's end; a newer file of the same name is queued again.
+    fn finish(&self, name: OsString, handled: Handled) {
+        let mut inner = self.lock();
+        inner.running.remove(&name);
+        inner.queue.finished(&name);
+        if let Handled::Judged {
+            outcome, attempts, ..
+        } = &handled
+        {
+            inner.outcomes.add(*outcome);
+            inner.history.add(attempts);
+        }
+        let jobs_dir = inner.context.state.jobs();
+        let again = matches!(handled, Handled::Judged { .. } | Handled::AlreadyPublished)
+            && inner.queue.offer(&jobs_dir, name);
+        self.tell(&mut inner);
+        drop(inner);
+        if again {
+            self.work.notify_one();
+        }
+    }
+
+    // Once per status write, so a busy backlog does not wake the loop per job.
+    fn tell(&self, inner: &mut Inner) {
+        if !inner.told || inner.draining {
+            inner.told = true;
+            self.changed.notify_one();
+        }
+    }
+}
+
+/// The slots' runtimes: one thread each, started as `workers` grows.
+#[derive(Default)]
+pub struct Slots {
+    runtimes: Vec<Option<tokio::runtime::Runtime>>,
+}
+
+impl Slots {
+    /// Starts slots until there are `count`. A slot whose runtime cannot start serves
+    /// on the daemon loop's runtime instead (slower, still correct).
+    pub fn grow(&mut self, count: usize, board: &Arc<Board>) {
+        while self.runtimes.len() < count {
+            let index = self.runtimes.len();
+            let serving = serve(board.clone(), index);
+            match slot_runtime(index) {
+                Ok(rt) => {
+                    rt.spawn(serving);
+                    self.runtimes.push(Some(rt));
+                }
+                Err(e) => {
+                    tracing::error!(
+                        slot = index,
+                        "cannot start a worker slot's thread ({e}); it shares the daemon loop's"
+                    );
+                    tokio::spawn(serving);
+                    self.runtimes.push(None);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Slots {
+    // Dropped inside the daemon's runtime, where a blocking shutdown is not allowed.
+    fn drop(&mut self) {
+        for rt in self.runtimes.drain(..).flatten() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+// One worker thread, as the daemon loop's: a job's blocking work (fsyncs) moves the
+// slot's next job to a fresh thread meanwhile (block_in_place) instead of delaying it.
+fn slot_runtime(index: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(format!("llm-judge-slot-{index}"))
+        .enable_all()
+        .build()
+}
+
+/// Slot `index`: takes a job, runs it, takes the next once its runners are done (while
+/// the verdict is published).
+async fn serve(board: Arc<Board>, index: usize) {
+    loop {
+        let (name, context) = board.next(index).await;
+        let (free_tx, free_rx) = oneshot::channel();
+        tokio::spawn(run_job(board.clone(), name, context, free_tx));
+        // Given back by the job, or dropped when it ends (or dies) without.
+        let _ = free_rx.await;
+    }
+}
+
+async fn run_job(
+    board: Arc<Board>,
+    name: OsString,
+    context: JobContext,
+    free: oneshot::Sender<()>,
+) {
+    let report = Report {
+        board,
+        name: Some(name.clone()),
+    };
+    let link = lifecycle::WorkerLink {
+        cancel: Some(context.cancel),
+        release_slot: Some(Box::new(move || {
+            let _ = free.send(());
+        })),
+    };
+    let path = context.state.jobs().join(&name);
+    let handled = lifecycle::handle(
+        &context.settings,
+        &context.state,
+        &path,
+        &context.extras,
+        link,
+    )
+    .await;
+    report.send(handled);
+}
+
+/// Reports a job's end once, even if its task panics.
+struct Report {
+    board: Arc<Board>,
+    name: Option<OsString>,
+}
+
+impl Report {
+    fn send(mut self, handled: Handled) {
+        if let Some(name) = self.name.take() {
+            self.board.finish(name, handled);
+        }
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if let Some(name) = self.name.take() {
+            tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
+            let failed = Handled::Failed("worker stopped unexpectedly".into());
+            self.board.finish(name, failed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Condvar;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::core::config::parse_config;
+    use crate::core::runner_table::Runner;
+    use crate::core::verdict::{Outcome, RunEnd};
+    use crate::engine::spawner::{BoxFuture, Spawner};
+    use crate::process::spawn::{RunOutput, RunSpec};
+
+    /// Answers yes once `parties` runners run at once (or after 10 s), recording
+    /// each one's thread and whether it met the others.
+    struct Together {
+        parties: usize,
+        /// Runners arrived so far, and (thread, met) of each.
+        seen: Mutex<(usize, Vec<(String, bool)>)>,
+        arrived: Condvar,
+    }
+
+    impl Together {
+        fn new(parties: usize) -> Self {
+            Together {
+                parties,
+                seen: Mutex::new((0, Vec::new())),
+                arrived: Condvar::new(),
+            }
+        }
+
+        // Blocks the calling slot's thread: only another thread can complete the round.
+        fn meet(&self) {
+            let thread = std::thread::current().name().unwrap_or("").to_string();
+            let Ok(mut seen) = self.seen.lock() else {
+                return;
+            };
+            seen.0 += 1;
+            let round_end = seen.0.div_ceil(self.parties) * self.parties;
+            self.arrived.notify_all();
+            let wait = self
+                .arrived
+                .wait_timeout_while(seen, Duration::from_secs(10), |s| s.0 < round_end);
+            if let Ok((mut seen, timeout)) = wait {
+                seen.1.push((thread, !timeout.timed_out()));
+            }
+        }
+    }
+
+    impl Spawner for Together {
+        fn run<'a>(
+            &'a self,
+            _spec: &'a RunSpec<'a>,
+            on_spawn: &'a mut (dyn FnMut(u32) + Send),
+        ) -> BoxFuture<'a, RunOutput> {
+            on_spawn(0);
+            self.meet();
+            Box::pin(std::future::ready(RunOutput {
+                end: RunEnd::Exited { code: 0 },
+                stdout: "{\"ok\": true}".into(),
+                stderr: String::new(),
+                elapsed: Duration::ZERO,
+            }))
+        }
+    }
+
+    fn context(dir: &Path, spawner: Arc<dyn Spawner>) -> JobContext {
+        let state = StateDir::new(dir.join("state"));
+        state.create().expect("create state folder");
+        let mut config = parse_config(None).expect("embedded config");
+        config.fsync = false;
+        config.health.enabled = false;
+        config.cache.ttl_seconds = 0.0;
+        let settings = Settings {
+            config,
+            config_path: None,
+            state_dir: state.root.clone(),
+            runner_override: Some(vec![Runner {
+                name: "fake".into(),
+                argv: vec!["fake".into(), "{prompt}".into()],
+                max_concurrent: None,
+            }]),
+            runner_error: None,
+            runtime_dir: None,
+        };
+        JobContext {
+            settings: Arc::new(settings),
+            extras: Extras {
+                spawner,
+                ..Extras::default()
+            },
+            state,
+            cancel: watch::channel(false).1,
+        }
+    }
+
+    fn job(context: &JobContext, name: &str, age_seconds: u64) -> OsString {
+        let path = context.state.jobs().join(name);
+        std::fs::write(&path, format!("{{\"prompt\": \"{name}\"}}")).expect("write job");
+        let mtime = SystemTime::now() - Duration::from_secs(age_seconds);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open job");
+        file.set_modified(mtime).expect("set mtime");
+        OsString::from(name)
+    }
+
+    fn board_with(context: &JobContext, open: usize, draining: bool) -> Arc<Board> {
+        let board = Board::new(context.clone());
+        board.set_gate(open, draining, &context.settings, || context.clone());
+        board
+    }
+
+    fn judged() -> Handled {
+        Handled::Judged {
+            outcome: Outcome::Clean,
+            attempts: Vec::new(),
+        }
+    }
+
+    /// True if the loop has been told of a change (consumes the notice).
+    async fn told(board: &Board) -> bool {
+        tokio::select! {
+            biased;
+            () = board.changed() => true,
+            () = std::future::ready(()) => false,
+        }
+    }
+
+    #[test]
+    fn slots_take_the_oldest_job_and_only_below_the_gate() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let jobs = context.state.jobs();
+        let board = board_with(&context, 0, false);
+        let newer = job(&context, "b.json", 10);
+        let older = job(&context, "a.json", 20);
+        board.offer(&jobs, newer.clone());
+        board.offer(&jobs, older.clone());
+        assert!(board.try_take(0).is_none(), "closed gate");
+        board.set_gate(1, false, &context.settings, || context.clone());
+        assert!(board.try_take(1).is_none(), "slot 1 is above workers = 1");
+        assert_eq!(board.try_take(0).map(|t| t.0), Some(older));
+        assert_eq!((board.running(), board.waiting()), (1, 1));
+    }
+
+    #[test]
+    fn a_newer_file_of_a_judged_name_is_queued_again() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let board = board_with(&context, 2, false);
+        board.offer(&context.state.jobs(), job(&context, "a.json", 0));
+        let (name, _) = board.try_take(0).expect("a job");
+        board.finish(name.clone(), judged());
+        assert_eq!((board.running(), board.waiting()), (0, 1));
+        let (name, _) = board.try_take(0).expect("the newer job");
+        board.finish(name, Handled::Failed("disk full".into()));
+        assert_eq!(
+            (board.running(), board.waiting()),
+            (0, 0),
+            "a failed job waits for a rescan"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_busy_board_wakes_the_loop_once_per_status_write_and_every_time_when_draining() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let board = board_with(&context, 2, false);
+        for name in ["a.json", "b.json", "c.json"] {
+            board.offer(&context.state.jobs(), job(&context, name, 0));
+        }
+        let (a, _) = board.try_take(0).expect("a job");
+        let (b, _) = board.try_take(1).expect("a job");
+        assert!(told(&board).await);
+        std::fs::remove_file(context.state.jobs().join(&a)).expect("judged job removed");
+        board.finish(a, judged());
+        assert!(!told(&board).await, "told once until the status write");
+        let snapshot = board.snapshot();
+        assert_eq!((snapshot.waiting, snapshot.running.len()), (1, 1));
+        board.set_gate(0, true, &context.settings, || context.clone());
+        board.finish(b, judged());
+        assert!(told(&board).await);
+        assert_eq!(board.running(), 0);
+    }
+
+    #[test]
+    fn two_slots_judge_side_by_side_on_threads_of_their_own() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let spawner = Arc::new(Together::new(2));
+        let context = context(dir.path(), spawner.clone());
+        let board = board_with(&context, 2, false);
+        let rt = crate::support::runtime::runtime().expect("runtime");
+        let mut slots = Slots::default();
+        rt.block_on(async {
+            slots.grow(2, &board);
+            for i in 0..4 {
+                board.offer(
+                    &context.state.jobs(),
+                    job(&context, &format!("j{i}.json"), 0),
+                );
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while board.running() + board.waiting() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(slots);
+        assert_eq!(
+            (board.running(), board.waiting()),
+            (0, 0),
+            "every job judged"
+        );
+        let verdicts = std::fs::read_dir(
+            context
+                .state
+                .verdicts()
+                .join(crate::store::state_dir::transcript_hash("")),
+        )
+        .map_or(0, |d| d.count());
+        assert_eq!(verdicts, 4);
+        let seen = spawner.seen.lock().expect("runs").1.clone();
+        assert!(
+            seen.iter().all(|(_, met)| *met),
+            "each runner ran beside another: {seen:?}"
+        );
+        let mut threads: Vec<String> = seen.into_iter().map(|(t, _)| t).collect();
+        threads.sort();
+        threads.dedup();
+        assert_eq!(threads, ["llm-judge-slot-0", "llm-judge-slot-1"]);
+    }
+}
