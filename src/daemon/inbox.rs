@@ -59,16 +59,24 @@ impl Queue {
         self.order.first().map(|(t, _)| *t)
     }
 
-    /// Adds every job file in `jobs_dir`. Returns how many entries were seen.
-    pub fn scan(&mut self, jobs_dir: &Path) -> io::Result<usize> {
-        let mut seen = 0;
-        for entry in std::fs::read_dir(jobs_dir)? {
-            let Ok(entry) = entry else { continue };
-            seen += 1;
-            self.offer(jobs_dir, entry.file_name());
-        }
-        Ok(seen)
+    /// Offers each of `names` (a listing of `jobs_dir`); returns how many were new.
+    pub fn offer_all(&mut self, jobs_dir: &Path, names: Vec<OsString>) -> usize {
+        names
+            .into_iter()
+            .map(|name| usize::from(self.offer(jobs_dir, name)))
+            .sum()
     }
+}
+
+/// The names in `jobs_dir`, listed before the queue is locked (a big inbox takes a
+/// while to read).
+pub fn list(jobs_dir: &Path) -> io::Result<Vec<OsString>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(jobs_dir)? {
+        let Ok(entry) = entry else { continue };
+        names.push(entry.file_name());
+    }
+    Ok(names)
 }
 
 /// What the watcher tells the daemon.
@@ -206,15 +214,16 @@ mod tests {
         set(".hidden.json", 1);
         set("temp.json.tmp", 1);
         let mut q = Queue::default();
-        assert_eq!(q.scan(dir.path()).unwrap(), 5);
+        let scan = |q: &mut Queue| q.offer_all(dir.path(), list(dir.path()).unwrap());
+        assert_eq!(scan(&mut q), 3, "job files only");
         q.offer(dir.path(), "a.json".into());
         assert_eq!(q.waiting(), 3);
         let order: Vec<OsString> = std::iter::from_fn(|| q.take()).collect();
         assert_eq!(order, ["c.json", "a.json", "b.json"].map(OsString::from));
-        q.scan(dir.path()).unwrap();
+        assert_eq!(scan(&mut q), 0);
         assert_eq!(q.waiting(), 0, "taken jobs stay known until finished");
         q.finished(&"a.json".into());
-        q.scan(dir.path()).unwrap();
+        assert_eq!(scan(&mut q), 1);
         assert_eq!(q.take(), Some("a.json".into()));
     }
 

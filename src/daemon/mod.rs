@@ -1,5 +1,6 @@
 //! The daemon (SPEC section 6): one per state folder, watches jobs/, judges on a
-//! bounded pool, oldest first, drains on SIGTERM/SIGINT, reloads on SIGHUP.
+//! bounded pool of worker slots (`slots`), oldest first, drains on SIGTERM/SIGINT,
+//! reloads on SIGHUP.
 
 pub mod codex_models;
 pub mod inbox;
@@ -66,11 +67,9 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon")
         }
     }
-    // One worker thread runs the event loop and every job's async work, so a job's
-    // hand-offs (dispatch, slot back, finished) wake no other thread; a job's blocking
-    // work (fsyncs, the zygote's reply) moves that thread's other tasks to a fresh
-    // thread meanwhile (block_in_place). Against two workers and the loop on the main
-    // thread, the judge spends a fifth less CPU per job (docs/performance.md, run e).
+    // One worker thread runs the event loop (inbox, signals, reload, status); the jobs
+    // run on the worker slots' own runtimes (daemon::slots), so a busy backlog seldom
+    // wakes this thread.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -107,11 +107,15 @@ impl Board {
         }
     }
 
-    /// Queues every job file in `jobs_dir`; returns how many entries were seen.
+    /// Queues every job file in `jobs_dir`; returns how many were new.
     pub fn scan(&self, jobs_dir: &Path) -> std::io::Result<usize> {
-        let seen = self.lock().queue.scan(jobs_dir);
-        self.work.notify_waiters();
-        seen
+        let names = crate::daemon::inbox::list(jobs_dir)?;
+        let added = self.lock().queue.offer_all(jobs_dir, names);
+        // A rescan that finds nothing new wakes no idle slot.
+        if added > 0 {
+            self.work.notify_waiters();
+        }
+        Ok(added)
     }
 
     /// Lets the first `open_slots` slots take jobs, with `context()` once `settings`
