@@ -26,7 +26,7 @@ use crate::core::job::Mode;
 use crate::daemon::codex_models::CodexModels;
 use crate::daemon::inbox::{Hint, InboxWatcher};
 use crate::daemon::sd_notify::Notifier;
-use crate::daemon::slots::{Board, JobContext, Slots};
+use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
 use crate::engine::attempts::Extras;
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
@@ -39,6 +39,9 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
 /// After runners are told to stop (SIGTERM, `kill_grace_seconds`, SIGKILL), workers get
 /// the grace plus this long to report back.
 const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// How long `main` waits for each slot's dropped jobs to kill their runners.
+const SLOT_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the daemon until it is told to stop; returns the exit code.
 pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -> i32 {
@@ -74,11 +77,17 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         .worker_threads(1)
         .enable_all()
         .build();
+    let slots = SharedSlots::default();
     match runtime {
-        Ok(rt) => rt.block_on(async move {
-            let daemon = Daemon::new(settings, sources, workers_flag, state);
-            tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE)
-        }),
+        Ok(rt) => {
+            let daemon = Daemon::new(settings, sources, workers_flag, state, slots.clone());
+            let code = rt
+                .block_on(async move { tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE) });
+            // Jobs still running past the stop wait are dropped here, their runners
+            // killed, before the process exits.
+            lock_slots(&slots).shut_down(SLOT_SHUTDOWN_WAIT);
+            code
+        }
         Err(e) => {
             tracing::error!("cannot start the async runtime: {e}");
             EXIT_FAILURE
@@ -108,7 +117,7 @@ struct Daemon {
     state: StateDir,
     /// The queue and the running jobs, shared with the slots.
     board: Arc<Board>,
-    slots: Slots,
+    slots: SharedSlots,
     cancel_tx: watch::Sender<bool>,
     started_at: f64,
     draining: bool,
@@ -123,6 +132,7 @@ impl Daemon {
         sources: Sources,
         workers_flag: Option<usize>,
         state: StateDir,
+        slots: SharedSlots,
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match crate::store::status_file::Tally::create(
@@ -156,7 +166,7 @@ impl Daemon {
             workers_flag,
             state,
             board,
-            slots: Slots::default(),
+            slots,
             cancel_tx,
             started_at: now_unix(),
             draining: false,
@@ -342,7 +352,7 @@ impl Daemon {
                 state: self.state.clone(),
                 cancel: self.cancel_tx.subscribe(),
             });
-        self.slots.grow(open, &self.board);
+        lock_slots(&self.slots).grow(open, &self.board);
     }
 
     fn scan(&mut self) {

@@ -232,10 +232,19 @@ impl Board {
     }
 }
 
-/// The slots' runtimes: one thread each, started as `workers` grows.
+/// The slots' runtimes: one thread each, started as `workers` grows. Owned by the
+/// daemon's `main`, which shuts them down after the loop, outside any runtime.
 #[derive(Default)]
 pub struct Slots {
     runtimes: Vec<Option<tokio::runtime::Runtime>>,
+}
+
+/// The slots, shared by `main` (which shuts them down) and the loop (which grows them).
+pub type SharedSlots = Arc<Mutex<Slots>>;
+
+/// Locks the slots; a panic while growing them left them usable.
+pub fn lock_slots(slots: &SharedSlots) -> MutexGuard<'_, Slots> {
+    slots.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Slots {
@@ -263,8 +272,19 @@ impl Slots {
     }
 }
 
+impl Slots {
+    /// Drops every slot's tasks and waits (at most `wait` per slot) until they are
+    /// dropped: an attempt still running then kills its runner (its `Drop`) before
+    /// the daemon exits. Must run outside any runtime.
+    pub fn shut_down(&mut self, wait: std::time::Duration) {
+        for rt in self.runtimes.drain(..).flatten() {
+            rt.shutdown_timeout(wait);
+        }
+    }
+}
+
 impl Drop for Slots {
-    // Dropped inside the daemon's runtime, where a blocking shutdown is not allowed.
+    // Only a net for a drop inside a runtime, where no blocking shutdown is allowed.
     fn drop(&mut self) {
         for rt in self.runtimes.drain(..).flatten() {
             rt.shutdown_background();
