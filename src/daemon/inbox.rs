@@ -68,8 +68,7 @@ impl Queue {
     }
 }
 
-/// The names in `jobs_dir`, listed before the queue is locked (a big inbox takes a
-/// while to read).
+/// The names in `jobs_dir` (listed before the queue is locked: a big inbox is slow).
 pub fn list(jobs_dir: &Path) -> io::Result<Vec<OsString>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(jobs_dir)? {

@@ -40,7 +40,8 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
 /// the grace plus this long to report back.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
-/// How long `main` waits for each slot's dropped jobs to kill their runners.
+/// How long `main` waits in all for the slots' dropped jobs to kill their runners
+/// (within the service's stop timeout margin, `service::spec`).
 const SLOT_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the daemon until it is told to stop; returns the exit code.
@@ -399,6 +400,8 @@ impl Daemon {
             return;
         }
         self.draining = true;
+        // Closed now, not at the loop's next turn: slots take jobs on their own.
+        self.open_slots();
         self.status_dirty = true;
         self.notify("STOPPING=1");
         let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);

@@ -4,11 +4,11 @@
 //! by side, and a busy backlog wakes the daemon loop at most once per status write
 //! (docs/architecture.md, "Worker slots").
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{Notify, oneshot, watch};
 
@@ -35,7 +35,7 @@ pub struct JobContext {
 /// The queue and the running jobs, shared by the daemon loop and the slots.
 pub struct Board {
     inner: Mutex<Inner>,
-    /// A job was offered or the gate opened: an idle slot looks again.
+    /// A job was offered, a slot given back or the gate opened: an idle slot looks again.
     work: Notify,
     /// Something the daemon loop should look at (status, or the last job of a drain).
     changed: Notify,
@@ -43,11 +43,14 @@ pub struct Board {
 
 struct Inner {
     queue: Queue,
-    /// Jobs being judged or published, and since when.
-    running: HashMap<OsString, Instant>,
-    /// Slots with a lower index may take jobs: `workers`, or 0 while draining or
-    /// before the first codex catalog read.
-    open_slots: usize,
+    /// Jobs being judged or published.
+    running: HashSet<OsString>,
+    /// Jobs holding a slot (judging: a job gives its slot back before publishing).
+    busy: usize,
+    /// Jobs that may hold a slot: `workers`, or 0 while draining or before the first
+    /// codex catalog read. Counted, not tied to slot numbers, so lowering `workers`
+    /// on reload holds new jobs back until enough running ones are done.
+    open: usize,
     context: JobContext,
     /// The longest `kill_grace_seconds` any started job got (a reload may lower it
     /// while those jobs run): the stop deadline waits for it.
@@ -80,8 +83,9 @@ impl Board {
         Arc::new(Board {
             inner: Mutex::new(Inner {
                 queue: Queue::default(),
-                running: HashMap::new(),
-                open_slots: 0,
+                running: HashSet::new(),
+                busy: 0,
+                open: 0,
                 context,
                 kill_grace_seen: 0.0,
                 outcomes: OutcomeCounts::default(),
@@ -94,8 +98,8 @@ impl Board {
         })
     }
 
-    // A slot that panicked holding the lock left the board consistent: every change
-    // under it is a single insert or remove.
+    // A panic while holding the lock cannot leave the board half-changed in a way
+    // that matters: at worst a job stays marked running until the daemon restarts.
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -118,18 +122,17 @@ impl Board {
         Ok(added)
     }
 
-    /// Lets the first `open_slots` slots take jobs, with `context()` once `settings`
-    /// changed; `draining` makes every finished job wake the loop.
+    /// Lets `open` jobs hold slots (with `context()` once `settings` changed).
     pub fn set_gate(
         &self,
-        open_slots: usize,
+        open: usize,
         draining: bool,
         settings: &Arc<Settings>,
         context: impl FnOnce() -> JobContext,
     ) {
         let mut inner = self.lock();
-        let opened = open_slots > inner.open_slots;
-        inner.open_slots = open_slots;
+        let opened = open > inner.open;
+        inner.open = open;
         inner.draining = draining;
         if !Arc::ptr_eq(&inner.context.settings, settings) {
             inner.context = context();
@@ -167,38 +170,52 @@ impl Board {
         Snapshot {
             waiting: inner.queue.waiting(),
             oldest: inner.queue.oldest(),
-            running: inner.running.keys().cloned().collect(),
+            running: inner.running.iter().cloned().collect(),
             outcomes: inner.outcomes.clone(),
             runners: inner.history.stats(),
         }
     }
 
-    /// Waits for the oldest job slot `index` may take, and marks it running.
-    async fn next(&self, index: usize) -> (OsString, JobContext) {
+    /// Waits for the oldest job a slot may take, and marks it running.
+    async fn next(&self) -> (OsString, JobContext) {
         loop {
             let notified = self.work.notified();
             tokio::pin!(notified);
             // Registered before the look, so an offer in between still wakes us.
             notified.as_mut().enable();
-            if let Some(taken) = self.try_take(index) {
+            if let Some(taken) = self.try_take() {
                 return taken;
             }
             notified.await;
         }
     }
 
-    fn try_take(&self, index: usize) -> Option<(OsString, JobContext)> {
+    fn try_take(&self) -> Option<(OsString, JobContext)> {
         let mut inner = self.lock();
-        if index >= inner.open_slots {
+        if inner.busy >= inner.open {
             return None;
         }
         let name = inner.queue.take()?;
-        inner.running.insert(name.clone(), Instant::now());
+        inner.busy += 1;
+        inner.running.insert(name.clone());
         let grace = inner.context.settings.config.kill_grace_seconds;
         inner.kill_grace_seen = inner.kill_grace_seen.max(grace);
         let context = inner.context.clone();
         self.tell(&mut inner);
         Some((name, context))
+    }
+
+    /// A job's runners are done: its slot may serve another job.
+    fn give_back(&self) {
+        let mut inner = self.lock();
+        inner.busy = inner.busy.saturating_sub(1);
+        let more = inner.busy < inner.open && inner.queue.waiting() > 0;
+        drop(inner);
+        // The slot given back looks again itself; this wakes another one only if
+        // a lowered gate had held jobs back.
+        if more {
+            self.work.notify_one();
+        }
     }
 
     /// Records a job's end; a newer file of the same name is queued again.
@@ -232,8 +249,7 @@ impl Board {
     }
 }
 
-/// The slots' runtimes: one thread each, started as `workers` grows. Owned by the
-/// daemon's `main`, which shuts them down after the loop, outside any runtime.
+/// The slots' runtimes, one thread each; `main` owns them and shuts them down.
 #[derive(Default)]
 pub struct Slots {
     runtimes: Vec<Option<tokio::runtime::Runtime>>,
@@ -248,37 +264,36 @@ pub fn lock_slots(slots: &SharedSlots) -> MutexGuard<'_, Slots> {
 }
 
 impl Slots {
-    /// Starts slots until there are `count`. A slot whose runtime cannot start serves
-    /// on the daemon loop's runtime instead (slower, still correct).
+    /// Starts slots until there are `count` (a reload that lowers `workers` keeps them).
     pub fn grow(&mut self, count: usize, board: &Arc<Board>) {
         while self.runtimes.len() < count {
             let index = self.runtimes.len();
-            let serving = serve(board.clone(), index);
-            match slot_runtime(index) {
-                Ok(rt) => {
-                    rt.spawn(serving);
-                    self.runtimes.push(Some(rt));
-                }
-                Err(e) => {
-                    tracing::error!(
-                        slot = index,
-                        "cannot start a worker slot's thread ({e}); it shares the daemon loop's"
-                    );
-                    tokio::spawn(serving);
-                    self.runtimes.push(None);
-                }
+            let serving = serve(board.clone());
+            let runtime = slot_runtime(index);
+            if let Ok(rt) = &runtime {
+                rt.spawn(serving);
+            } else if let Ok(loop_runtime) = tokio::runtime::Handle::try_current() {
+                // Slower (the loop's thread), still correct.
+                loop_runtime.spawn(serving);
             }
+            if let Err(e) = &runtime {
+                tracing::error!(
+                    slot = index,
+                    "cannot start a worker slot's thread ({e}); it shares the daemon loop's"
+                );
+            }
+            self.runtimes.push(runtime.ok());
         }
     }
-}
 
-impl Slots {
-    /// Drops every slot's tasks and waits (at most `wait` per slot) until they are
-    /// dropped: an attempt still running then kills its runner (its `Drop`) before
-    /// the daemon exits. Must run outside any runtime.
-    pub fn shut_down(&mut self, wait: std::time::Duration) {
+    /// Drops every slot's jobs before exit, waiting at most `budget` in all.
+    pub fn shut_down(&mut self, budget: Duration) {
+        // Outside any runtime: an attempt still running kills its runner in its Drop.
+        let deadline = Instant::now() + budget;
         for rt in self.runtimes.drain(..).flatten() {
-            rt.shutdown_timeout(wait);
+            // At least a moment each, for its worker to drop its tasks.
+            let left = deadline.saturating_duration_since(Instant::now());
+            rt.shutdown_timeout(left.max(Duration::from_millis(100)));
         }
     }
 }
@@ -302,27 +317,27 @@ fn slot_runtime(index: usize) -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Slot `index`: takes a job, runs it, takes the next once its runners are done (while
+/// One slot: takes a job, runs it, takes the next once its runners are done (while
 /// the verdict is published).
-async fn serve(board: Arc<Board>, index: usize) {
+async fn serve(board: Arc<Board>) {
     loop {
-        let (name, context) = board.next(index).await;
+        let (name, context) = board.next().await;
+        // Made before the task, so even a task dropped unpolled reports its job.
+        let report = Report {
+            board: board.clone(),
+            name: Some(name),
+        };
         let (free_tx, free_rx) = oneshot::channel();
-        tokio::spawn(run_job(board.clone(), name, context, free_tx));
+        tokio::spawn(run_job(report, context, free_tx));
         // Given back by the job, or dropped when it ends (or dies) without.
         let _ = free_rx.await;
+        board.give_back();
     }
 }
 
-async fn run_job(
-    board: Arc<Board>,
-    name: OsString,
-    context: JobContext,
-    free: oneshot::Sender<()>,
-) {
-    let report = Report {
-        board,
-        name: Some(name.clone()),
+async fn run_job(report: Report, context: JobContext, free: oneshot::Sender<()>) {
+    let Some(name) = report.name.clone() else {
+        return;
     };
     let link = lifecycle::WorkerLink {
         cancel: Some(context.cancel),
@@ -342,7 +357,7 @@ async fn run_job(
     report.send(handled);
 }
 
-/// Reports a job's end once, even if its task panics.
+/// Reports a job's end once, even if its task panics or is dropped.
 struct Report {
     board: Arc<Board>,
     name: Option<OsString>,
@@ -496,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn slots_take_the_oldest_job_and_only_below_the_gate() {
+    fn slots_take_the_oldest_job_while_fewer_than_open_hold_one() {
         let dir = tempfile::tempdir().expect("temp folder");
         let context = context(dir.path(), Arc::new(Together::new(1)));
         let jobs = context.state.jobs();
@@ -505,11 +520,38 @@ mod tests {
         let older = job(&context, "a.json", 20);
         board.offer(&jobs, newer.clone());
         board.offer(&jobs, older.clone());
-        assert!(board.try_take(0).is_none(), "closed gate");
+        assert!(board.try_take().is_none(), "closed gate");
         board.set_gate(1, false, &context.settings, || context.clone());
-        assert!(board.try_take(1).is_none(), "slot 1 is above workers = 1");
-        assert_eq!(board.try_take(0).map(|t| t.0), Some(older));
-        assert_eq!((board.running(), board.waiting()), (1, 1));
+        assert_eq!(board.try_take().map(|t| t.0), Some(older));
+        assert!(
+            board.try_take().is_none(),
+            "workers = 1 and one job holds a slot"
+        );
+        board.give_back();
+        assert_eq!(board.try_take().map(|t| t.0), Some(newer));
+        assert_eq!((board.running(), board.waiting()), (2, 0));
+    }
+
+    #[test]
+    fn lowering_workers_holds_new_jobs_back_until_enough_slots_are_given_back() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let jobs = context.state.jobs();
+        let board = board_with(&context, 3, false);
+        for name in ["a.json", "b.json", "c.json", "d.json"] {
+            board.offer(&jobs, job(&context, name, 0));
+        }
+        for _ in 0..3 {
+            assert!(board.try_take().is_some());
+        }
+        // SIGHUP: workers 3 -> 1 while three jobs hold slots.
+        board.set_gate(1, false, &context.settings, || context.clone());
+        board.give_back();
+        assert!(board.try_take().is_none(), "two still hold slots");
+        board.give_back();
+        assert!(board.try_take().is_none(), "one still holds a slot");
+        board.give_back();
+        assert!(board.try_take().is_some(), "any slot may take the next job");
     }
 
     #[test]
@@ -518,10 +560,10 @@ mod tests {
         let context = context(dir.path(), Arc::new(Together::new(1)));
         let board = board_with(&context, 2, false);
         board.offer(&context.state.jobs(), job(&context, "a.json", 0));
-        let (name, _) = board.try_take(0).expect("a job");
+        let (name, _) = board.try_take().expect("a job");
         board.finish(name.clone(), judged());
         assert_eq!((board.running(), board.waiting()), (0, 1));
-        let (name, _) = board.try_take(0).expect("the newer job");
+        let (name, _) = board.try_take().expect("the newer job");
         board.finish(name, Handled::Failed("disk full".into()));
         assert_eq!(
             (board.running(), board.waiting()),
@@ -535,21 +577,48 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp folder");
         let context = context(dir.path(), Arc::new(Together::new(1)));
         let board = board_with(&context, 2, false);
-        for name in ["a.json", "b.json", "c.json"] {
+        for name in ["a.json", "b.json", "c.json", "d.json"] {
             board.offer(&context.state.jobs(), job(&context, name, 0));
         }
-        let (a, _) = board.try_take(0).expect("a job");
-        let (b, _) = board.try_take(1).expect("a job");
+        let (a, _) = board.try_take().expect("a job");
+        let (b, _) = board.try_take().expect("a job");
         assert!(told(&board).await);
         std::fs::remove_file(context.state.jobs().join(&a)).expect("judged job removed");
         board.finish(a, judged());
+        board.give_back();
         assert!(!told(&board).await, "told once until the status write");
         let snapshot = board.snapshot();
-        assert_eq!((snapshot.waiting, snapshot.running.len()), (1, 1));
+        assert_eq!((snapshot.waiting, snapshot.running.len()), (2, 1));
+        let (c, _) = board.try_take().expect("a job");
+        assert!(
+            told(&board).await,
+            "a change after the status write wakes the loop"
+        );
         board.set_gate(0, true, &context.settings, || context.clone());
-        board.finish(b, judged());
-        assert!(told(&board).await);
+        for name in [b, c] {
+            std::fs::remove_file(context.state.jobs().join(&name)).expect("judged job removed");
+            board.finish(name, judged());
+            assert!(told(&board).await, "draining: every change");
+        }
         assert_eq!(board.running(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_idle_slot_takes_a_job_offered_after_it_began_to_wait() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let board = board_with(&context, 1, false);
+        let waiting = tokio::spawn({
+            let board = board.clone();
+            async move { board.next().await.0 }
+        });
+        tokio::task::yield_now().await;
+        board.offer(&context.state.jobs(), job(&context, "a.json", 0));
+        let taken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+        assert_eq!(
+            taken.ok().and_then(Result::ok),
+            Some(OsString::from("a.json"))
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@ use crate::core::config::Config;
 /// After the drain grace the daemon stops its runners and waits this long for its
 /// workers (`STOP_WAIT` in the daemon).
 const DAEMON_STOP_WAIT_SECONDS: f64 = 10.0;
-/// Extra time on top of the daemon's worst case before the manager kills it.
+/// Extra time on top of the daemon's worst case before the manager kills it; it
+/// also covers the daemon's last 5 s (`SLOT_SHUTDOWN_WAIT`) for its slots' jobs.
 const STOP_MARGIN_SECONDS: f64 = 15.0;
 
 /// A service manager.
