@@ -94,6 +94,29 @@ pub struct Settings {
     pub runtime_dir: Option<PathBuf>,
 }
 
+#[cfg(test)]
+impl Settings {
+    /// In-process test settings: the embedded config, fsync, health and cache off, one runner.
+    pub(crate) fn for_tests(state_dir: PathBuf, runner: &str) -> Settings {
+        let mut config = parse_config(None).expect("embedded config");
+        config.fsync = false;
+        config.health.enabled = false;
+        config.cache.ttl_seconds = 0.0;
+        Settings {
+            config,
+            config_path: None,
+            state_dir,
+            runner_override: Some(vec![Runner {
+                name: runner.into(),
+                argv: vec![runner.into(), "{prompt}".into()],
+                max_concurrent: None,
+            }]),
+            runner_error: None,
+            runtime_dir: None,
+        }
+    }
+}
+
 impl Settings {
     /// The runners a job of this mode tries, in order.
     pub fn table(&self, mode: Mode) -> &[Runner] {

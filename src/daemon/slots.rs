@@ -387,8 +387,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::core::config::parse_config;
-    use crate::core::runner_table::Runner;
     use crate::core::verdict::{Outcome, RunEnd};
     use crate::engine::spawner::{BoxFuture, Spawner};
     use crate::process::spawn::{RunOutput, RunSpec};
@@ -449,24 +447,8 @@ mod tests {
     fn context(dir: &Path, spawner: Arc<dyn Spawner>) -> JobContext {
         let state = StateDir::new(dir.join("state"));
         state.create().expect("create state folder");
-        let mut config = parse_config(None).expect("embedded config");
-        config.fsync = false;
-        config.health.enabled = false;
-        config.cache.ttl_seconds = 0.0;
-        let settings = Settings {
-            config,
-            config_path: None,
-            state_dir: state.root.clone(),
-            runner_override: Some(vec![Runner {
-                name: "fake".into(),
-                argv: vec!["fake".into(), "{prompt}".into()],
-                max_concurrent: None,
-            }]),
-            runner_error: None,
-            runtime_dir: None,
-        };
         JobContext {
-            settings: Arc::new(settings),
+            settings: Arc::new(Settings::for_tests(state.root.clone(), "fake")),
             extras: Extras {
                 spawner,
                 ..Extras::default()

@@ -10,8 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use crate::core::config::{Settings, parse_config};
-use crate::core::runner_table::Runner;
+use crate::core::config::Settings;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::Flights;
@@ -97,23 +96,7 @@ impl Bench {
         let dir = tempfile::tempdir().expect("temp state folder");
         let state = StateDir::new(dir.path().join("state"));
         state.create().expect("create state folder");
-        let mut config = parse_config(None).expect("embedded config");
-        config.fsync = false;
-        config.health.enabled = false;
-        config.cache.ttl_seconds = 0.0;
-        let runner = Runner {
-            name: "scripted".into(),
-            argv: vec!["scripted".into(), "{prompt}".into()],
-            max_concurrent: None,
-        };
-        let settings = Settings {
-            config,
-            config_path: None,
-            state_dir: state.root.clone(),
-            runner_override: Some(vec![runner]),
-            runner_error: None,
-            runtime_dir: None,
-        };
+        let settings = Settings::for_tests(state.root.clone(), "scripted");
         Bench {
             _dir: dir,
             state,
