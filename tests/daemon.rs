@@ -612,3 +612,45 @@ fn shutdown_waits_for_the_kill_grace_a_running_job_got_even_after_a_reload() {
     );
     assert_eq!(w.jobs_left(), ["j.json"]);
 }
+
+/// Stops a process with SIGKILL when dropped (a stopped supervisor left by a test).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a plain pid and signal has no memory effects.
+        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+    }
+}
+
+/// A job still running when the stop wait is over (its pooled supervisor stopped from
+/// outside, so its attempt gets no report) does not keep the daemon: it exits in
+/// bounded time, drops that job with its runner gone, and the job stays queued.
+#[test]
+fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
+    let w = World::new();
+    w.config("workers = 1\nshutdown_grace_seconds = 0.1\nkill_grace_seconds = 0.2");
+    let runner = w.runner(
+        "slow",
+        "echo $PPID >> $W/parents\necho $$ >> $W/runner.pids\nwhile :; do sleep 0.05; done",
+    );
+    w.job("j", &json!({"prompt": "p"}));
+    let mut d = w.start(&[runner]);
+    wait_for("runner started", DEADLINE, || {
+        pids_in(&w.read("runner.pids")).len() == 1
+    });
+    let runner = pids_in(&w.read("runner.pids"))[0];
+    let supervisor = pids_in(&w.read("parents"))[0];
+    assert!(
+        support::is_daemon_helper(supervisor, d.child.id()),
+        "{supervisor}"
+    );
+    let _cleanup = KillOnDrop(supervisor);
+    support::reliability::signal(supervisor, libc::SIGSTOP);
+    d.signal("TERM");
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}\n{}", w.log());
+    assert!(!is_alive(runner), "runner {runner} outlived the daemon");
+    assert_eq!(w.jobs_left(), ["j.json"], "{}", w.log());
+    assert!(w.verdicts().is_empty());
+}
