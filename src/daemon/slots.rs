@@ -207,15 +207,9 @@ impl Board {
 
     /// A job's runners are done: its slot may serve another job.
     fn give_back(&self) {
+        // No wake-up: the slot given back looks again itself, and any slot may take.
         let mut inner = self.lock();
         inner.busy = inner.busy.saturating_sub(1);
-        let more = inner.busy < inner.open && inner.queue.waiting() > 0;
-        drop(inner);
-        // The slot given back looks again itself; this wakes another one only if
-        // a lowered gate had held jobs back.
-        if more {
-            self.work.notify_one();
-        }
     }
 
     /// Records a job's end; a newer file of the same name is queued again.
