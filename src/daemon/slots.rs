@@ -1,8 +1,9 @@
-//! The worker slots (SPEC 6: at most `workers` jobs at once). Each slot has a runtime
-//! thread of its own and takes the oldest waiting job itself from the shared `Board`,
-//! so a job is claimed, judged and published on one thread, two slots' turns run side
-//! by side, and a busy backlog wakes the daemon loop at most once per status write
-//! (docs/architecture.md, "Worker slots").
+//! The worker slots (SPEC 6: at most `workers` jobs at once). Each slot runs on a
+//! runtime thread of its own (as many threads as CPUs; more slots share them) and
+//! takes the oldest waiting job itself from the shared `Board`, so a job is claimed,
+//! judged and published on one thread, two slots' turns run side by side, and a busy
+//! backlog wakes the daemon loop at most once per status write (docs/architecture.md,
+//! "Worker slots").
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
@@ -243,10 +244,22 @@ impl Board {
     }
 }
 
-/// The slots' runtimes, one thread each; `main` owns them and shuts them down.
-#[derive(Default)]
+/// The slots and their runtime threads; `main` owns them and shuts them down.
 pub struct Slots {
+    /// One per thread, started as slots need them (`None`: it could not start).
     runtimes: Vec<Option<tokio::runtime::Runtime>>,
+    /// Slots serving so far.
+    slots: usize,
+    /// At most this many threads: slots beyond share them, round robin.
+    threads: usize,
+}
+
+impl Default for Slots {
+    // A thread per CPU the daemon may use: more would only take turns on them.
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Slots::with_threads(cpus)
+    }
 }
 
 /// The slots, shared by `main` (which shuts them down) and the loop (which grows them).
@@ -258,25 +271,39 @@ pub fn lock_slots(slots: &SharedSlots) -> MutexGuard<'_, Slots> {
 }
 
 impl Slots {
+    /// Slots on at most `threads` runtime threads.
+    pub fn with_threads(threads: usize) -> Self {
+        Slots {
+            runtimes: Vec::new(),
+            slots: 0,
+            threads: threads.max(1),
+        }
+    }
+
     /// Starts slots until there are `count` (a reload that lowers `workers` keeps them).
     pub fn grow(&mut self, count: usize, board: &Arc<Board>) {
-        while self.runtimes.len() < count {
-            let index = self.runtimes.len();
+        while self.slots < count {
+            let thread = self.slots % self.threads;
+            if thread == self.runtimes.len() {
+                let runtime = slot_runtime(thread);
+                if let Err(e) = &runtime {
+                    tracing::error!(
+                        thread,
+                        "cannot start a worker slots' thread ({e}); its slots share the daemon loop's"
+                    );
+                }
+                self.runtimes.push(runtime.ok());
+            }
             let serving = serve(board.clone());
-            let runtime = slot_runtime(index);
-            if let Ok(rt) = &runtime {
-                rt.spawn(serving);
-            } else if let Ok(loop_runtime) = tokio::runtime::Handle::try_current() {
+            match self.runtimes.get(thread) {
+                Some(Some(rt)) => drop(rt.spawn(serving)),
                 // Slower (the loop's thread), still correct.
-                loop_runtime.spawn(serving);
+                _ => match tokio::runtime::Handle::try_current() {
+                    Ok(loop_runtime) => drop(loop_runtime.spawn(serving)),
+                    Err(_) => tracing::error!("no runtime for a worker slot; it does not serve"),
+                },
             }
-            if let Err(e) = &runtime {
-                tracing::error!(
-                    slot = index,
-                    "cannot start a worker slot's thread ({e}); it shares the daemon loop's"
-                );
-            }
-            self.runtimes.push(runtime.ok());
+            self.slots += 1;
         }
     }
 
@@ -598,13 +625,27 @@ mod tests {
     }
 
     #[test]
+    fn slots_beyond_the_thread_count_share_the_threads() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let board = board_with(&context, 0, false);
+        let mut slots = Slots::with_threads(2);
+        slots.grow(5, &board);
+        assert_eq!((slots.slots, slots.runtimes.len()), (5, 2));
+        assert!(slots.runtimes.iter().all(Option::is_some));
+        slots.grow(3, &board);
+        assert_eq!(slots.slots, 5, "a lower count keeps the slots");
+        slots.shut_down(Duration::from_secs(10));
+    }
+
+    #[test]
     fn two_slots_judge_side_by_side_on_threads_of_their_own() {
         let dir = tempfile::tempdir().expect("temp folder");
         let spawner = Arc::new(Together::new(2));
         let context = context(dir.path(), spawner.clone());
         let board = board_with(&context, 2, false);
         let rt = crate::support::runtime::runtime().expect("runtime");
-        let mut slots = Slots::default();
+        let mut slots = Slots::with_threads(2);
         rt.block_on(async {
             slots.grow(2, &board);
             for i in 0..4 {
