@@ -613,19 +613,28 @@ fn shutdown_waits_for_the_kill_grace_a_running_job_got_even_after_a_reload() {
     assert_eq!(w.jobs_left(), ["j.json"]);
 }
 
-/// Stops a process with SIGKILL when dropped (a stopped supervisor left by a test).
-struct KillOnDrop(u32);
+/// SIGKILLs a stopped supervisor and its runner's group when dropped, even if the
+/// test failed before they ended.
+struct KillOnDrop {
+    supervisor: u32,
+    runner_group: u32,
+}
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        // SAFETY: kill(2) with a plain pid and signal has no memory effects.
-        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+        support::reliability::unsafe_kill(self.supervisor);
+        if let Ok(group) = i32::try_from(self.runner_group) {
+            // SAFETY: kill(2) with a plain process group and signal has no memory effects.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
     }
 }
 
 /// A job still running when the stop wait is over (its pooled supervisor stopped from
-/// outside, so its attempt gets no report) does not keep the daemon: it exits in
-/// bounded time, drops that job with its runner gone, and the job stays queued.
+/// outside, so its attempt gets no report) does not keep the daemon: it exits once
+/// `kill_grace_seconds` plus the 10 s stop wait are over (its slots shut down within
+/// 5 s more), the runner is gone and the job stays queued. Its claim still says
+/// running, so the next start counts an interruption, as after a crash.
 #[test]
 fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
     let w = World::new();
@@ -645,11 +654,30 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
         support::is_daemon_helper(supervisor, d.child.id()),
         "{supervisor}"
     );
-    let _cleanup = KillOnDrop(supervisor);
+    let _cleanup = KillOnDrop {
+        supervisor,
+        runner_group: runner,
+    };
+    // Stopped only once the daemon knows the runner (the claim names its group), so
+    // its stop signals reach the runner itself.
+    wait_for("the claim names the runner", DEADLINE, || {
+        w.read("state/claims/j.json")
+            .contains(&format!("\"pgid\":{runner}"))
+    });
     support::reliability::signal(supervisor, libc::SIGSTOP);
+    let stopping = std::time::Instant::now();
     d.signal("TERM");
     let status = d.wait_exit(DEADLINE);
+    let took = stopping.elapsed();
     assert!(status.success(), "{status:?}\n{}", w.log());
+    assert!(
+        w.log()
+            .contains("runners did not stop in time; exiting anyway"),
+        "{}",
+        w.log()
+    );
+    // 0.1 + 0.2 + 10 s, then at most 5 s for the slots: not held up by the stuck job.
+    assert!(took < Duration::from_secs(25), "exit took {took:?}");
     assert!(!is_alive(runner), "runner {runner} outlived the daemon");
     assert_eq!(w.jobs_left(), ["j.json"], "{}", w.log());
     assert!(w.verdicts().is_empty());

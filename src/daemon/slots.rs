@@ -1,9 +1,9 @@
-//! The worker slots (SPEC 6: at most `workers` jobs at once). Each slot runs on a
-//! runtime thread of its own (as many threads as CPUs; more slots share them) and
-//! takes the oldest waiting job itself from the shared `Board`, so a job is claimed,
-//! judged and published on one thread, two slots' turns run side by side, and a busy
-//! backlog wakes the daemon loop at most once per status write (docs/architecture.md,
-//! "Worker slots").
+//! The worker slots (SPEC 6: at most `workers` jobs at once). Slots run on runtime
+//! threads of their own (one per CPU at most; more slots share them) and take the
+//! oldest waiting job themselves from the shared `Board`, so a job is claimed, judged
+//! and published on one thread, slots on different threads run side by side, and a
+//! busy backlog wakes the daemon loop at most once per status write
+//! (docs/architecture.md, "Worker slots").
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
@@ -36,7 +36,7 @@ pub struct JobContext {
 /// The queue and the running jobs, shared by the daemon loop and the slots.
 pub struct Board {
     inner: Mutex<Inner>,
-    /// A job was offered, a slot given back or the gate opened: an idle slot looks again.
+    /// A job was offered or the gate opened: an idle slot looks again.
     work: Notify,
     /// Something the daemon loop should look at (status, or the last job of a drain).
     changed: Notify,
@@ -307,7 +307,7 @@ impl Slots {
         }
     }
 
-    /// Drops every slot's jobs before exit, waiting at most `budget` in all.
+    /// Drops every slot's jobs before exit, waiting about `budget` in all.
     pub fn shut_down(&mut self, budget: Duration) {
         // Outside any runtime: an attempt still running kills its runner in its Drop.
         let deadline = Instant::now() + budget;
