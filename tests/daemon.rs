@@ -89,6 +89,76 @@ fn never_more_than_workers_runners_at_once() {
     assert!(peak >= 2, "the pool ran jobs in parallel (peak {peak})");
 }
 
+/// A reload that lowers `workers` while jobs run holds new jobs back until fewer than
+/// the new count hold a slot, and a reload that raises it lets more run at once.
+#[test]
+fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
+    let w = World::new();
+    w.config("workers = 3");
+    // The prompt is "<phase> <seconds> <n>" (distinct, so no answer is reused): spans
+    // go to $W/spans.<phase>.
+    let body = format!(
+        "set -- $1\necho \"start $(date +%s%N)\" >> $W/spans.$1\nsleep $2\n\
+         echo \"end $(date +%s%N)\" >> $W/spans.$1\n{}",
+        answer(r#"{"ok": true}"#)
+    );
+    let sleeper = w.runner("sleeper", &body);
+    let d = w.start(&[sleeper]);
+    for (i, seconds) in ["0.2", "0.8", "1.4"].iter().enumerate() {
+        w.job(
+            &format!("old{i}"),
+            &json!({"prompt": format!("old {seconds}")}),
+        );
+    }
+    wait_for("three old jobs running", DEADLINE, || {
+        w.read("spans.old").matches("start").count() == 3
+    });
+    let reloads = |n: usize| move |w: &World| w.log().matches("config reloaded").count() == n;
+    w.config("workers = 1");
+    d.signal("HUP");
+    wait_for("workers lowered", DEADLINE, || reloads(1)(&w));
+    for i in 0..3 {
+        w.job(
+            &format!("new{i}"),
+            &json!({"prompt": format!("new 0.1 {i}")}),
+        );
+    }
+    wait_for("six verdicts", DEADLINE, || w.verdicts().len() == 6);
+    let last_old_end = stamps(&w.read("spans.old"), "end").into_iter().max();
+    let first_new_start = stamps(&w.read("spans.new"), "start").into_iter().min();
+    assert!(
+        first_new_start > last_old_end,
+        "a new job started while old ones held more than workers = 1 slots:\n{}\n{}",
+        w.read("spans.old"),
+        w.read("spans.new")
+    );
+    assert_eq!(peak_overlap(&w.read("spans.new")), (6, 1));
+    w.config("workers = 3");
+    d.signal("HUP");
+    wait_for("workers raised", DEADLINE, || reloads(2)(&w));
+    for i in 0..3 {
+        w.job(
+            &format!("more{i}"),
+            &json!({"prompt": format!("more 0.6 {i}")}),
+        );
+    }
+    wait_for("nine verdicts", DEADLINE, || w.verdicts().len() == 9);
+    let (lines, peak) = peak_overlap(&w.read("spans.more"));
+    assert_eq!(lines, 6);
+    assert!(
+        peak >= 2,
+        "a raised workers ran jobs side by side (peak {peak})"
+    );
+}
+
+/// The nanosecond stamps of the `kind` lines (start or end) of a spans file.
+fn stamps(spans: &str, kind: &str) -> Vec<u128> {
+    spans
+        .lines()
+        .filter_map(|l| l.strip_prefix(kind)?.trim().parse().ok())
+        .collect()
+}
+
 /// A runner that answers once `$W/answer` exists; before that it records its pid and
 /// a setsid'd grandchild's pid, then blocks.
 fn blocking_runner(w: &World) -> Value {
