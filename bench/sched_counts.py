@@ -42,16 +42,7 @@ def record(what, jobs, workers, data):
         if what == "pooled":
             return run.design_floor("pooled", jobs, workers, False)
         run.BIN = os.path.abspath(what)
-        w = run.World(config="fsync = false")
-        try:
-            w.write_jobs(jobs)
-            t0 = time.monotonic()
-            w.start(workers)
-            run.wait_for_count(w.verdicts, jobs, 3600, "backlog")
-            return jobs / (time.monotonic() - t0)
-        finally:
-            w.stop()
-            w.close()
+        return run.backlog(jobs, workers, False)
     finally:
         perf.send_signal(2)
         perf.wait()

@@ -113,16 +113,21 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
     wait_for("three old jobs running", DEADLINE, || {
         w.read("spans.old").matches("start").count() == 3
     });
-    let reloads = |n: usize| move |w: &World| w.log().matches("config reloaded").count() == n;
-    w.config("workers = 1");
-    d.signal("HUP");
-    wait_for("workers lowered", DEADLINE, || reloads(1)(&w));
-    for i in 0..3 {
-        w.job(
-            &format!("new{i}"),
-            &json!({"prompt": format!("new 0.1 {i}")}),
-        );
-    }
+    let reload = |workers: usize, reloads: usize| {
+        w.config(&format!("workers = {workers}"));
+        d.signal("HUP");
+        wait_for("config reloaded", DEADLINE, || {
+            w.log().matches("config reloaded").count() == reloads
+        });
+    };
+    let enqueue_three = |phase: &str, seconds: &str| {
+        for i in 0..3 {
+            let prompt = format!("{phase} {seconds} {i}");
+            w.job(&format!("{phase}{i}"), &json!({ "prompt": prompt }));
+        }
+    };
+    reload(1, 1);
+    enqueue_three("new", "0.1");
     wait_for("six verdicts", DEADLINE, || w.verdicts().len() == 6);
     let last_old_end = stamps(&w.read("spans.old"), "end").into_iter().max();
     let first_new_start = stamps(&w.read("spans.new"), "start").into_iter().min();
@@ -133,15 +138,8 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
         w.read("spans.new")
     );
     assert_eq!(peak_overlap(&w.read("spans.new")), (6, 1));
-    w.config("workers = 3");
-    d.signal("HUP");
-    wait_for("workers raised", DEADLINE, || reloads(2)(&w));
-    for i in 0..3 {
-        w.job(
-            &format!("more{i}"),
-            &json!({"prompt": format!("more 0.6 {i}")}),
-        );
-    }
+    reload(3, 2);
+    enqueue_three("more", "0.6");
     wait_for("nine verdicts", DEADLINE, || w.verdicts().len() == 9);
     let (lines, peak) = peak_overlap(&w.read("spans.more"));
     assert_eq!(lines, 6);
@@ -157,6 +155,17 @@ fn stamps(spans: &str, kind: &str) -> Vec<u128> {
         .lines()
         .filter_map(|l| l.strip_prefix(kind)?.trim().parse().ok())
         .collect()
+}
+
+/// Starts a daemon on job `j` and waits until `runner` (which appends its pid to
+/// `$W/runner.pids`) runs it; returns the daemon and the runner's pid.
+fn start_with_running_job(w: &World, runner: Value) -> (Daemon, u32) {
+    w.job("j", &json!({"prompt": "p"}));
+    let d = w.start(&[runner]);
+    wait_for("runner started", DEADLINE, || {
+        pids_in(&w.read("runner.pids")).len() == 1
+    });
+    (d, pids_in(&w.read("runner.pids"))[0])
 }
 
 /// A runner that answers once `$W/answer` exists; before that it records its pid and
@@ -364,11 +373,7 @@ fn shutdown_stops_a_runner_with_sigterm_first_like_its_timeout() {
          echo $$ >> $W/runner.pids\n\
          while :; do sleep 0.05; done",
     );
-    w.job("j", &json!({"prompt": "p"}));
-    let mut d = w.start(&[runner]);
-    wait_for("runner started", DEADLINE, || {
-        pids_in(&w.read("runner.pids")).len() == 1
-    });
+    let (mut d, _) = start_with_running_job(&w, runner);
     d.signal("TERM");
     let status = d.wait_exit(DEADLINE);
     assert!(status.success(), "{status:?}");
@@ -382,18 +387,13 @@ fn a_second_signal_stops_at_once() {
     let w = World::new();
     w.config("shutdown_grace_seconds = 3600");
     let runner = blocking_runner(&w);
-    w.job("j", &json!({"prompt": "p"}));
-    let mut d = w.start(&[runner]);
-    wait_for("runner started", DEADLINE, || {
-        pids_in(&w.read("runner.pids")).len() == 1
-    });
+    let (mut d, pid) = start_with_running_job(&w, runner);
     d.signal("TERM");
     w.wait_log("draining");
     d.signal("INT");
     let status = d.wait_exit(DEADLINE);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.jobs_left(), ["j.json"], "left queued");
-    let pid = pids_in(&w.read("runner.pids"))[0];
     wait_for("runner stopped", DEADLINE, || !is_alive(pid));
 }
 
@@ -664,11 +664,7 @@ fn shutdown_waits_for_the_kill_grace_a_running_job_got_even_after_a_reload() {
         "stubborn",
         "trap '' TERM\necho $$ >> $W/runner.pids\nwhile :; do sleep 0.05; done",
     );
-    w.job("j", &json!({"prompt": "p"}));
-    let mut d = w.start(&[runner]);
-    wait_for("runner started", DEADLINE, || {
-        pids_in(&w.read("runner.pids")).len() == 1
-    });
+    let (mut d, _) = start_with_running_job(&w, runner);
     w.config("shutdown_grace_seconds = 0.1\nkill_grace_seconds = 1");
     d.signal("HUP");
     w.wait_log("config reloaded");
@@ -713,12 +709,7 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
         "slow",
         "echo $PPID >> $W/parents\necho $$ >> $W/runner.pids\nwhile :; do sleep 0.05; done",
     );
-    w.job("j", &json!({"prompt": "p"}));
-    let mut d = w.start(&[runner]);
-    wait_for("runner started", DEADLINE, || {
-        pids_in(&w.read("runner.pids")).len() == 1
-    });
-    let runner = pids_in(&w.read("runner.pids"))[0];
+    let (mut d, runner) = start_with_running_job(&w, runner);
     let supervisor = pids_in(&w.read("parents"))[0];
     assert!(
         support::is_daemon_helper(supervisor, d.child.id()),

@@ -152,12 +152,7 @@ impl Daemon {
         };
         let cancel_tx = watch::channel(false).0;
         let settings = Arc::new(settings);
-        let board = Board::new(JobContext {
-            settings: settings.clone(),
-            extras: extras.clone(),
-            state: state.clone(),
-            cancel: cancel_tx.subscribe(),
-        });
+        let board = Board::new(job_context(&settings, &extras, &state, &cancel_tx));
         Daemon {
             extras,
             codex: CodexModels::new(&settings),
@@ -228,7 +223,8 @@ impl Daemon {
         rescan.set_missed_tick_behavior(MissedTickBehavior::Delay);
         rescan.tick().await;
         self.write_status();
-        self.notify(&format!("READY=1\nSTATUS={}", self.status_line()));
+        let line = status_line(self.board.waiting(), self.board.running());
+        self.notify(&format!("READY=1\nSTATUS={line}"));
         let mut watchdog = self
             .notifier
             .as_ref()
@@ -347,11 +343,8 @@ impl Daemon {
             0
         };
         self.board
-            .set_gate(open, self.draining, &self.settings, || JobContext {
-                settings: self.settings.clone(),
-                extras: self.extras.clone(),
-                state: self.state.clone(),
-                cancel: self.cancel_tx.subscribe(),
+            .set_gate(open, self.draining, &self.settings, || {
+                job_context(&self.settings, &self.extras, &self.state, &self.cancel_tx)
             });
         lock_slots(&self.slots).grow(open, &self.board);
     }
@@ -456,6 +449,7 @@ impl Daemon {
 
     fn write_status(&mut self) {
         let board = self.board.snapshot();
+        let line = status_line(board.waiting, board.running.len());
         let record = StatusRecord {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -492,15 +486,7 @@ impl Daemon {
         }
         self.status_dirty = false;
         self.status_written = Instant::now();
-        self.notify(&format!("STATUS={}", self.status_line()));
-    }
-
-    fn status_line(&self) -> String {
-        format!(
-            "{} waiting, {} running",
-            self.board.waiting(),
-            self.board.running()
-        )
+        self.notify(&format!("STATUS={line}"));
     }
 
     fn notify(&self, message: &str) {
@@ -522,6 +508,26 @@ impl Daemon {
             runner: record.runner.map(|r| r.name),
             claimed_at: record.claimed_at,
         }
+    }
+}
+
+/// The service manager's one-line status.
+fn status_line(waiting: usize, running: usize) -> String {
+    format!("{waiting} waiting, {running} running")
+}
+
+/// What slots run jobs with: the settings in use, the extras, the state, the stop.
+fn job_context(
+    settings: &Arc<Settings>,
+    extras: &Extras,
+    state: &StateDir,
+    cancel: &watch::Sender<bool>,
+) -> JobContext {
+    JobContext {
+        settings: settings.clone(),
+        extras: extras.clone(),
+        state: state.clone(),
+        cancel: cancel.subscribe(),
     }
 }
 

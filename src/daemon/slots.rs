@@ -225,9 +225,10 @@ impl Board {
             inner.outcomes.add(*outcome);
             inner.history.add(attempts);
         }
-        let jobs_dir = inner.context.state.jobs();
-        let again = matches!(handled, Handled::Judged { .. } | Handled::AlreadyPublished)
-            && inner.queue.offer(&jobs_dir, name);
+        let again = matches!(handled, Handled::Judged { .. } | Handled::AlreadyPublished) && {
+            let jobs_dir = inner.context.state.jobs();
+            inner.queue.offer(&jobs_dir, name)
+        };
         self.tell(&mut inner);
         drop(inner);
         if again {
@@ -491,10 +492,19 @@ mod tests {
         OsString::from(name)
     }
 
-    fn board_with(context: &JobContext, open: usize, draining: bool) -> Arc<Board> {
+    fn board_with(context: &JobContext, open: usize) -> Arc<Board> {
         let board = Board::new(context.clone());
-        board.set_gate(open, draining, &context.settings, || context.clone());
+        board.set_gate(open, false, &context.settings, || context.clone());
         board
+    }
+
+    /// A temp state folder, its context (a runner that answers at once) and a board
+    /// letting `open` jobs hold slots.
+    fn fixture(open: usize) -> (tempfile::TempDir, JobContext, Arc<Board>) {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let board = board_with(&context, open);
+        (dir, context, board)
     }
 
     fn judged() -> Handled {
@@ -515,10 +525,8 @@ mod tests {
 
     #[test]
     fn slots_take_the_oldest_job_while_fewer_than_open_hold_one() {
-        let dir = tempfile::tempdir().expect("temp folder");
-        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let (_dir, context, board) = fixture(0);
         let jobs = context.state.jobs();
-        let board = board_with(&context, 0, false);
         let newer = job(&context, "b.json", 10);
         let older = job(&context, "a.json", 20);
         board.offer(&jobs, newer.clone());
@@ -537,10 +545,8 @@ mod tests {
 
     #[test]
     fn lowering_workers_holds_new_jobs_back_until_enough_slots_are_given_back() {
-        let dir = tempfile::tempdir().expect("temp folder");
-        let context = context(dir.path(), Arc::new(Together::new(1)));
+        let (_dir, context, board) = fixture(3);
         let jobs = context.state.jobs();
-        let board = board_with(&context, 3, false);
         for name in ["a.json", "b.json", "c.json", "d.json"] {
             board.offer(&jobs, job(&context, name, 0));
         }
@@ -559,9 +565,7 @@ mod tests {
 
     #[test]
     fn a_newer_file_of_a_judged_name_is_queued_again() {
-        let dir = tempfile::tempdir().expect("temp folder");
-        let context = context(dir.path(), Arc::new(Together::new(1)));
-        let board = board_with(&context, 2, false);
+        let (_dir, context, board) = fixture(2);
         board.offer(&context.state.jobs(), job(&context, "a.json", 0));
         let (name, _) = board.try_take().expect("a job");
         board.finish(name.clone(), judged());
@@ -577,9 +581,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_busy_board_wakes_the_loop_once_per_status_write_and_every_time_when_draining() {
-        let dir = tempfile::tempdir().expect("temp folder");
-        let context = context(dir.path(), Arc::new(Together::new(1)));
-        let board = board_with(&context, 2, false);
+        let (_dir, context, board) = fixture(2);
         for name in ["a.json", "b.json", "c.json", "d.json"] {
             board.offer(&context.state.jobs(), job(&context, name, 0));
         }
@@ -608,9 +610,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_idle_slot_takes_a_job_offered_after_it_began_to_wait() {
-        let dir = tempfile::tempdir().expect("temp folder");
-        let context = context(dir.path(), Arc::new(Together::new(1)));
-        let board = board_with(&context, 1, false);
+        let (_dir, context, board) = fixture(1);
         let waiting = tokio::spawn({
             let board = board.clone();
             async move { board.next().await.0 }
@@ -626,9 +626,7 @@ mod tests {
 
     #[test]
     fn slots_beyond_the_thread_count_share_the_threads() {
-        let dir = tempfile::tempdir().expect("temp folder");
-        let context = context(dir.path(), Arc::new(Together::new(1)));
-        let board = board_with(&context, 0, false);
+        let (_dir, _context, board) = fixture(0);
         let mut slots = Slots::with_threads(2);
         slots.grow(5, &board);
         assert_eq!((slots.slots, slots.runtimes.len()), (5, 2));
@@ -643,7 +641,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp folder");
         let spawner = Arc::new(Together::new(2));
         let context = context(dir.path(), spawner.clone());
-        let board = board_with(&context, 2, false);
+        let board = board_with(&context, 2);
         let rt = crate::support::runtime::runtime().expect("runtime");
         let mut slots = Slots::with_threads(2);
         rt.block_on(async {
