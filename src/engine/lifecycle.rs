@@ -280,7 +280,8 @@ async fn decide(
         return Some(error_verdict(&as_error(job, reason), now_unix()));
     }
     let table = settings.table(job.mode);
-    let cache_key = (job.mode == Mode::Default).then(|| cache::key(job.mode, table, &job.prompt));
+    let cache_key = (extras.cache.is_some() && job.mode == Mode::Default)
+        .then(|| cache::key(job.mode, table, &job.prompt));
     if let (Some(cache), Some(key)) = (&extras.cache, &cache_key)
         && let Some(hit) = cache.get(key)
     {

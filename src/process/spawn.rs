@@ -2,9 +2,11 @@
 //! /dev/null or the prompt, capped concurrent reads of stdout and stderr, and the
 //! timeout sequence SIGTERM, grace, SIGKILL to the group.
 
+use std::ffi::{CString, OsString};
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
@@ -79,16 +81,16 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let Some(program) = resolve_program(&spec.argv[0]) else {
         return output(RunEnd::NotInstalled, &stdout, &stderr);
     };
-    let launch = Launch {
+    let launch = runner_env(spec.tag).map(|env| Launch {
         program: &program,
         argv: spec.argv,
-        env: runner_env(spec.tag),
+        env,
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
-    };
+    });
     // An idle pooled supervisor takes it at once; else, off the async workers, a new
     // one from the zygote (bounded by its socket timeout) or a fork here.
-    let forked = supervisor::prepare(&launch).and_then(|prepared| {
+    let forked = launch.and_then(supervisor::prepare).and_then(|prepared| {
         match prepared.offer(crate::process::zygote::supervise_idle) {
             Ok(started) => started,
             Err(prepared) => crate::support::runtime::blocking(|| {
@@ -174,21 +176,42 @@ fn spawn_failed(e: &std::io::Error) -> RunEnd {
 }
 
 /// The caller's environment, minus the service manager's variables, plus the child
-/// marker and the attempt's tag.
-fn runner_env(tag: &str) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let mut env: Vec<_> = std::env::vars_os()
-        .filter(|(key, _)| {
-            !key.to_str().is_some_and(|k| {
-                matches!(
-                    k,
-                    "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC" | CHILD_VAR | TAG_VAR
-                ) || k.starts_with("LISTEN_")
-            })
+/// marker and the attempt's tag, as `KEY=value` strings. The daemon never changes its
+/// own environment, so it is read and filtered once per process.
+fn runner_env(tag: &str) -> std::io::Result<Vec<CString>> {
+    static INHERITED: OnceLock<Vec<CString>> = OnceLock::new();
+    let inherited = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()));
+    let mut env = Vec::with_capacity(inherited.len() + 2);
+    env.extend(inherited.iter().cloned());
+    for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag)] {
+        env.push(CString::new(format!("{key}={value}")).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("the runner variable {key} holds a NUL byte"),
+            )
+        })?);
+    }
+    Ok(env)
+}
+
+/// `vars` without the service manager's variables and our own markers, as `KEY=value`.
+fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CString> {
+    vars.filter(|(key, _)| {
+        !key.to_str().is_some_and(|k| {
+            matches!(
+                k,
+                "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC" | CHILD_VAR | TAG_VAR
+            ) || k.starts_with("LISTEN_")
         })
-        .collect();
-    env.push((CHILD_VAR.into(), "1".into()));
-    env.push((TAG_VAR.into(), tag.into()));
-    env
+    })
+    .filter_map(|(key, value)| {
+        let mut pair = key.into_vec();
+        pair.push(b'=');
+        pair.extend_from_slice(value.as_bytes());
+        // The environment cannot hold a NUL byte; skip rather than fail if it did.
+        CString::new(pair).ok()
+    })
+    .collect()
 }
 
 /// One supervised runner seen from the judge: the report pipe and the runner's pipes.
@@ -493,6 +516,30 @@ mod tests {
         let t = Tail::new(16);
         t.push(b"ok \xff\xfe end");
         assert_eq!(t.text(), "ok \u{fffd}\u{fffd} end");
+    }
+
+    #[test]
+    fn the_runner_env_drops_service_and_marker_variables_and_adds_ours() {
+        let var = |k: &str, v: &[u8]| (OsString::from(k), OsString::from_vec(v.to_vec()));
+        let inherited = inherited_env(
+            [
+                var("PATH", b"/bin"),
+                var("NOTIFY_SOCKET", b"/run/x"),
+                var("LISTEN_FDS", b"2"),
+                var(CHILD_VAR, b"1"),
+                var(TAG_VAR, b"old"),
+                var("RAW", b"\xff"),
+            ]
+            .into_iter(),
+        );
+        let names: Vec<&[u8]> = inherited.iter().map(|c| c.as_bytes()).collect();
+        assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
+        let env = runner_env("t1").unwrap();
+        let tail: Vec<String> = env[env.len() - 2..]
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(tail, [format!("{CHILD_VAR}=1"), format!("{TAG_VAR}=t1")]);
     }
 
     #[test]

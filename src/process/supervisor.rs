@@ -62,11 +62,12 @@ fn encode(tag: u8, value: i32) -> [u8; RECORD_BYTES] {
 }
 
 /// A runner to start: the resolved program, its argv (argv[0] as given), the whole
-/// environment, the working folder, and whether stdin is a pipe (else /dev/null).
+/// environment (`KEY=value`), the working folder, and whether stdin is a pipe (else
+/// /dev/null).
 pub(crate) struct Launch<'a> {
     pub program: &'a Path,
     pub argv: &'a [String],
-    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub env: Vec<CString>,
     pub cwd: &'a Path,
     pub stdin_piped: bool,
 }
@@ -117,39 +118,29 @@ impl Command {
         let program = parts.next()??;
         let cwd = parts.next()??;
         let argc: usize = parts.next()??.to_str().ok()?.parse().ok()?;
-        let rest: Vec<CString> = parts.collect::<Option<_>>()?;
-        if rest.len() < argc {
+        let mut argv: Vec<CString> = parts.collect::<Option<_>>()?;
+        if argv.len() < argc {
             return None;
         }
-        let (argv, env) = rest.split_at(argc);
+        let env = argv.split_off(argc);
         Some(Command {
             program,
-            argv: argv.to_vec(),
-            env: env.to_vec(),
+            argv,
+            env,
             cwd,
         })
     }
 
-    fn of(launch: &Launch<'_>) -> io::Result<Self> {
+    fn of(launch: Launch<'_>) -> io::Result<Self> {
         let argv = launch
             .argv
             .iter()
             .map(|a| c_string(OsStr::new(a)))
             .collect::<io::Result<Vec<_>>>()?;
-        let env = launch
-            .env
-            .iter()
-            .map(|(k, v)| {
-                let mut kv = k.clone();
-                kv.push("=");
-                kv.push(v);
-                c_string(&kv)
-            })
-            .collect::<io::Result<Vec<_>>>()?;
         Ok(Command {
             program: c_string(launch.program.as_os_str())?,
             argv,
-            env,
+            env: launch.env,
             cwd: c_string(launch.cwd.as_os_str())?,
         })
     }
@@ -198,10 +189,12 @@ pub(crate) struct Prepared {
 }
 
 /// Builds the command and pipes for the runner described by `launch`.
-pub(crate) fn prepare(launch: &Launch<'_>) -> io::Result<Prepared> {
+pub(crate) fn prepare(launch: Launch<'_>) -> io::Result<Prepared> {
+    let stdin_piped = launch.stdin_piped;
+    let command = Command::of(launch)?;
     Ok(Prepared {
-        command: Command::of(launch)?,
-        pipes: Pipes::new(launch.stdin_piped)?,
+        command,
+        pipes: Pipes::new(stdin_piped)?,
     })
 }
 
