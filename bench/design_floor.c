@@ -21,24 +21,35 @@
  *          the daemon's pooled supervisors do): per job, the worker sends it the runner's
  *          stdout pipe and a report pipe over a Unix socket (SCM_RIGHTS) and reads the
  *          runner's output itself; the supervisor spawns the runner, reaps it, reads its
- *          own children and reports one byte */
+ *          own children and reports one byte
+ *   spec   pooled, plus the rest of what SPEC.md asks of every job and the levels above
+ *          leave out: the four judge.log lines (job claimed, runner start and end, job
+ *          finished; UTC timestamps, appended to judge.log and copied to stderr), the
+ *          runner's stdin on /dev/null and its stderr read through a second pipe, its
+ *          environment tagged with the attempt, and runner health read (health.json)
+ *          before the attempt. Still no JSON parser, no timeouts, no error handling:
+ *          the least any implementation of the SPEC does per job */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
 static const char *state, *runner;
-static int level_files, level_super, level_pooled, do_fsync;
+static int level_files, level_super, level_pooled, level_spec, do_fsync;
+/* judge.log, opened once (spec level). */
+static int log_fd = -1;
 /* The worker's end of its pooled supervisor's socket. */
 static int pool_sock = -1;
 
@@ -65,6 +76,56 @@ static pid_t spawn_runner(const char *prompt, const char *cwd, int out) {
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     return pid;
+}
+
+/* The spec level's runner: stdin, stdout and stderr given, the environment tagged. */
+static pid_t spawn_tagged(const char *prompt, const char *cwd, const int io[3], const char *tag) {
+    static char **envp;
+    static size_t n_env;
+    static char tag_var[128];
+    if (!envp) {
+        while (environ[n_env]) n_env++;
+        envp = calloc(n_env + 2, sizeof *envp);
+        if (!envp) die("calloc");
+        memcpy(envp, environ, n_env * sizeof *envp);
+        envp[n_env] = tag_var;
+    }
+    snprintf(tag_var, sizeof tag_var, "CATSTACK_LLM_JUDGE_TAG=%s", tag);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    for (int i = 0; i < 3; i++) posix_spawn_file_actions_adddup2(&fa, io[i], i);
+    posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    char *argv[] = {(char *)runner, (char *)prompt, NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, runner, &fa, &at, argv, envp) != 0) die("posix_spawn");
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return pid;
+}
+
+/* One judge.log line: UTC timestamp, appended whole, and copied to stderr without it. */
+static void log_line(const char *event, const char *name) {
+    struct timespec now;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    char line[512];
+    int stamp = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+    int n = stamp + snprintf(line + stamp, sizeof line - (size_t)stamp,
+                             ".%06ldZ  INFO %s id=%s runner=fake\n", now.tv_nsec / 1000, event, name);
+    if (write(log_fd, line, (size_t)n) != n) die("judge.log");
+    (void)!write(2, line + stamp + 9, (size_t)(n - stamp - 9));
+}
+
+/* Runner health before an attempt: read health.json when there is one. */
+static void read_health(void) {
+    char path[4096], buf[4096];
+    snprintf(path, sizeof path, "%s/health.json", state);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) { (void)!read(fd, buf, sizeof buf); close(fd); }
 }
 
 /* Starts the runner with its stdout on a pipe, reads it to the end, reaps it. */
@@ -104,7 +165,7 @@ static void supervised(const char *prompt, const char *cwd) {
 
 /* Sends `len` bytes with descriptors `fds` attached. */
 static void send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
-    char control[CMSG_SPACE(2 * sizeof(int))];
+    char control[CMSG_SPACE(4 * sizeof(int))];
     memset(control, 0, sizeof control);
     struct iovec iov = {(void *)buf, len};
     struct msghdr msg = {0};
@@ -125,7 +186,7 @@ static void send_fds(int sock, const void *buf, size_t len, const int *fds, int 
 static void serve_pooled(int sock) {
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     for (;;) {
-        char req[4096 + 256], control[CMSG_SPACE(2 * sizeof(int))];
+        char req[4096 + 256], control[CMSG_SPACE(4 * sizeof(int))];
         struct iovec iov = {req, sizeof req - 1};
         struct msghdr msg = {0};
         msg.msg_iov = &iov;
@@ -135,11 +196,21 @@ static void serve_pooled(int sock) {
         ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
         if (n <= 0) _exit(0);
         req[n] = 0;
-        int fds[2];
-        memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof fds);
+        int fds[4];
+        int nfds = level_spec ? 4 : 2;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (!c) _exit(1);
+        memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
         const char *prompt = req, *cwd = req + strlen(req) + 1;
-        pid_t pid = spawn_runner(prompt, cwd, fds[0]);
-        close(fds[0]);
+        pid_t pid;
+        if (level_spec) {
+            pid = spawn_tagged(prompt, cwd, fds, cwd + strlen(cwd) + 1);
+            for (int i = 0; i < 3; i++) close(fds[i]);
+            fds[1] = fds[3];
+        } else {
+            pid = spawn_runner(prompt, cwd, fds[0]);
+            close(fds[0]);
+        }
         waitpid(pid, NULL, 0);
         char kids[256];
         int fd = open("/proc/thread-self/children", O_RDONLY);
@@ -166,6 +237,38 @@ static void pooled(const char *prompt, const char *cwd) {
     close(out[0]);
     (void)!read(rep[0], buf, 1);
     close(rep[0]);
+}
+
+/* One attempt at the spec level: /dev/null, stdout and stderr pipes, the tag, both
+ * pipes read to their end together, then the supervisor's report. */
+static void pooled_spec(const char *prompt, const char *cwd, const char *name) {
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC), out[2], err[2], rep[2];
+    if (in < 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0)
+        die("pipe");
+    char req[4096 + 256];
+    size_t lp = strlen(prompt) + 1, lc = strlen(cwd) + 1, lt = strlen(name) + 1;
+    memcpy(req, prompt, lp);
+    memcpy(req + lp, cwd, lc);
+    memcpy(req + lp + lc, name, lt);
+    int fds[4] = {in, out[1], err[1], rep[1]};
+    log_line("runner start", name);
+    send_fds(pool_sock, req, lp + lc + lt, fds, 4);
+    for (int i = 0; i < 4; i++) close(fds[i]);
+    struct pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    char buf[4096];
+    for (int open_fds = 2; open_fds > 0;) {
+        if (poll(p, 2, 60000) <= 0) die("poll");
+        for (int i = 0; i < 2; i++) {
+            if (p[i].revents && read(p[i].fd, buf, sizeof buf) <= 0) {
+                close(p[i].fd);
+                p[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    (void)!read(rep[0], buf, 1);
+    close(rep[0]);
+    log_line("runner end", name);
 }
 
 static void write_record(int fd, const char *state_word, const char *name) {
@@ -204,9 +307,13 @@ static void one_job(int i) {
     (void)!read(jfd, body, sizeof body);
     close(jfd);
     write_record(cfd, "running", name);
+    if (level_spec) log_line("job claimed", name);
     if (!mkdtemp(folder)) die("mkdtemp");
 
-    if (level_super) supervised(prompt, folder);
+    if (level_spec) {
+        read_health();
+        pooled_spec(prompt, folder, name);
+    } else if (level_super) supervised(prompt, folder);
     else if (level_pooled) pooled(prompt, folder);
     else run_runner(prompt, folder);
 
@@ -227,20 +334,28 @@ static void one_job(int i) {
     rmdir(folder);
     unlink(claim);
     close(cfd);
+    if (level_spec) log_line("job finished", name);
 }
 
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: design-floor spawn|files|super|pooled STATE N WORKERS FSYNC RUNNER\n");
+        fprintf(stderr, "usage: design-floor spawn|files|super|pooled|spec STATE N WORKERS FSYNC RUNNER\n");
         return 2;
     }
     level_files = strcmp(argv[1], "spawn") != 0;
     level_super = strcmp(argv[1], "super") == 0;
-    level_pooled = strcmp(argv[1], "pooled") == 0;
+    level_spec = strcmp(argv[1], "spec") == 0;
+    level_pooled = level_spec || strcmp(argv[1], "pooled") == 0;
     state = argv[2];
     int n = atoi(argv[3]), workers = atoi(argv[4]);
     do_fsync = atoi(argv[5]);
     runner = argv[6];
+    if (level_spec) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/judge.log", state);
+        log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (log_fd < 0) die(path);
+    }
     for (int w = 0; w < workers; w++) {
         pid_t pid = fork();
         if (pid < 0) die("fork");
