@@ -52,7 +52,8 @@ struct Inner {
     /// codex catalog read. Counted, not tied to slot numbers, so lowering `workers`
     /// on reload holds new jobs back until enough running ones are done.
     open: usize,
-    context: JobContext,
+    /// Shared by the jobs that took it (one clone of an `Arc` per job).
+    context: Arc<JobContext>,
     /// The longest `kill_grace_seconds` any started job got (a reload may lower it
     /// while those jobs run): the stop deadline waits for it.
     kill_grace_seen: f64,
@@ -87,7 +88,7 @@ impl Board {
                 running: HashSet::new(),
                 busy: 0,
                 open: 0,
-                context,
+                context: Arc::new(context),
                 kill_grace_seen: 0.0,
                 outcomes: OutcomeCounts::default(),
                 history: RunnerHistory::default(),
@@ -136,7 +137,7 @@ impl Board {
         inner.open = open;
         inner.draining = draining;
         if !Arc::ptr_eq(&inner.context.settings, settings) {
-            inner.context = context();
+            inner.context = Arc::new(context());
         }
         drop(inner);
         if opened {
@@ -178,7 +179,7 @@ impl Board {
     }
 
     /// Waits for the oldest job a slot may take, and marks it running.
-    async fn next(&self) -> (OsString, JobContext) {
+    async fn next(&self) -> (OsString, Arc<JobContext>) {
         loop {
             let notified = self.work.notified();
             tokio::pin!(notified);
@@ -191,7 +192,7 @@ impl Board {
         }
     }
 
-    fn try_take(&self) -> Option<(OsString, JobContext)> {
+    fn try_take(&self) -> Option<(OsString, Arc<JobContext>)> {
         let mut inner = self.lock();
         if inner.busy >= inner.open {
             return None;
@@ -357,12 +358,12 @@ async fn serve(board: Arc<Board>) {
     }
 }
 
-async fn run_job(report: Report, context: JobContext, free: oneshot::Sender<()>) {
+async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender<()>) {
     let Some(name) = report.name.clone() else {
         return;
     };
     let link = lifecycle::WorkerLink {
-        cancel: Some(context.cancel),
+        cancel: Some(context.cancel.clone()),
         release_slot: Some(Box::new(move || {
             let _ = free.send(());
         })),

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::core::digest::sha1_hex_full;
+use crate::core::digest::sha1_hex_of_fields;
 use crate::core::job::Job;
-use crate::core::runner_table::{Runner, names_and_argv};
+use crate::core::runner_table::Runner;
 use crate::core::verdict::Attempt;
 
 /// What a leader found: the answer (runner and object), if any, and its attempts.
@@ -41,11 +41,19 @@ pub struct Leader {
     flights: Arc<Flights>,
 }
 
-/// The single-flight key of a job under a table.
+/// The single-flight key of a job under a table: a digest of its mode, the table's
+/// names and argv, its cwd and its prompt (in memory only, so free to change).
 pub fn key(job: &Job, table: &[Runner]) -> String {
-    let table = names_and_argv(table);
-    let text = json!([job.mode.name(), table, job.cwd, job.prompt]).to_string();
-    sha1_hex_full(text.as_bytes())
+    let cwd = job.cwd.as_ref().unwrap_or(&Value::Null).to_string();
+    let mut fields: Vec<&[u8]> = vec![job.mode.name().as_bytes(), cwd.as_bytes()];
+    fields.push(job.prompt.as_bytes());
+    for runner in table {
+        fields.push(runner.name.as_bytes());
+        fields.extend(runner.argv.iter().map(|a| a.as_bytes()));
+        // Ends the runner's argv, so ["a", "b"] + ["c"] differs from ["a"] + ["b", "c"].
+        fields.push(&[]);
+    }
+    sha1_hex_of_fields(&fields)
 }
 
 impl Flights {
@@ -94,6 +102,47 @@ pub async fn follow(mut slot: Slot) -> Option<FlightResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::job::{TimeoutRules, parse_job};
+
+    fn job(text: &str) -> Job {
+        let rules = TimeoutRules {
+            default_seconds: 60.0,
+            max_seconds: 600.0,
+        };
+        parse_job(text.as_bytes(), "stem", rules).unwrap()
+    }
+
+    fn runner(name: &str, argv: &[&str]) -> Runner {
+        Runner {
+            name: name.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            max_concurrent: None,
+        }
+    }
+
+    #[test]
+    fn keys_match_only_for_the_same_mode_table_cwd_and_prompt() {
+        let table = [runner("a", &["x", "y"]), runner("b", &["z"])];
+        let base = key(&job(r#"{"prompt": "p", "cwd": "/w"}"#), &table);
+        assert_eq!(base, key(&job(r#"{"prompt": "p", "cwd": "/w"}"#), &table));
+        for other in [
+            key(&job(r#"{"prompt": "q", "cwd": "/w"}"#), &table),
+            key(&job(r#"{"prompt": "p", "cwd": "/v"}"#), &table),
+            key(&job(r#"{"prompt": "p"}"#), &table),
+            key(
+                &job(r#"{"prompt": "p", "cwd": "/w", "mode": "investigate"}"#),
+                &table,
+            ),
+            key(&job(r#"{"prompt": "p", "cwd": "/w"}"#), &table[..1]),
+            // The same strings split between runners another way.
+            key(
+                &job(r#"{"prompt": "p", "cwd": "/w"}"#),
+                &[runner("a", &["x"]), runner("y", &["b", "z"])],
+            ),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
 
     #[tokio::test]
     async fn followers_get_the_leaders_result_and_a_dropped_leader_frees_them() {

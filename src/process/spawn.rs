@@ -15,7 +15,7 @@ use tokio::net::unix::pipe;
 
 use crate::core::verdict::RunEnd;
 use crate::process::os::{TAG_VAR, kill_tagged, signal_group};
-use crate::process::supervisor::{self, Launch, RECORD_BYTES, Report};
+use crate::process::supervisor::{self, Env, Launch, RECORD_BYTES, Report};
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
@@ -178,20 +178,22 @@ fn spawn_failed(e: &std::io::Error) -> RunEnd {
 /// The caller's environment, minus the service manager's variables, plus the child
 /// marker and the attempt's tag, as `KEY=value` strings. The daemon never changes its
 /// own environment, so it is read and filtered once per process.
-fn runner_env(tag: &str) -> std::io::Result<Vec<CString>> {
-    static INHERITED: OnceLock<Vec<CString>> = OnceLock::new();
-    let inherited = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()));
-    let mut env = Vec::with_capacity(inherited.len() + 2);
-    env.extend(inherited.iter().cloned());
+fn runner_env(tag: &str) -> std::io::Result<Env> {
+    static INHERITED: OnceLock<Arc<[CString]>> = OnceLock::new();
+    let shared = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()).into());
+    let mut own = Vec::with_capacity(2);
     for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag)] {
-        env.push(CString::new(format!("{key}={value}")).map_err(|_| {
+        own.push(CString::new(format!("{key}={value}")).map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!("the runner variable {key} holds a NUL byte"),
             )
         })?);
     }
-    Ok(env)
+    Ok(Env {
+        shared: shared.clone(),
+        own,
+    })
 }
 
 /// `vars` without the service manager's variables and our own markers, as `KEY=value`.
@@ -535,7 +537,8 @@ mod tests {
         let names: Vec<&[u8]> = inherited.iter().map(|c| c.as_bytes()).collect();
         assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
         let env = runner_env("t1").unwrap();
-        let tail: Vec<String> = env[env.len() - 2..]
+        let tail: Vec<String> = env
+            .own
             .iter()
             .map(|c| c.to_string_lossy().into_owned())
             .collect();

@@ -19,6 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
+use std::sync::Arc;
 
 use libc::{c_char, c_int, pid_t};
 
@@ -67,7 +68,7 @@ fn encode(tag: u8, value: i32) -> [u8; RECORD_BYTES] {
 pub(crate) struct Launch<'a> {
     pub program: &'a Path,
     pub argv: &'a [String],
-    pub env: Vec<CString>,
+    pub env: Env,
     pub cwd: &'a Path,
     pub stdin_piped: bool,
 }
@@ -85,11 +86,26 @@ pub(crate) struct Started {
     pub report: OwnedFd,
 }
 
+/// A runner's environment as `KEY=value` strings: the part every runner of this
+/// process shares, and the attempt's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Env {
+    pub shared: Arc<[CString]>,
+    pub own: Vec<CString>,
+}
+
+impl Env {
+    /// Every variable, shared ones first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &CString> {
+        self.shared.iter().chain(&self.own)
+    }
+}
+
 /// The runner's command as C strings, ready for a fork (here or in the zygote).
 pub(crate) struct Command {
     pub program: CString,
     pub argv: Vec<CString>,
-    pub env: Vec<CString>,
+    pub env: Env,
     pub cwd: CString,
 }
 
@@ -101,7 +117,7 @@ impl Command {
         let parts = [&self.program, &self.cwd, &argc]
             .into_iter()
             .chain(&self.argv)
-            .chain(&self.env);
+            .chain(self.env.iter());
         let mut out = Vec::new();
         for part in parts {
             out.extend_from_slice(part.as_bytes_with_nul());
@@ -122,11 +138,14 @@ impl Command {
         if argv.len() < argc {
             return None;
         }
-        let env = argv.split_off(argc);
+        let own = argv.split_off(argc);
         Some(Command {
             program,
             argv,
-            env,
+            env: Env {
+                shared: Arc::default(),
+                own,
+            },
             cwd,
         })
     }
@@ -312,9 +331,8 @@ fn c_string(s: &OsStr) -> io::Result<CString> {
     })
 }
 
-fn null_terminated(items: &[CString]) -> Vec<*mut c_char> {
+fn null_terminated<'a>(items: impl Iterator<Item = &'a CString>) -> Vec<*mut c_char> {
     items
-        .iter()
         .map(|c| c.as_ptr().cast_mut())
         .chain(std::iter::once(ptr::null_mut()))
         .collect()
@@ -442,8 +460,8 @@ impl<'a> Child<'a> {
     fn new(command: &'a Command, fds: SupervisorFds) -> io::Result<Self> {
         Ok(Child {
             program: &command.program,
-            argv: null_terminated(&command.argv),
-            env: null_terminated(&command.env),
+            argv: null_terminated(command.argv.iter()),
+            env: null_terminated(command.env.iter()),
             actions: FileActions::new(fds.stdin, fds.stdout, fds.stderr, &command.cwd)?,
             attr: SpawnAttr::new()?,
             report: fds.report,
@@ -874,13 +892,16 @@ mod tests {
         let command = Command {
             program: c("/bin/sh"),
             argv: vec![c("sh"), c("-c"), c("")],
-            env: vec![c("A=1"), c("B=")],
+            env: Env {
+                shared: Arc::from([c("A=1")]),
+                own: vec![c("B=")],
+            },
             cwd: c("/tmp"),
         };
         let back = Command::decode(&command.encode()).unwrap();
         assert_eq!(back.program, command.program);
         assert_eq!(back.argv, command.argv);
-        assert_eq!(back.env, command.env);
+        assert!(back.env.iter().eq(command.env.iter()));
         assert_eq!(back.cwd, command.cwd);
         assert!(Command::decode(b"/bin/sh\0/tmp\0").is_none(), "no argc");
         assert!(
