@@ -203,14 +203,15 @@ pub(crate) type Forker = fn(&Command, SupervisorFds) -> Forked;
 
 /// An attempt's command and pipes, ready for a supervisor.
 pub(crate) struct Prepared {
-    command: Command,
+    /// Boxed: a `Prepared` travels back by value when no pooled supervisor takes it.
+    command: Box<Command>,
     pipes: Pipes,
 }
 
 /// Builds the command and pipes for the runner described by `launch`.
 pub(crate) fn prepare(launch: Launch<'_>) -> io::Result<Prepared> {
     let stdin_piped = launch.stdin_piped;
-    let command = Command::of(launch)?;
+    let command = Box::new(Command::of(launch)?);
     Ok(Prepared {
         command,
         pipes: Pipes::new(stdin_piped)?,
