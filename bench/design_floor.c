@@ -61,21 +61,28 @@ static void sync_path(const char *dir) {
     close(fd);
 }
 
-/* Starts the runner in its own group with its stdout on `out` (and cwd, if given). */
-static pid_t spawn_runner(const char *prompt, const char *cwd, int out) {
+/* Starts the runner in its own group with `io[i]` on descriptor `first + i` (i < count),
+ * in `cwd` if given, with environment `envp`. */
+static pid_t spawn_io(const char *prompt, const char *cwd, const int *io, int first, int count,
+                      char **envp) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out, 1);
+    for (int i = 0; i < count; i++) posix_spawn_file_actions_adddup2(&fa, io[i], first + i);
     if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
     char *argv[] = {(char *)runner, (char *)prompt, NULL};
     pid_t pid;
-    if (posix_spawn(&pid, runner, &fa, &at, argv, environ) != 0) die("posix_spawn");
+    if (posix_spawn(&pid, runner, &fa, &at, argv, envp) != 0) die("posix_spawn");
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     return pid;
+}
+
+/* Starts the runner in its own group with its stdout on `out` (and cwd, if given). */
+static pid_t spawn_runner(const char *prompt, const char *cwd, int out) {
+    return spawn_io(prompt, cwd, &out, 1, 1, environ);
 }
 
 /* The spec level's runner: stdin, stdout and stderr given, the environment tagged. */
@@ -91,19 +98,7 @@ static pid_t spawn_tagged(const char *prompt, const char *cwd, const int io[3], 
         envp[n_env] = tag_var;
     }
     snprintf(tag_var, sizeof tag_var, "CATSTACK_LLM_JUDGE_TAG=%s", tag);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    for (int i = 0; i < 3; i++) posix_spawn_file_actions_adddup2(&fa, io[i], i);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd);
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-    char *argv[] = {(char *)runner, (char *)prompt, NULL};
-    pid_t pid;
-    if (posix_spawn(&pid, runner, &fa, &at, argv, envp) != 0) die("posix_spawn");
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    return pid;
+    return spawn_io(prompt, cwd, io, 0, 3, envp);
 }
 
 /* One judge.log line: UTC timestamp, appended whole, and copied to stderr without it. */

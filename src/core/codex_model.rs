@@ -214,11 +214,7 @@ mod tests {
     use super::*;
 
     fn runner(name: &str, argv: &[&str]) -> Runner {
-        Runner {
-            name: name.into(),
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            max_concurrent: None,
-        }
+        Runner::for_tests(name, argv)
     }
 
     fn catalog(models: &[&str]) -> Catalog {

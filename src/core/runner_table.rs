@@ -23,6 +23,18 @@ pub struct Runner {
     pub max_concurrent: Option<u32>,
 }
 
+#[cfg(test)]
+impl Runner {
+    /// A runner with no `max_concurrent`, for tests.
+    pub fn for_tests(name: &str, argv: &[&str]) -> Runner {
+        Runner {
+            name: name.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            max_concurrent: None,
+        }
+    }
+}
+
 /// What to start: the final argv and, when the prompt goes there, stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {

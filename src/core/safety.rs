@@ -292,11 +292,7 @@ mod tests {
     use super::*;
 
     fn runner(argv: &[&str]) -> Runner {
-        Runner {
-            name: "r".into(),
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            max_concurrent: None,
-        }
+        Runner::for_tests("r", argv)
     }
 
     fn check(argv: &[&str]) -> Result<(), String> {

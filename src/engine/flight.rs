@@ -113,11 +113,7 @@ mod tests {
     }
 
     fn runner(name: &str, argv: &[&str]) -> Runner {
-        Runner {
-            name: name.into(),
-            argv: argv.iter().map(|a| a.to_string()).collect(),
-            max_concurrent: None,
-        }
+        Runner::for_tests(name, argv)
     }
 
     #[test]

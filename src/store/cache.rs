@@ -114,11 +114,7 @@ mod tests {
     use super::*;
 
     fn r(name: &str, argv: &[&str]) -> Runner {
-        Runner {
-            name: name.into(),
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            max_concurrent: None,
-        }
+        Runner::for_tests(name, argv)
     }
 
     #[test]
