@@ -92,12 +92,20 @@ static pid_t spawn_tagged(const char *prompt, const char *cwd, const int io[3], 
     static char tag_var[128];
     if (!envp) {
         while (environ[n_env]) n_env++;
-        envp = calloc(n_env + 2, sizeof *envp);
+        /* As the daemon: the service manager's variables dropped, the child marker and
+         * the attempt's tag added. */
+        envp = calloc(n_env + 3, sizeof *envp);
         if (!envp) die("calloc");
-        memcpy(envp, environ, n_env * sizeof *envp);
-        envp[n_env] = tag_var;
+        size_t kept = 0;
+        for (size_t i = 0; i < n_env; i++) {
+            const char *v = environ[i];
+            if (strncmp(v, "NOTIFY_SOCKET=", 14) && strncmp(v, "LISTEN_", 7) && strncmp(v, "WATCHDOG_", 9))
+                envp[kept++] = environ[i];
+        }
+        envp[kept++] = (char *)"CATSTACK_LLM_JUDGE_CHILD=1";
+        envp[kept] = tag_var;
     }
-    snprintf(tag_var, sizeof tag_var, "CATSTACK_LLM_JUDGE_TAG=%s", tag);
+    snprintf(tag_var, sizeof tag_var, "LLM_JUDGE_TAG=%s", tag);
     return spawn_io(prompt, cwd, io, 0, 3, envp);
 }
 
@@ -111,6 +119,8 @@ static void log_line(const char *event, const char *name) {
     int stamp = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
     int n = stamp + snprintf(line + stamp, sizeof line - (size_t)stamp,
                              ".%06ldZ  INFO %s id=%s runner=fake\n", now.tv_nsec / 1000, event, name);
+    if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+    /* stderr gets the line from the space before INFO, as the daemon's without_time. */
     if (write(log_fd, line, (size_t)n) != n) die("judge.log");
     (void)!write(2, line + stamp + 9, (size_t)(n - stamp - 9));
 }
@@ -194,7 +204,8 @@ static void serve_pooled(int sock) {
         int fds[4];
         int nfds = level_spec ? 4 : 2;
         struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        if (!c) _exit(1);
+        if (!c || (msg.msg_flags & MSG_CTRUNC) || c->cmsg_len != CMSG_LEN((size_t)nfds * sizeof(int)))
+            _exit(1);
         memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
         const char *prompt = req, *cwd = req + strlen(req) + 1;
         pid_t pid;

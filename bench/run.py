@@ -289,7 +289,7 @@ def busy_ticks():
 
 
 def design(rounds, n):
-    """The daemon against xargs and the design floor's three levels, interleaved in rounds
+    """The daemon against xargs and the design floor's levels, interleaved in rounds
     so a noisy machine hurts all alike; medians of per-round ratios to xargs, and of the
     machine's CPU time per job (all CPUs, the bench's own polling included)."""
     names = ["spawn", "files_off", "files_on", "super_off", "super_on", "pooled_off", "pooled_on",

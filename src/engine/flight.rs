@@ -45,13 +45,18 @@ pub struct Leader {
 /// names and argv, its cwd and its prompt (in memory only, so free to change).
 pub fn key(job: &Job, table: &[Runner]) -> String {
     let cwd = job.cwd.as_ref().unwrap_or(&Value::Null).to_string();
+    // Each argv's length goes before it, so no two tables give the same fields (an
+    // end marker could not be told from an empty argv item).
+    let lengths: Vec<[u8; 8]> = table
+        .iter()
+        .map(|r| (r.argv.len() as u64).to_le_bytes())
+        .collect();
     let mut fields: Vec<&[u8]> = vec![job.mode.name().as_bytes(), cwd.as_bytes()];
     fields.push(job.prompt.as_bytes());
-    for runner in table {
+    for (runner, length) in table.iter().zip(&lengths) {
         fields.push(runner.name.as_bytes());
+        fields.push(length);
         fields.extend(runner.argv.iter().map(|a| a.as_bytes()));
-        // Ends the runner's argv, so ["a", "b"] + ["c"] differs from ["a"] + ["b", "c"].
-        fields.push(&[]);
     }
     sha1_hex_of_fields(&fields)
 }
@@ -138,6 +143,11 @@ mod tests {
         ] {
             assert_ne!(base, other);
         }
+        // An empty argv item where another table has a runner boundary.
+        let one = [runner("a", &["/x", "", "b", "/z"])];
+        let two = [runner("a", &["/x"]), runner("b", &["/z"])];
+        let p = job(r#"{"prompt": "p"}"#);
+        assert_ne!(key(&p, &one), key(&p, &two));
     }
 
     #[tokio::test]

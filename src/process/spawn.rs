@@ -186,7 +186,7 @@ fn runner_env(tag: &str) -> std::io::Result<Env> {
         own.push(CString::new(format!("{key}={value}")).map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!("the runner variable {key} holds a NUL byte"),
+                format!("the runner variable {key} holds a NUL byte: a bug in llm-judge, please report it"),
             )
         })?);
     }

@@ -88,9 +88,11 @@ pub(crate) struct Started {
 
 /// A runner's environment as `KEY=value` strings: the part every runner of this
 /// process shares, and the attempt's own.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Env {
+    /// The daemon's inherited variables, read once per process.
     pub shared: Arc<[CString]>,
+    /// The attempt's variables; after `Command::decode`, the whole environment.
     pub own: Vec<CString>,
 }
 
