@@ -6,7 +6,7 @@
 //! (docs/architecture.md, "Worker slots").
 
 use std::collections::{BTreeMap, HashSet};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
@@ -46,6 +46,8 @@ struct Inner {
     queue: Queue,
     /// Jobs being judged or published.
     running: HashSet<OsString>,
+    /// Of those, the ones publishing: done with their slot, not shown as running.
+    publishing: HashSet<OsString>,
     /// Jobs holding a slot (judging: a job gives its slot back before publishing).
     busy: usize,
     /// Jobs that may hold a slot: `workers`, or 0 while draining or before the first
@@ -71,7 +73,8 @@ pub struct Snapshot {
     pub waiting: usize,
     /// The mtime of the oldest waiting job.
     pub oldest: Option<SystemTime>,
-    /// Names of the jobs being judged or published.
+    /// Names of the jobs being judged (not those only publishing their verdict, so
+    /// there are at most `workers`).
     pub running: Vec<OsString>,
     /// Outcomes so far (without a tally file).
     pub outcomes: OutcomeCounts,
@@ -86,6 +89,7 @@ impl Board {
             inner: Mutex::new(Inner {
                 queue: Queue::default(),
                 running: HashSet::new(),
+                publishing: HashSet::new(),
                 busy: 0,
                 open: 0,
                 context: Arc::new(context),
@@ -172,7 +176,11 @@ impl Board {
         Snapshot {
             waiting: inner.queue.waiting(),
             oldest: inner.queue.oldest(),
-            running: inner.running.iter().cloned().collect(),
+            running: inner
+                .running
+                .difference(&inner.publishing)
+                .cloned()
+                .collect(),
             outcomes: inner.outcomes.clone(),
             runners: inner.history.stats(),
         }
@@ -214,10 +222,19 @@ impl Board {
         inner.busy = inner.busy.saturating_sub(1);
     }
 
+    /// A running job is done with its slot and publishes its verdict.
+    fn publishing(&self, name: &OsStr) {
+        let mut inner = self.lock();
+        if inner.running.contains(name) {
+            inner.publishing.insert(name.to_os_string());
+        }
+    }
+
     /// Records a job's end; a newer file of the same name is queued again.
     fn finish(&self, name: OsString, handled: Handled) {
         let mut inner = self.lock();
         inner.running.remove(&name);
+        inner.publishing.remove(&name);
         inner.queue.finished(&name);
         if let Handled::Judged {
             outcome, attempts, ..
@@ -362,9 +379,14 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
     let Some(name) = report.name.clone() else {
         return;
     };
+    // Marked in this task, before its own `finish`: no other job of the same name can
+    // be running in between.
+    let board = report.board.clone();
+    let publishing = name.clone();
     let link = lifecycle::WorkerLink {
         cancel: Some(context.cancel.clone()),
         release_slot: Some(Box::new(move || {
+            board.publishing(&publishing);
             let _ = free.send(());
         })),
     };
@@ -542,6 +564,29 @@ mod tests {
         board.give_back();
         assert_eq!(board.try_take().map(|t| t.0), Some(newer));
         assert_eq!((board.running(), board.waiting()), (2, 0));
+    }
+
+    #[test]
+    fn a_publishing_job_is_not_shown_running_but_still_counts_for_a_drain() {
+        let (_dir, context, board) = fixture(2);
+        let jobs = context.state.jobs();
+        board.offer(&jobs, job(&context, "a.json", 20));
+        board.offer(&jobs, job(&context, "b.json", 10));
+        let (a, _) = board.try_take().expect("a job");
+        let (b, _) = board.try_take().expect("a job");
+        board.publishing(&a);
+        board.give_back();
+        board.publishing(OsStr::new("never-taken.json"));
+        assert_eq!(
+            board.snapshot().running,
+            std::slice::from_ref(&b),
+            "a only publishes"
+        );
+        assert_eq!(board.running(), 2, "a drain still waits for a");
+        board.finish(a, judged());
+        board.finish(b, judged());
+        assert!(board.snapshot().running.is_empty());
+        assert!(board.lock().publishing.is_empty(), "no name left behind");
     }
 
     #[test]
