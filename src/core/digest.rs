@@ -5,29 +5,13 @@ use sha1::{Digest, Sha1};
 
 /// Lowercase hex of the first `bytes` bytes (at most 20) of SHA-1 of `data`.
 pub fn sha1_hex(data: &[u8], bytes: usize) -> String {
-    hex(&Sha1::digest(data), bytes)
-}
-
-/// Lowercase hex of the first `bytes` bytes of `digest`.
-fn hex(digest: &[u8], bytes: usize) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * bytes.min(digest.len()));
-    for b in digest.iter().take(bytes) {
+    let mut out = String::with_capacity(2 * bytes.min(20));
+    for b in Sha1::digest(data).iter().take(bytes) {
         out.push(char::from(DIGITS[usize::from(b >> 4)]));
         out.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     out
-}
-
-/// SHA-1 of `fields` as 40 hex digits, each field prefixed by its length, so no two
-/// lists of fields share an input.
-pub fn sha1_hex_of_fields(fields: &[&[u8]]) -> String {
-    let mut sha = Sha1::new();
-    for field in fields {
-        sha.update((field.len() as u64).to_le_bytes());
-        sha.update(field);
-    }
-    hex(&sha.finalize(), 20)
 }
 
 /// All of SHA-1 of `data` as 40 hex digits.
@@ -46,14 +30,5 @@ mod tests {
             "a9993e364706816aba3e25717850c26c9cd0d89d"
         );
         assert_eq!(sha1_hex(b"abc", 8), "a9993e364706816a");
-    }
-
-    #[test]
-    fn field_lists_that_concatenate_alike_differ() {
-        let ab_c = sha1_hex_of_fields(&[b"ab", b"c"]);
-        assert_ne!(ab_c, sha1_hex_of_fields(&[b"a", b"bc"]));
-        assert_ne!(ab_c, sha1_hex_of_fields(&[b"abc"]));
-        assert_eq!(ab_c, sha1_hex_of_fields(&[b"ab", b"c"]));
-        assert_eq!(ab_c.len(), 40);
     }
 }

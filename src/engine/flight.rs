@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use crate::core::digest::sha1_hex_of_fields;
+use crate::core::digest::sha1_hex_full;
 use crate::core::job::Job;
-use crate::core::runner_table::Runner;
+use crate::core::runner_table::{Runner, names_and_argv};
 use crate::core::verdict::Attempt;
 
 /// What a leader found: the answer (runner and object), if any, and its attempts.
@@ -41,24 +41,11 @@ pub struct Leader {
     flights: Arc<Flights>,
 }
 
-/// The single-flight key of a job under a table: a digest of its mode, the table's
-/// names and argv, its cwd and its prompt (in memory only, so free to change).
+/// The single-flight key of a job under a table (a JSON array keeps the fields apart).
 pub fn key(job: &Job, table: &[Runner]) -> String {
-    let cwd = job.cwd.as_ref().unwrap_or(&Value::Null).to_string();
-    // Each argv's length goes before it, so no two tables give the same fields (an
-    // end marker could not be told from an empty argv item).
-    let lengths: Vec<[u8; 8]> = table
-        .iter()
-        .map(|r| (r.argv.len() as u64).to_le_bytes())
-        .collect();
-    let mut fields: Vec<&[u8]> = vec![job.mode.name().as_bytes(), cwd.as_bytes()];
-    fields.push(job.prompt.as_bytes());
-    for (runner, length) in table.iter().zip(&lengths) {
-        fields.push(runner.name.as_bytes());
-        fields.push(length);
-        fields.extend(runner.argv.iter().map(|a| a.as_bytes()));
-    }
-    sha1_hex_of_fields(&fields)
+    let table = names_and_argv(table);
+    let text = json!([job.mode.name(), table, job.cwd, job.prompt]).to_string();
+    sha1_hex_full(text.as_bytes())
 }
 
 impl Flights {
