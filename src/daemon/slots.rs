@@ -46,10 +46,9 @@ struct Inner {
     queue: Queue,
     /// Jobs being judged or published.
     running: HashSet<OsString>,
-    /// Of those, the ones publishing: done with their slot, not shown as running.
+    /// Of those, the ones publishing: done with their slot, not shown as running. The
+    /// rest hold a slot.
     publishing: HashSet<OsString>,
-    /// Jobs holding a slot (judging: a job gives its slot back before publishing).
-    busy: usize,
     /// Jobs that may hold a slot: `workers`, or 0 while draining or before the first
     /// codex catalog read. Counted, not tied to slot numbers, so lowering `workers`
     /// on reload holds new jobs back until enough running ones are done.
@@ -90,7 +89,6 @@ impl Board {
                 queue: Queue::default(),
                 running: HashSet::new(),
                 publishing: HashSet::new(),
-                busy: 0,
                 open: 0,
                 context: Arc::new(context),
                 kill_grace_seen: 0.0,
@@ -202,11 +200,10 @@ impl Board {
 
     fn try_take(&self) -> Option<(OsString, Arc<JobContext>)> {
         let mut inner = self.lock();
-        if inner.busy >= inner.open {
+        if inner.holding_slots() >= inner.open {
             return None;
         }
         let name = inner.queue.take()?;
-        inner.busy += 1;
         inner.running.insert(name.clone());
         let grace = inner.context.settings.config.kill_grace_seconds;
         inner.kill_grace_seen = inner.kill_grace_seen.max(grace);
@@ -215,14 +212,8 @@ impl Board {
         Some((name, context))
     }
 
-    /// A job's runners are done: its slot may serve another job.
-    fn give_back(&self) {
-        // No wake-up: the slot given back looks again itself, and any slot may take.
-        let mut inner = self.lock();
-        inner.busy = inner.busy.saturating_sub(1);
-    }
-
-    /// A running job is done with its slot and publishes its verdict.
+    /// A running job's runners are done: it gives its slot back and publishes its
+    /// verdict. No wake-up: its own slot looks again next, and any slot may take.
     fn publishing(&self, name: &OsStr) {
         let mut inner = self.lock();
         if inner.running.contains(name) {
@@ -234,7 +225,8 @@ impl Board {
     fn finish(&self, name: OsString, handled: Handled) {
         let mut inner = self.lock();
         inner.running.remove(&name);
-        inner.publishing.remove(&name);
+        // A job that ended without giving its slot back frees it now.
+        let freed = !inner.publishing.remove(&name);
         inner.queue.finished(&name);
         if let Handled::Judged {
             outcome, attempts, ..
@@ -249,7 +241,7 @@ impl Board {
         };
         self.tell(&mut inner);
         drop(inner);
-        if again {
+        if again || freed {
             self.work.notify_one();
         }
     }
@@ -260,6 +252,13 @@ impl Board {
             inner.told = true;
             self.changed.notify_one();
         }
+    }
+}
+
+impl Inner {
+    /// Jobs holding a slot: running, not yet publishing.
+    fn holding_slots(&self) -> usize {
+        self.running.len().saturating_sub(self.publishing.len())
     }
 }
 
@@ -371,7 +370,6 @@ async fn serve(board: Arc<Board>) {
         tokio::spawn(run_job(report, context, free_tx));
         // Given back by the job, or dropped when it ends (or dies) without.
         let _ = free_rx.await;
-        board.give_back();
     }
 }
 
@@ -556,12 +554,12 @@ mod tests {
         board.offer(&jobs, older.clone());
         assert!(board.try_take().is_none(), "closed gate");
         board.set_gate(1, false, &context.settings, || context.clone());
-        assert_eq!(board.try_take().map(|t| t.0), Some(older));
+        assert_eq!(board.try_take().map(|t| t.0), Some(older.clone()));
         assert!(
             board.try_take().is_none(),
             "workers = 1 and one job holds a slot"
         );
-        board.give_back();
+        board.publishing(&older);
         assert_eq!(board.try_take().map(|t| t.0), Some(newer));
         assert_eq!((board.running(), board.waiting()), (2, 0));
     }
@@ -575,7 +573,6 @@ mod tests {
         let (a, _) = board.try_take().expect("a job");
         let (b, _) = board.try_take().expect("a job");
         board.publishing(&a);
-        board.give_back();
         board.publishing(OsStr::new("never-taken.json"));
         assert_eq!(
             board.snapshot().running,
@@ -596,16 +593,18 @@ mod tests {
         for name in ["a.json", "b.json", "c.json", "d.json"] {
             board.offer(&jobs, job(&context, name, 0));
         }
-        for _ in 0..3 {
-            assert!(board.try_take().is_some());
-        }
+        let taken: Vec<OsString> = (0..3)
+            .filter_map(|_| board.try_take())
+            .map(|t| t.0)
+            .collect();
+        assert_eq!(taken.len(), 3);
         // SIGHUP: workers 3 -> 1 while three jobs hold slots.
         board.set_gate(1, false, &context.settings, || context.clone());
-        board.give_back();
+        board.publishing(&taken[0]);
         assert!(board.try_take().is_none(), "two still hold slots");
-        board.give_back();
+        board.publishing(&taken[1]);
         assert!(board.try_take().is_none(), "one still holds a slot");
-        board.give_back();
+        board.publishing(&taken[2]);
         assert!(board.try_take().is_some(), "any slot may take the next job");
     }
 
@@ -636,7 +635,6 @@ mod tests {
         assert!(told(&board).await);
         std::fs::remove_file(context.state.jobs().join(&a)).expect("judged job removed");
         board.finish(a, judged());
-        board.give_back();
         assert!(!told(&board).await, "told once until the status write");
         let snapshot = board.snapshot();
         assert_eq!((snapshot.waiting, snapshot.running.len()), (2, 1));
@@ -667,6 +665,27 @@ mod tests {
         assert_eq!(
             taken.ok().and_then(Result::ok),
             Some(OsString::from("a.json"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_job_that_ends_without_giving_its_slot_back_frees_it_for_a_waiting_slot() {
+        let (_dir, context, board) = fixture(1);
+        let jobs = context.state.jobs();
+        board.offer(&jobs, job(&context, "a.json", 20));
+        let (a, _) = board.try_take().expect("a job");
+        let waiting = tokio::spawn({
+            let board = board.clone();
+            async move { board.next().await.0 }
+        });
+        board.offer(&jobs, job(&context, "b.json", 10));
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a still holds the only slot");
+        board.finish(a, Handled::Failed("worker stopped".into()));
+        let taken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+        assert_eq!(
+            taken.ok().and_then(Result::ok),
+            Some(OsString::from("b.json"))
         );
     }
 
