@@ -106,11 +106,7 @@ impl Settings {
             config,
             config_path: None,
             state_dir,
-            runner_override: Some(vec![Runner {
-                name: runner.into(),
-                argv: vec![runner.into(), "{prompt}".into()],
-                max_concurrent: None,
-            }]),
+            runner_override: Some(vec![Runner::for_tests(runner, &[runner, "{prompt}"])]),
             runner_error: None,
             runtime_dir: None,
         }

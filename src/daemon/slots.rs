@@ -722,7 +722,8 @@ mod tests {
         while board.running() + board.waiting() > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
-        drop(slots);
+        // Joins the slot threads (a drop would leave them to wind down on their own).
+        slots.shut_down(Duration::from_secs(10));
         assert_eq!(
             (board.running(), board.waiting()),
             (0, 0),
