@@ -252,7 +252,7 @@ impl Daemon {
             let status_due = tokio::time::Instant::from_std(self.status_written + STATUS_EVERY);
             tokio::select! {
                 Some(Hint::Arrived(name)) = watcher.hints.recv() => {
-                    board.offer(&self.state.jobs(), name);
+                    board.offer(name);
                     self.status_dirty = true;
                 }
                 () = watcher.wake.notified() => self.on_watch_trouble(&mut watcher),
@@ -350,7 +350,7 @@ impl Daemon {
     }
 
     fn scan(&mut self) {
-        match self.board.scan(&self.state.jobs()) {
+        match self.board.scan() {
             Ok(_) => self.status_dirty = true,
             Err(e) => {
                 tracing::error!(folder = %self.state.jobs().display(), "cannot scan the inbox: {e}")

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -108,17 +107,21 @@ impl Board {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `name` if it is a new job file in `jobs_dir`; an idle slot takes it.
-    pub fn offer(&self, jobs_dir: &Path, name: OsString) {
-        if self.lock().queue.offer(jobs_dir, name) {
+    /// Queues `name` if it is a new job file in jobs/; an idle slot takes it.
+    pub fn offer(&self, name: OsString) {
+        let mut inner = self.lock();
+        let jobs_dir = inner.context.state.jobs();
+        if inner.queue.offer(&jobs_dir, name) {
+            drop(inner);
             self.work.notify_one();
         }
     }
 
-    /// Queues every job file in `jobs_dir`; returns how many were new.
-    pub fn scan(&self, jobs_dir: &Path) -> std::io::Result<usize> {
-        let names = crate::daemon::inbox::list(jobs_dir)?;
-        let added = self.lock().queue.offer_all(jobs_dir, names);
+    /// Queues every job file in jobs/; returns how many were new.
+    pub fn scan(&self) -> std::io::Result<usize> {
+        let jobs_dir = self.lock().context.state.jobs();
+        let names = crate::daemon::inbox::list(&jobs_dir)?;
+        let added = self.lock().queue.offer_all(&jobs_dir, names);
         // A rescan that finds nothing new wakes no idle slot.
         if added > 0 {
             self.work.notify_waiters();
@@ -487,7 +490,7 @@ mod tests {
         }
     }
 
-    fn context(dir: &Path, spawner: Arc<dyn Spawner>) -> JobContext {
+    fn context(dir: &std::path::Path, spawner: Arc<dyn Spawner>) -> JobContext {
         let state = StateDir::new(dir.join("state"));
         state.create().expect("create state folder");
         JobContext {
@@ -547,11 +550,10 @@ mod tests {
     #[test]
     fn slots_take_the_oldest_job_while_fewer_than_open_hold_one() {
         let (_dir, context, board) = fixture(0);
-        let jobs = context.state.jobs();
         let newer = job(&context, "b.json", 10);
         let older = job(&context, "a.json", 20);
-        board.offer(&jobs, newer.clone());
-        board.offer(&jobs, older.clone());
+        board.offer(newer.clone());
+        board.offer(older.clone());
         assert!(board.try_take().is_none(), "closed gate");
         board.set_gate(1, false, &context.settings, || context.clone());
         assert_eq!(board.try_take().map(|t| t.0), Some(older.clone()));
@@ -567,9 +569,8 @@ mod tests {
     #[test]
     fn a_publishing_job_is_not_shown_running_but_still_counts_for_a_drain() {
         let (_dir, context, board) = fixture(2);
-        let jobs = context.state.jobs();
-        board.offer(&jobs, job(&context, "a.json", 20));
-        board.offer(&jobs, job(&context, "b.json", 10));
+        board.offer(job(&context, "a.json", 20));
+        board.offer(job(&context, "b.json", 10));
         let (a, _) = board.try_take().expect("a job");
         let (b, _) = board.try_take().expect("a job");
         board.publishing(&a);
@@ -589,9 +590,8 @@ mod tests {
     #[test]
     fn lowering_workers_holds_new_jobs_back_until_enough_slots_are_given_back() {
         let (_dir, context, board) = fixture(3);
-        let jobs = context.state.jobs();
         for name in ["a.json", "b.json", "c.json", "d.json"] {
-            board.offer(&jobs, job(&context, name, 0));
+            board.offer(job(&context, name, 0));
         }
         let taken: Vec<OsString> = (0..3)
             .filter_map(|_| board.try_take())
@@ -611,7 +611,7 @@ mod tests {
     #[test]
     fn a_newer_file_of_a_judged_name_is_queued_again() {
         let (_dir, context, board) = fixture(2);
-        board.offer(&context.state.jobs(), job(&context, "a.json", 0));
+        board.offer(job(&context, "a.json", 0));
         let (name, _) = board.try_take().expect("a job");
         board.finish(name.clone(), judged());
         assert_eq!((board.running(), board.waiting()), (0, 1));
@@ -628,7 +628,7 @@ mod tests {
     async fn a_busy_board_wakes_the_loop_once_per_status_write_and_every_time_when_draining() {
         let (_dir, context, board) = fixture(2);
         for name in ["a.json", "b.json", "c.json", "d.json"] {
-            board.offer(&context.state.jobs(), job(&context, name, 0));
+            board.offer(job(&context, name, 0));
         }
         let (a, _) = board.try_take().expect("a job");
         let (b, _) = board.try_take().expect("a job");
@@ -660,7 +660,7 @@ mod tests {
             async move { board.next().await.0 }
         });
         tokio::task::yield_now().await;
-        board.offer(&context.state.jobs(), job(&context, "a.json", 0));
+        board.offer(job(&context, "a.json", 0));
         let taken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
         assert_eq!(
             taken.ok().and_then(Result::ok),
@@ -671,14 +671,13 @@ mod tests {
     #[tokio::test]
     async fn a_job_that_ends_without_giving_its_slot_back_frees_it_for_a_waiting_slot() {
         let (_dir, context, board) = fixture(1);
-        let jobs = context.state.jobs();
-        board.offer(&jobs, job(&context, "a.json", 20));
+        board.offer(job(&context, "a.json", 20));
         let (a, _) = board.try_take().expect("a job");
         let waiting = tokio::spawn({
             let board = board.clone();
             async move { board.next().await.0 }
         });
-        board.offer(&jobs, job(&context, "b.json", 10));
+        board.offer(job(&context, "b.json", 10));
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "a still holds the only slot");
         board.finish(a, Handled::Failed("worker stopped".into()));
@@ -712,10 +711,7 @@ mod tests {
         rt.block_on(async {
             slots.grow(2, &board);
             for i in 0..4 {
-                board.offer(
-                    &context.state.jobs(),
-                    job(&context, &format!("j{i}.json"), 0),
-                );
+                board.offer(job(&context, &format!("j{i}.json"), 0));
             }
         });
         let deadline = Instant::now() + Duration::from_secs(60);
