@@ -278,10 +278,8 @@ impl Claim {
     /// than truncated, so a crash mid-save never leaves a torn-looking tail.
     fn save(&mut self) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
+        let mut bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
         let old = usize::try_from(self.len).unwrap_or(usize::MAX);
-        // Sized for the usual record, so it is not grown field by field.
-        let mut bytes = Vec::with_capacity(old.clamp(512, 4096));
-        serde_json::to_writer(&mut bytes, &self.record).map_err(io::Error::other)?;
         if bytes.len() < old {
             bytes.resize(old, b' ');
         }
