@@ -123,7 +123,14 @@ fn hand_over(request: &[u8], fds: SupervisorFds, new: bool) -> Forked {
             None => return Forked::Here { tried: false },
         };
         match supervisor::send_request(&lease.sock, request, fds) {
-            Ok(()) => return Forked::Pooled(lease),
+            Ok(()) => {
+                // The request just woke the supervisor, often onto this CPU: let it
+                // start the runner before this thread's bookkeeping (the last job's
+                // publish) runs on. Else the new runner is placed behind the other
+                // slot's runner and waits (docs/performance.md, run i).
+                std::thread::yield_now();
+                return Forked::Pooled(lease);
+            }
             Err((false, _)) => continue,
             Err((true, e)) => {
                 tracing::warn!(
