@@ -7,7 +7,7 @@ long-lived helpers, the supervisor zygote and pooled supervisors: utime + stime 
 /proc; a supervisor forked per attempt is not counted), and the whole machine's CPU per
 job (/proc/stat, runners and short-lived supervisors included: the fair comparison).
 
-    python3 bench/ab.py BIN_A BIN_B [--rounds 5] [--jobs 1000] [--workers 2]
+    python3 bench/ab.py BIN_A BIN_B [--rounds 5] [--jobs 1000] [--workers 2] [--fsync off|on|both]
 
 Build the two binaries first (e.g. `git stash; cargo build --release; cp ...`). Uses
 bench/run.py's World and fake runner; asserts nothing.
@@ -73,27 +73,31 @@ def main():
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--latency-jobs", type=int, default=100, help="per latency run (0: none)")
+    p.add_argument("--fsync", choices=["off", "on", "both"], default="both")
     p.add_argument("--state-root", help="make the state folders here (as bench/run.py)")
     args = p.parse_args()
     run.STATE_ROOT = args.state_root
     run.build()
+    modes = {"off": (False,), "on": (True,), "both": (False, True)}[args.fsync]
     results = {(label, fsync): [] for label in "AB" for fsync in (False, True)}
     latencies = {(label, fsync): [] for label in "AB" for fsync in (False, True)}
     for r in range(args.rounds):
         floor = run.floor_jobs_per_second(args.jobs, args.workers)
         order = [("A", args.a), ("B", args.b)] if r % 2 == 0 else [("B", args.b), ("A", args.a)]
-        for fsync in (False, True):
+        for fsync in modes:
             for label, binary in order:
                 rate, cpu_ms, machine_ms = one(binary, args.jobs, args.workers, fsync)
                 results[(label, fsync)].append((rate / floor, cpu_ms, machine_ms))
-        for fsync in (False, True):
+        for fsync in modes:
             for label, binary in order:
                 if args.latency_jobs:
                     run.BIN = binary
                     config = "" if fsync else "fsync = false"
                     latencies[(label, fsync)].append(run.latency(args.latency_jobs, 0.1, config))
-        print(f"round {r + 1}/{args.rounds}: floor {floor:.0f}/s", flush=True)
-    for fsync in (False, True):
+        ratios = "; ".join(f"fsync {'on' if f else 'off'} A {results[('A', f)][-1][0]:.3f} B {results[('B', f)][-1][0]:.3f}"
+                           for f in modes)
+        print(f"round {r + 1}/{args.rounds}: floor {floor:.0f}/s; {ratios}", flush=True)
+    for fsync in modes:
         for label, binary in (("A", args.a), ("B", args.b)):
             rows = results[(label, fsync)]
             ratio = statistics.median(x[0] for x in rows)

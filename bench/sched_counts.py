@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Scheduler events per job: wake-ups, sleeps, preemptions and migrations, by command
-name, over a backlog run of one daemon binary or of the pooled design floor. Shows
-which thread or process a job wakes (perf's sched tracepoints, the whole machine).
+name, over a backlog run of one daemon binary or of a C design floor. Shows which
+thread or process a job wakes (perf's sched tracepoints, the whole machine).
 
-Also the slot gap: from a runner's exit to the next runner its supervisor forks, split
+Also, per job, the CPU time of each command name (time on a CPU between context
+switches; a runner's time before its exec, still under its parent's name, counted
+apart), and how long a new runner waits for a CPU after its fork.
+
+And the slot gap: from a runner's exit to the next runner its supervisor forks, split
 at the moment the supervisor goes idle (its sweep and report done, waiting for the next
 request). With few workers this gap, not CPU, sets the throughput: a slot's cycle is
 the gap plus the runner's life.
 
-    python3 bench/sched_counts.py BINARY|pooled [--jobs 3000] [--workers 2] [--state-root DIR]
+    python3 bench/sched_counts.py BINARY|pooled|spec [--jobs 3000] [--workers 2] [--state-root DIR]
 
-Needs `perf` and root (tracepoints). Uses bench/run.py's World, fake runner and design
-floor; fsync off. Pooled supervisors show under the binary's file name.
+`pooled` and `spec` are bench/design_floor.c's levels. Needs `perf` and root
+(tracepoints). Uses bench/run.py's World, fake runner and design floor; fsync off.
+Pooled supervisors show under the binary's file name.
 """
 
 import argparse
@@ -29,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
 
 EVENTS = ["sched:sched_switch", "sched:sched_wakeup", "sched:sched_migrate_task",
-          "sched:sched_process_fork", "sched:sched_process_exit"]
+          "sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit"]
 RUNNER_NAME = os.path.basename(run.RUNNER)
 
 
@@ -39,8 +44,8 @@ def record(what, jobs, workers, data):
     perf = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     time.sleep(0.5)  # perf's start, outside the timed part
     try:
-        if what == "pooled":
-            return run.design_floor("pooled", jobs, workers, False)
+        if what in ("pooled", "spec"):
+            return run.design_floor(what, jobs, workers, False)
         run.BIN = os.path.abspath(what)
         return run.backlog(jobs, workers, False)
     finally:
@@ -49,12 +54,15 @@ def record(what, jobs, workers, data):
 
 
 def count(data):
-    """Per-kind counters by command name, and the slot gaps (seconds, split in two)."""
+    """Per-kind counters by command name, CPU seconds by command name, new runners'
+    waits for a CPU (seconds), and the slot gaps (seconds, split in two)."""
     out = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,event,trace"],
                          capture_output=True, text=True, check=True).stdout
     kinds = {k: collections.Counter() for k in ("wake-ups", "sleeps", "preempted", "migrations")}
     name = lambda c: re.sub(r"/\d+$", "", c)  # noqa: E731 (kernel threads per CPU)
     parent, forks, exits, idles = {}, collections.defaultdict(list), collections.defaultdict(list), collections.defaultdict(list)
+    on_cpu, cpu, runners = {}, collections.Counter(), set()
+    forked_at, waits = {}, {}
     for line in out.splitlines():
         m = re.match(r"\s*(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)", line)
         if not m:
@@ -63,21 +71,43 @@ def count(data):
         if event == "sched:sched_wakeup":
             kinds["wake-ups"][name(re.search(r"comm=(.+?) pid=", trace).group(1))] += 1
         elif event == "sched:sched_switch":
-            m = re.search(r"prev_comm=(.+?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+)", trace)
+            m = re.search(r"prev_comm=(.+?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> "
+                          r"next_comm=(.+?) next_pid=(\d+)", trace)
+            prev, nxt = int(m.group(2)), int(m.group(5))
             kinds["sleeps" if m.group(3) != "R" else "preempted"][name(m.group(1))] += 1
             if m.group(3) != "R":
-                idles[int(m.group(2))].append(t)
+                idles[prev].append(t)
+            if prev in on_cpu:
+                since, comm = on_cpu.pop(prev)
+                cpu[(comm, prev)] += t - since
+            if nxt:
+                on_cpu[nxt] = (t, name(m.group(4)))
+                if nxt in forked_at:
+                    waits[nxt] = t - forked_at.pop(nxt)
         elif event == "sched:sched_migrate_task":
             kinds["migrations"][name(re.search(r"comm=(.+?) pid=", trace).group(1))] += 1
         elif event == "sched:sched_process_fork":
             child = int(re.search(r"child_pid=(\d+)", trace).group(1))
             parent[child] = tid
             forks[tid].append(t)
+            forked_at[child] = t
+        elif event == "sched:sched_process_exec" and RUNNER_NAME in trace:
+            runners.add(tid)
+            if tid in on_cpu:
+                # Its time so far ran under the parent's name.
+                since, comm = on_cpu[tid]
+                cpu[(comm, tid)] += t - since
+                on_cpu[tid] = (t, RUNNER_NAME)
         elif event == "sched:sched_process_exit" and f"comm={RUNNER_NAME}" in trace:
             pid = int(re.search(r" pid=(\d+)", trace).group(1))
             if pid in parent:
                 exits[parent[pid]].append(t)
-    return kinds, slot_gaps(forks, exits, idles), sum(len(e) for e in exits.values())
+    by_name = collections.Counter()
+    for (comm, tid), seconds in cpu.items():
+        before_exec = tid in runners and comm != RUNNER_NAME
+        by_name[f"{RUNNER_NAME} before its exec" if before_exec else comm] += seconds
+    runner_waits = [w for child, w in waits.items() if child in runners]
+    return kinds, by_name, runner_waits, slot_gaps(forks, exits, idles), sum(len(e) for e in exits.values())
 
 
 def slot_gaps(forks, exits, idles):
@@ -115,11 +145,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
         rate = record(a.what, a.jobs, a.workers, data)
-        kinds, gaps, ends = count(data)
+        kinds, by_name, waits, gaps, ends = count(data)
     print(f"{a.what}: {rate:.0f} jobs/s, {a.jobs} jobs, workers {a.workers}, per job:")
     for kind, c in kinds.items():
         top = ", ".join(f"{k} {v / a.jobs:.2f}" for k, v in c.most_common(5))
         print(f"  {kind:10} {sum(c.values()) / a.jobs:5.2f}  ({top})")
+    busy = {k: v for k, v in by_name.items() if not k.startswith("swapper")}
+    top = ", ".join(f"{k} {v / a.jobs * 1e6:.0f}" for k, v in sorted(busy.items(), key=lambda kv: -kv[1])[:7])
+    print(f"  CPU us   {sum(busy.values()) / a.jobs * 1e6:5.0f}  ({top})")
+    if waits:
+        print(f"a new runner's wait for a CPU, fork to first run: {quantiles(waits)}")
     if gaps:
         print(f"slot gap, a runner's exit to its supervisor's next fork ({len(gaps)} of {ends} exits; "
               "the rest had no idle moment: the next request was already there):")

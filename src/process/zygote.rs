@@ -124,10 +124,10 @@ fn hand_over(request: &[u8], fds: SupervisorFds, new: bool) -> Forked {
         };
         match supervisor::send_request(&lease.sock, request, fds) {
             Ok(()) => {
-                // The request just woke the supervisor, often onto this CPU: let it
-                // start the runner before this thread's bookkeeping (the last job's
-                // publish) runs on. Else the new runner is placed behind the other
-                // slot's runner and waits (docs/performance.md, run i).
+                // The request just woke the supervisor, usually onto this CPU: let it
+                // start the runner now. Its report is then waiting when this thread
+                // is back, read in the same turn, instead of this thread sleeping and
+                // being woken for it (docs/performance.md, run i).
                 std::thread::yield_now();
                 return Forked::Pooled(lease);
             }
