@@ -9,8 +9,8 @@ apart), and how long a new runner waits for a CPU after its fork.
 
 And the slot gap: from a runner's exit to the next runner its supervisor forks, split
 at the moment the supervisor goes idle (its sweep and report done, waiting for the next
-request). With few workers this gap, not CPU, sets the throughput: a slot's cycle is
-the gap plus the runner's life.
+request). A slot's cycle is the gap plus the runner's life; with few workers and
+spare CPU the gap sets the throughput.
 
     python3 bench/sched_counts.py BINARY|pooled|spec [--jobs 3000] [--workers 2] [--state-root DIR]
 
