@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B of two llm-judge binaries on the backlog workload, interleaved so a noisy
 machine hurts both alike: each round runs the floor, then A and B (order alternating),
-with fsync off and on. Reports, per binary, the median throughput as a ratio of the floor
+with fsync off and on (or one of them, `--fsync`). Reports, per binary, the median throughput as a ratio of the floor
 measured in the same round, the CPU the judge spent per job (the daemon and its
 long-lived helpers, the supervisor zygote and pooled supervisors: utime + stime from
 /proc; a supervisor forked per attempt is not counted), and the whole machine's CPU per

@@ -74,8 +74,10 @@ def count(data):
             m = re.search(r"prev_comm=(.+?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> "
                           r"next_comm=(.+?) next_pid=(\d+)", trace)
             prev, nxt = int(m.group(2)), int(m.group(5))
-            kinds["sleeps" if m.group(3) != "R" else "preempted"][name(m.group(1))] += 1
-            if m.group(3) != "R":
+            # perf prints a preempted task as R, or R+ when a wake-up preempted it.
+            runnable = m.group(3).startswith("R")
+            kinds["preempted" if runnable else "sleeps"][name(m.group(1))] += 1
+            if not runnable:
                 idles[prev].append(t)
             if prev in on_cpu:
                 since, comm = on_cpu.pop(prev)
@@ -134,7 +136,7 @@ def quantiles(xs):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", help="a llm-judge binary, or `pooled` for the C design floor")
+    p.add_argument("what", help="a llm-judge binary, or `pooled` or `spec` for a C design floor")
     p.add_argument("--jobs", type=int, default=3000)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--state-root", help="make the state folders here (as bench/run.py)")

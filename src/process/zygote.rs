@@ -124,10 +124,11 @@ fn hand_over(request: &[u8], fds: SupervisorFds, new: bool) -> Forked {
         };
         match supervisor::send_request(&lease.sock, request, fds) {
             Ok(()) => {
-                // The request just woke the supervisor, usually onto this CPU: let it
-                // start the runner now. Its report is then waiting when this thread
-                // is back, read in the same turn, instead of this thread sleeping and
-                // being woken for it (docs/performance.md, run i).
+                // The request just woke the supervisor: let it start the runner now.
+                // When this thread is back the spawn report is waiting and the
+                // runner's exec is through, so the report and the runner's start time
+                // are read in the same turn instead of after two more sleeps
+                // (docs/performance.md, run i).
                 std::thread::yield_now();
                 return Forked::Pooled(lease);
             }
