@@ -7,11 +7,12 @@ long-lived helpers, the supervisor zygote and pooled supervisors: utime + stime 
 /proc; a supervisor forked per attempt is not counted), and the whole machine's CPU per
 job (/proc/stat, runners and short-lived supervisors included: the fair comparison).
 Then the paired differences, B minus A round by round, with 95 % confidence intervals:
-on this 2-vCPU VM an A/A run (one binary against a copy of itself, 10 rounds of 1,500
-jobs) gave ±0.022 of the ratio and ±25 µs of machine CPU per job, with medians 0.03
-apart: smaller differences need more rounds.
+on this 2-vCPU VM an A/A run (one binary against a copy of itself) gave, over 10 rounds
+of 3,000 jobs, ±0.014 of the ratio, ±6 µs of judge CPU and ±19 µs of machine CPU per
+job; over 10 rounds of 1,500 jobs the two medians came out 0.03 apart.
 
     python3 bench/ab.py BIN_A BIN_B [--rounds 5] [--jobs 1000] [--workers 2] [--fsync off|on|both]
+    python3 bench/ab.py BIN_A BIN_B --rounds 10 --jobs 3000 --fsync off --latency-jobs 0   # small changes
 
 Build the two binaries first (e.g. `git stash; cargo build --release; cp ...`). Uses
 bench/run.py's World and fake runner; asserts nothing.
@@ -76,9 +77,10 @@ T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 
 
 def paired(a_rows, b_rows, fsync):
     """B minus A, round by round (each pair shares its round's machine): the mean
-    difference of the floor ratio and of the machine's CPU per job, with 95 % confidence
-    intervals (the judge's CPU, from fewer sources of noise, resolves smaller changes
-    than the throughput does). An interval that spans 0 means this many rounds cannot tell A from B."""
+    difference of the floor ratio, the judge's CPU and the machine's CPU per job, with
+    95 % confidence intervals. The judge's CPU has the fewest sources of noise and
+    resolves the smallest changes. An interval that spans 0 means this many rounds
+    cannot tell A from B."""
     n = len(a_rows)
     if n < 2:
         return f"paired fsync {'on ' if fsync else 'off'}: too few rounds for an interval"

@@ -28,7 +28,11 @@
  *          runner's stdin on /dev/null and its stderr read through a second pipe, its
  *          environment tagged with the attempt, and runner health read (health.json)
  *          before the attempt. Still no JSON parser, no timeouts, no error handling:
- *          the least any implementation of the SPEC does per job */
+ *          the least any implementation of the SPEC does per job
+ *
+ * With DESIGN_FLOOR_RUSAGE=FILE, each worker and pooled supervisor appends
+ * "worker|supervisor USER_US SYSTEM_US" (its own getrusage) to FILE as it ends
+ * (bench/thread_cpu.py). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -38,6 +42,7 @@
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,6 +59,19 @@ static int log_fd = -1;
 static int pool_sock = -1;
 
 static void die(const char *what) { perror(what); exit(1); }
+
+/* Appends this process's own CPU time to $DESIGN_FLOOR_RUSAGE, if set. */
+static void report_rusage(const char *kind) {
+    const char *path = getenv("DESIGN_FLOOR_RUSAGE");
+    struct rusage ru;
+    if (!path || getrusage(RUSAGE_SELF, &ru) != 0) return;
+    char line[128];
+    int n = snprintf(line, sizeof line, "%s %lld %lld\n", kind,
+                     (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+                     (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) { (void)!write(fd, line, (size_t)n); close(fd); }
+}
 
 static void sync_path(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -199,7 +217,7 @@ static void serve_pooled(int sock) {
         msg.msg_control = control;
         msg.msg_controllen = sizeof control;
         ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        if (n <= 0) _exit(0);
+        if (n <= 0) { report_rusage("supervisor"); _exit(0); }
         req[n] = 0;
         int fds[4];
         int nfds = level_spec ? 4 : 2;
@@ -377,6 +395,7 @@ int main(int argc, char **argv) {
             }
             for (int i = w; i < n; i += workers) one_job(i);
             if (level_pooled) { close(pool_sock); wait(NULL); }
+            report_rusage("worker");
             _exit(0);
         }
     }

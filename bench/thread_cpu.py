@@ -8,17 +8,17 @@ VM without a PMU).
 
     python3 bench/thread_cpu.py BINARY|spec [--jobs 4000] [--state-root DIR]
 
-The daemon runs a warm-up batch first, then the measured one (its threads are read before
-and after). The C program is sampled every 5 ms while it runs (the last sample before a
-process ends is kept, so a few ticks may be missed). Workers 2, fsync off. Ticks are 10 ms:
-use a few thousand jobs. Asserts nothing.
+Both run a backlog: the jobs are written before they start. The daemon's threads and
+helper processes are read once its last verdict is out, before it is stopped (its
+start-up, a few ms, is counted too). Each of the C program's worker processes and
+pooled supervisors reports its own getrusage as it ends (DESIGN_FLOOR_RUSAGE). Workers
+2, fsync off. Ticks are 10 ms: use a few thousand jobs. Asserts nothing.
 """
 
 import argparse
 import os
 import sys
-import threading
-import time
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
@@ -34,76 +34,62 @@ def stat_of(path):
     except OSError:
         return None
     fields = text.rsplit(")", 1)[1].split()
-    return text[text.index("(") + 1:text.rindex(")")], int(fields[1]), int(fields[11]), int(fields[12])
+    name = text[text.index("(") + 1:text.rindex(")")]
+    return name, int(fields[1]), int(fields[11]), int(fields[12])
 
 
 def processes():
+    """Every process's stat, by pid."""
     return {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := stat_of(f"/proc/{p}/stat"))}
 
 
-def per_job(label, ticks_user, ticks_sys, n):
-    print(f"  {label}: user {ticks_user / TCK / n * 1e6:.0f} µs/job, system {ticks_sys / TCK / n * 1e6:.0f} µs/job")
+def per_job(label, user_s, system_s, n):
+    print(f"  {label}: user {user_s / n * 1e6:.0f} µs/job, system {system_s / n * 1e6:.0f} µs/job")
+
+
+def ticks(stats):
+    """(user, system) seconds of a set of /proc stats."""
+    return sum(s[2] for s in stats) / TCK, sum(s[3] for s in stats) / TCK
 
 
 def daemon(binary, n):
     run.BIN = os.path.abspath(binary)
     w = run.World(config="fsync = false")
     try:
-        pid = w.start(2)
         w.write_jobs(n)
-        run.wait_for_count(w.verdicts, n, 600, "warm-up")
-
-        def snapshot():
-            threads = {int(t): stat_of(f"/proc/{pid}/task/{t}/stat") for t in os.listdir(f"/proc/{pid}/task")}
-            procs = processes()
-            helpers, frontier = {}, {pid}
-            while frontier:
-                frontier = {p for p, s in procs.items() if s[1] in frontier}
-                helpers.update({p: procs[p] for p in frontier})
-            return threads, helpers
-
-        threads0, helpers0 = snapshot()
-        w.write_jobs(n, prefix="k")
-        run.wait_for_count(w.verdicts, 2 * n, 600, "measured batch")
-        threads1, helpers1 = snapshot()
+        pid = w.start(2)
+        run.wait_for_count(w.verdicts, n, 600, "backlog")
+        threads = [s for t in os.listdir(f"/proc/{pid}/task") if (s := stat_of(f"/proc/{pid}/task/{t}/stat"))]
+        procs = processes()
+        helpers, frontier = [], {pid}
+        while frontier:
+            frontier = {p for p, s in procs.items() if s[1] in frontier}
+            helpers += [procs[p] for p in frontier]
     finally:
         w.close()
-    kinds = {}
-    for t, s in threads1.items():
-        if s and threads0.get(t):
-            kind = "slot threads" if s[0].startswith("llm-judge-slot") else "other daemon threads"
-            u, y = kinds.get(kind, (0, 0))
-            kinds[kind] = (u + s[2] - threads0[t][2], y + s[3] - threads0[t][3])
-    u = sum(s[2] - helpers0[p][2] for p, s in helpers1.items() if p in helpers0)
-    y = sum(s[3] - helpers0[p][3] for p, s in helpers1.items() if p in helpers0)
-    kinds["supervisors and zygote"] = (u, y)
-    for kind, (u, y) in kinds.items():
-        per_job(kind, u, y, n)
+    slot = [s for s in threads if s[0].startswith("llm-judge-slot")]
+    other = [s for s in threads if not s[0].startswith("llm-judge-slot")]
+    for label, stats in (("slot threads", slot), ("other daemon threads", other), ("supervisors and zygote", helpers)):
+        per_job(label, *ticks(stats), n)
 
 
 def spec(n):
     run.build()
-    last, done = {}, threading.Event()
-
-    def sample():
-        while not done.is_set():
-            last.update({p: s for p, s in processes().items() if s[0] == "design-floor"})
-            time.sleep(0.005)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        rate = run.design_floor("spec", n, 2, False)
-    finally:
-        done.set()
-        sampler.join()
-    main = {p for p, s in last.items() if s[1] not in last}
-    workers = {p for p, s in last.items() if s[1] in main}
-    # A runner before its exec also shows as design-floor: the supervisors are the
-    # workers' children that lived long enough to have ticks.
-    supervisors = {p for p, s in last.items() if s[1] in workers and s[2] + s[3] > 0}
-    for label, group in (("worker processes", workers), ("pooled supervisors", supervisors)):
-        per_job(label, sum(last[p][2] for p in group), sum(last[p][3] for p in group), n)
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "rusage")
+        os.environ["DESIGN_FLOOR_RUSAGE"] = report
+        try:
+            rate = run.design_floor("spec", n, 2, False)
+        finally:
+            del os.environ["DESIGN_FLOOR_RUSAGE"]
+        totals = {}
+        with open(report) as f:
+            for kind, user_us, system_us in (line.split() for line in f):
+                u, y, count = totals.get(kind, (0, 0, 0))
+                totals[kind] = (u + int(user_us), y + int(system_us), count + 1)
+    for kind, label in (("worker", "worker processes"), ("supervisor", "pooled supervisors")):
+        u, y, count = totals.get(kind, (0, 0, 0))
+        per_job(f"{label} ({count})", u / 1e6, y / 1e6, n)
     print(f"  ({rate:.0f} jobs/s)")
 
 
