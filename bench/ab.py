@@ -28,29 +28,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
 
 
-def helpers_of(pid):
-    """Descendants of `pid` running the same executable through such ones (the
-    supervisor zygote and its pooled supervisors)."""
-    exe = os.readlink(f"/proc/{pid}/exe")
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if os.readlink(f"/proc/{entry}/exe") == exe:
-                parents[int(entry)] = ppid
-        except OSError:
-            continue
-    out, frontier = [], [pid]
-    while frontier:
-        children = [p for p, pp in parents.items() if pp in frontier]
-        out += children
-        frontier = children
-    return out
-
-
 def one(binary, n, workers, fsync):
     run.BIN = binary
     w = run.World(config=f"fsync = {'true' if fsync else 'false'}")
@@ -63,7 +40,7 @@ def one(binary, n, workers, fsync):
         rate = n / (time.monotonic() - t0)
         machine = run.busy_ticks() - c0
         run.wait_until(lambda: run.count(w.jobs) == 0, 60, "backlog jobs removed")
-        ticks = run.cpu_ticks(pid) + sum(run.cpu_ticks(h) for h in helpers_of(pid))
+        ticks = run.cpu_ticks(pid) + sum(run.cpu_ticks(h) for h in run.helpers_of(pid))
         per_job = lambda t: t / run.CLK_TCK * 1000 / n
         return rate, per_job(ticks), per_job(machine)
     finally:

@@ -232,10 +232,44 @@ def proc_status(pid, key):
     return 0
 
 
+def proc_stat(path):
+    """(name, ppid, utime, stime) from a /proc stat file, or None once it is gone."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return text[text.index("(") + 1:text.rindex(")")], int(fields[1]), int(fields[11]), int(fields[12])
+
+
 def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+    """utime + stime of a process; 0 once it is gone."""
+    stat = proc_stat(f"/proc/{pid}/stat")
+    return stat[2] + stat[3] if stat else 0
+
+
+def helpers_of(pid):
+    """Descendants of `pid` running the same executable through such ones (the
+    supervisor zygote and its pooled supervisors)."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/exe") != exe:
+                continue
+        except OSError:
+            continue
+        if stat := proc_stat(f"/proc/{entry}/stat"):
+            parents[int(entry)] = stat[1]
+    out, frontier = [], [pid]
+    while frontier:
+        children = [p for p, pp in parents.items() if pp in frontier]
+        out += children
+        frontier = children
+    return out
 
 
 def context_switches(pid):

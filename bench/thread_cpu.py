@@ -26,23 +26,6 @@ import run  # noqa: E402
 TCK = os.sysconf("SC_CLK_TCK")
 
 
-def stat_of(path):
-    """(name, ppid, utime, stime) from a /proc stat file, or None if it is gone."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    name = text[text.index("(") + 1:text.rindex(")")]
-    return name, int(fields[1]), int(fields[11]), int(fields[12])
-
-
-def processes():
-    """Every process's stat, by pid."""
-    return {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := stat_of(f"/proc/{p}/stat"))}
-
-
 def per_job(label, user_s, system_s, n):
     print(f"  {label}: user {user_s / n * 1e6:.0f} µs/job, system {system_s / n * 1e6:.0f} µs/job")
 
@@ -59,12 +42,8 @@ def daemon(binary, n):
         w.write_jobs(n)
         pid = w.start(2)
         run.wait_for_count(w.verdicts, n, 600, "backlog")
-        threads = [s for t in os.listdir(f"/proc/{pid}/task") if (s := stat_of(f"/proc/{pid}/task/{t}/stat"))]
-        procs = processes()
-        helpers, frontier = [], {pid}
-        while frontier:
-            frontier = {p for p, s in procs.items() if s[1] in frontier}
-            helpers += [procs[p] for p in frontier]
+        threads = [s for t in os.listdir(f"/proc/{pid}/task") if (s := run.proc_stat(f"/proc/{pid}/task/{t}/stat"))]
+        helpers = [s for h in run.helpers_of(pid) if (s := run.proc_stat(f"/proc/{h}/stat"))]
     finally:
         w.close()
     slot = [s for s in threads if s[0].startswith("llm-judge-slot")]
@@ -74,7 +53,6 @@ def daemon(binary, n):
 
 
 def spec(n):
-    run.build()
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "rusage")
         os.environ["DESIGN_FLOOR_RUSAGE"] = report
@@ -101,12 +79,11 @@ def main():
     args = p.parse_args()
     run.STATE_ROOT = args.state_root
     print(f"{args.what}, {args.jobs} jobs, workers 2, fsync off:")
+    run.build()
     if args.what == "spec":
         spec(args.jobs)
     else:
-        run.build()
         daemon(args.what, args.jobs)
-
 
 if __name__ == "__main__":
     main()
