@@ -25,7 +25,7 @@ fn recording_runner(w: &World) -> Value {
     fs::write(
         &script,
         format!(
-            "R={}/rec/$$\nprintf '%s\\0' \"$@\" > $R.argv\ncat > $R.stdin\necho '{{\"ok\": true}}'\n",
+            "read -r p _ </proc/self/stat\nR={}/rec/$p\nprintf '%s\\0' \"$@\" > $R.argv\ncat > $R.stdin\necho '{{\"ok\": true}}'\n",
             w.path("").display()
         ),
     )

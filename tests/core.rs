@@ -598,8 +598,8 @@ fn a_runner_that_ignores_sigterm_and_leaves_a_setsid_grandchild_does_not_hang_th
     let mut cleanup = KillPidsOnDrop::new(&[&runner_pid, &grandchild_pid]);
     let stubborn = format!(
         "trap '' TERM\n\
-         echo $$ > '{}'\n\
-         setsid sh -c 'echo $$ > \"{}\"; exec sleep 300' &\n\
+         hostpid > '{}'\n\
+         setsid sh -c 'read -r p _ </proc/self/stat; echo $p > \"{}\"; exec sleep 300' &\n\
          while :; do sleep 1; done\n",
         s(&runner_pid),
         s(&grandchild_pid)

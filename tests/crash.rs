@@ -24,7 +24,7 @@ fn runner(w: &World) -> Value {
     w.runner(
         "r",
         &format!(
-            "echo $$ >> $W/pids\nsetsid sh -c 'echo $$ >> '$W'/pids; exec sleep 300' &\n{}",
+            "hostpid >> $W/pids\nsetsid sh -c 'read -r p _ </proc/self/stat; echo $p >> '$W'/pids; exec sleep 300' &\n{}",
             answer(r#"{"ok": true}"#)
         ),
     )

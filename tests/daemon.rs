@@ -175,8 +175,8 @@ fn blocking_runner(w: &World) -> Value {
         "blocker",
         &format!(
             "if [ -e $W/answer ]; then {}; exit 0; fi\n\
-             echo $$ >> $W/runner.pids\n\
-             setsid sh -c 'echo $$ >> '$W'/grandchild.pids; exec sleep 300' &\n\
+             hostpid >> $W/runner.pids\n\
+             setsid sh -c 'read -r p _ </proc/self/stat; echo $p >> '$W'/grandchild.pids; exec sleep 300' &\n\
              exec sleep 300",
             answer(r#"{"ok": true}"#)
         ),
@@ -370,7 +370,7 @@ fn shutdown_stops_a_runner_with_sigterm_first_like_its_timeout() {
     let runner = w.runner(
         "trapper",
         "trap 'echo term > $W/got-term; exit 3' TERM\n\
-         echo $$ >> $W/runner.pids\n\
+         hostpid >> $W/runner.pids\n\
          while :; do sleep 0.05; done",
     );
     let (mut d, _) = start_with_running_job(&w, runner);
@@ -627,7 +627,7 @@ fn a_dead_or_stopped_zygote_falls_back_to_forking_from_the_daemon() {
 fn a_killed_idle_pooled_supervisor_is_replaced_without_a_lost_verdict() {
     let w = World::new();
     w.config("workers = 1");
-    let body = format!("echo $PPID >> $W/parents\n{}", answer(r#"{"ok": true}"#));
+    let body = format!("parentpid >> $W/parents\n{}", answer(r#"{"ok": true}"#));
     let runner = w.runner("ok", &body);
     let d = w.start(&[runner]);
     w.job("j0", &json!({"prompt": "p0"}));
@@ -662,7 +662,7 @@ fn shutdown_waits_for_the_kill_grace_a_running_job_got_even_after_a_reload() {
     w.config("shutdown_grace_seconds = 0.1\nkill_grace_seconds = 12");
     let runner = w.runner(
         "stubborn",
-        "trap '' TERM\necho $$ >> $W/runner.pids\nwhile :; do sleep 0.05; done",
+        "trap '' TERM\nhostpid >> $W/runner.pids\nwhile :; do sleep 0.05; done",
     );
     let (mut d, _) = start_with_running_job(&w, runner);
     w.config("shutdown_grace_seconds = 0.1\nkill_grace_seconds = 1");
@@ -707,7 +707,7 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
     w.config("workers = 1\nshutdown_grace_seconds = 0.1\nkill_grace_seconds = 0.2");
     let runner = w.runner(
         "slow",
-        "echo $PPID >> $W/parents\necho $$ >> $W/runner.pids\nwhile :; do sleep 0.05; done",
+        "parentpid >> $W/parents\nhostpid >> $W/runner.pids\nwhile :; do sleep 0.05; done",
     );
     let (mut d, runner) = start_with_running_job(&w, runner);
     let supervisor = pids_in(&w.read("parents"))[0];

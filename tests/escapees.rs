@@ -3,7 +3,8 @@
 //! descendant that calls `setsid` and clears its environment (so no tag and no
 //! marker can find it), and writes its pid down; the test checks it is gone once its
 //! attempt ended: with another job running at the same time, through a daemon
-//! shutdown, after `llm-judge ask`, and in a chain of 40.
+//! shutdown, after `llm-judge ask`, and in a chain of 40; and a runner that kills or
+//! stops its own supervisor.
 
 mod support;
 use support::{reliability, world};
@@ -22,7 +23,7 @@ const TOKEN: &str = "sleep 3019";
 /// Shell that starts an escapee writing its pid to `$W/<file>` and waits until it has.
 fn escape(file: &str) -> String {
     format!(
-        "setsid env -i /bin/sh -c \"echo \\$\\$ >> $W/{file}; exec {TOKEN}\" </dev/null >/dev/null 2>&1 &\n\
+        "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/{file}; exec {TOKEN}\" </dev/null >/dev/null 2>&1 &\n\
          i=0; while [ ! -s $W/{file} ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n"
     )
 }
@@ -138,7 +139,7 @@ fn a_chain_of_forty_escapees_is_stopped() {
     std::fs::write(
         &link,
         format!(
-            "n=$1; echo $$ >> {w}/chain.pids\n\
+            "n=$1; read -r p _ </proc/self/stat; echo $p >> {w}/chain.pids\n\
              if [ \"$n\" -lt 40 ]; then setsid env -i /bin/sh {l} $((n+1)) </dev/null >/dev/null 2>&1 & else touch {w}/chain.done; fi\n\
              exec {TOKEN}\n",
             w = w.path("").display(),
@@ -177,7 +178,7 @@ fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
     write_config(&w, "fsync = false\nkill_grace_seconds = 1\nworkers = 1\n");
     // The prompt names the file the escapee writes; the runner's parent is its supervisor.
     let body = format!(
-        "echo $PPID >> $W/parents\n{}echo '{{\"ok\": true}}'\n",
+        "parentpid >> $W/parents\n{}echo '{{\"ok\": true}}'\n",
         escape("$1.pids")
     );
     let runner = w.runner("leaver", &body);
@@ -207,27 +208,117 @@ fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
     assert!(left.is_empty(), "left running after kill -9: {left:?}");
 }
 
-/// A runner that kills its own supervisor takes the sweep away: the daemon sees the
-/// report pipe close with no end reported and stops that runner's tree by its tag at
-/// once, not at the next start.
+/// Issue 30's attack: a runner that clears its environment, kills (or stops) its own
+/// supervisor, then leaves a `setsid -f` sleeper and answers. The supervisor is the
+/// init of its PID namespace, so the signal never arrives: the answer counts (not a
+/// death, not a timeout) and the sleeper is gone with the attempt.
+fn turns_on_its_supervisor(signal: &str, token: &str) -> String {
+    format!(
+        "exec env -i /bin/sh -c 'kill -{signal} $PPID; sleep .2; setsid -f /bin/sleep {token}; echo \"{{\\\"ok\\\": true}}\"'\n"
+    )
+}
+
+/// Live processes whose command line holds `token`.
+fn with_token(token: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| running(pid) && cmdline(pid).contains(token))
+        .collect()
+}
+
+/// Kills whatever still carries `token` when a test ends (a failed one included).
+struct KillToken(&'static str);
+
+impl Drop for KillToken {
+    fn drop(&mut self) {
+        for pid in with_token(self.0) {
+            unsafe_kill(pid);
+        }
+    }
+}
+
+fn assert_no_token_left(token: &str) {
+    let mut left = Vec::new();
+    let gone = support::wait_until(std::time::Instant::now() + GONE, || {
+        left = with_token(token);
+        left.is_empty()
+    });
+    assert!(gone, "left running: {left:?}");
+}
+
+fn assert_answered(verdict: &serde_json::Value, runner: &str) {
+    assert_eq!(verdict["outcome"], "hit", "{verdict}");
+    assert_eq!(verdict["attempts"][0]["runner"], runner, "{verdict}");
+    assert_eq!(verdict["attempts"][0]["reason"], "answered", "{verdict}");
+}
+
 #[test]
-fn a_runner_that_kills_its_supervisor_leaves_nothing_running() {
+fn a_runner_that_kills_or_stops_its_supervisor_under_the_daemon_leaves_nothing() {
     let w = World::new();
-    let mark = new_mark("escape-supervisor-killed");
-    let _reaper = reaper(&w, &mark, &["child.pids"]);
+    let mark = new_mark("escape-supervisor-daemon");
+    let (_k9, _stop) = (KillToken("3013.11"), KillToken("3013.12"));
     write_config(&w, "fsync = false\nkill_grace_seconds = 1\n");
     let body = format!(
-        "{TOKEN} </dev/null >/dev/null 2>&1 &\necho $! >> $W/child.pids\nkill -9 $PPID\necho '{{\"ok\": true}}'\n"
+        "case \"$1\" in\nkill) {};;\nstop) {};;\nesac\n",
+        turns_on_its_supervisor("9", "3013.11"),
+        turns_on_its_supervisor("STOP", "3013.12")
     );
-    let runner = w.runner("parricide", &body);
+    let runner = w.runner("turncoat", &body);
     let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
     w.wait_log("daemon start");
-    w.job("j", &json!({"prompt": "p"}));
-    world::wait_for("the job judged", Duration::from_secs(60), || {
-        w.verdicts().len() == 1
-    });
-    assert_gone(&w, "child.pids");
-    w.wait_log("ended without reporting");
+    for (i, prompt) in ["kill", "stop"].into_iter().enumerate() {
+        let job = json!({"prompt": prompt, "timeout_seconds": 30, "hit_if_all_true": ["ok"]});
+        w.job(prompt, &job);
+        world::wait_for("the job judged", Duration::from_secs(60), || {
+            w.verdicts().len() == i + 1
+        });
+        assert_answered(&w.verdict(prompt), "turncoat");
+    }
+    assert_no_token_left("3013.11");
+    assert_no_token_left("3013.12");
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
+}
+
+#[test]
+fn a_runner_that_kills_or_stops_its_supervisor_under_run_leaves_nothing() {
+    for (signal, token) in [("9", "3013.21"), ("STOP", "3013.22")] {
+        let w = World::new();
+        let mark = new_mark("escape-supervisor-run");
+        let _kill = KillToken(token);
+        // Timeout 30 s: a stopped supervisor would show as "timed out after 30s".
+        run_one_job(
+            &w,
+            &mark,
+            "r",
+            &turns_on_its_supervisor(signal, token),
+            30.0,
+        );
+        assert_no_token_left(token);
+        assert_answered(&w.verdict("r"), "r");
+    }
+}
+
+#[test]
+fn a_runner_that_kills_or_stops_its_supervisor_under_ask_leaves_nothing() {
+    for (signal, token) in [("9", "3013.31"), ("STOP", "3013.32")] {
+        let w = World::new();
+        let mark = new_mark("escape-supervisor-ask");
+        let _kill = KillToken(token);
+        let runner = w.runner("a", &turns_on_its_supervisor(signal, token));
+        let mut p = spawn(
+            &w,
+            command(&w, Some(&[runner]), &mark),
+            &["ask", "--timeout", "30", "question"],
+        );
+        let (status, _) = p.finish(Duration::from_secs(60));
+        assert!(status.success(), "{}", p.stderr());
+        let out: serde_json::Value = serde_json::from_str(&p.stdout()).unwrap();
+        assert_eq!(out["outcome"], "answered", "{out}");
+        assert_eq!(out["attempts"][0]["reason"], "answered", "{out}");
+        assert_no_token_left(token);
+    }
 }

@@ -72,39 +72,39 @@ fn first_reason(v: &Value) -> String {
 // world folder; each body appends to `$W/pids` (one file per test in the `run` tests).
 
 const IGNORES_TERM: &str = "trap '' TERM\n\
-    echo $$ >> $W/pids\n\
-    while :; do sleep 0.2 & echo $! >> $W/pids; wait $!; done";
+    hostpid >> $W/pids\n\
+    while :; do sleep 0.2 & outerpid $! >> $W/pids; wait $!; done";
 
 /// 50 background sleeps (half of them ignoring SIGTERM), 5 sub-shells each with 2
 /// more, then it hangs. Bounded: a loop cap, not `ulimit -u` (root ignores it).
-const FORKS_FIFTY: &str = "echo $$ >> $W/pids\n\
+const FORKS_FIFTY: &str = "hostpid >> $W/pids\n\
     i=0\n\
-    while [ $i -lt 25 ]; do sleep 300 & echo $! >> $W/pids; (trap '' TERM; exec sleep 300) & echo $! >> $W/pids; i=$((i+1)); done\n\
+    while [ $i -lt 25 ]; do sleep 300 & outerpid $! >> $W/pids; (trap '' TERM; exec sleep 300) & outerpid $! >> $W/pids; i=$((i+1)); done\n\
     j=0\n\
-    while [ $j -lt 5 ]; do sh -c 'sleep 300 & echo $! >> '$W'/pids; sleep 300 & echo $! >> '$W'/pids; echo $$ >> '$W'/pids; wait' & j=$((j+1)); done\n\
+    while [ $j -lt 5 ]; do sh -c 'read -r p _ </proc/self/stat; for k in 1 2; do sh -c \"read -r q _ </proc/self/stat; echo \\$q >> '$W'/pids; exec sleep 300\" & done; echo $p >> '$W'/pids; wait' & j=$((j+1)); done\n\
     wait";
 
 /// A grandchild in its own session (setsid), holding the runner's stdout; the runner hangs.
-const SETSID_GRANDCHILD_HANGS: &str = "echo $$ >> $W/pids\n\
-    setsid sh -c \"echo \\$\\$ >> $W/pids; exec sleep 300\" &\n\
-    sleep 300 & echo $! >> $W/pids\n\
+const SETSID_GRANDCHILD_HANGS: &str = "hostpid >> $W/pids\n\
+    setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; exec sleep 300\" &\n\
+    sleep 300 & outerpid $! >> $W/pids\n\
     wait";
 
 /// The runner answers and exits at once; its setsid'd grandchild keeps stdout open.
-const SETSID_GRANDCHILD_HOLDS_PIPE: &str = "setsid sh -c \"echo \\$\\$ >> $W/pids; touch $W/ready.$$; exec sleep 300\" &\n\
+const SETSID_GRANDCHILD_HOLDS_PIPE: &str = "setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/ready.$$; exec sleep 300\" &\n\
     i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
     echo '{\"ok\": true}'";
 
 /// The runner answers and exits; a double-forked daemon (own session, re-parented to
 /// init, stdio closed) stays behind.
-const DAEMONIZED_GRANDCHILD: &str = "setsid sh -c \"sh -c 'echo \\$\\$ >> $W/pids; touch $W/ready.$$; exec sleep 300' </dev/null >/dev/null 2>&1 &\" </dev/null >/dev/null 2>&1\n\
+const DAEMONIZED_GRANDCHILD: &str = "setsid sh -c \"sh -c 'read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/ready.$$; exec sleep 300' </dev/null >/dev/null 2>&1 &\" </dev/null >/dev/null 2>&1\n\
     i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
     echo '{\"ok\": true}'";
 
 /// Closes stdout and stderr at once, then keeps running past the timeout.
 const CLOSES_OUTPUT: &str = "exec >&- 2>&-\n\
-    echo $$ >> $W/pids\n\
-    sleep 300 & echo $! >> $W/pids\n\
+    hostpid >> $W/pids\n\
+    sleep 300 & outerpid $! >> $W/pids\n\
     wait";
 
 #[test]
@@ -171,7 +171,7 @@ fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
 /// descendants only by that tag (no child subreaper, no parent-chain walk).
 #[test]
 fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
-    let body = "setsid env -i /bin/sh -c \"echo \\$\\$ >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
+    let body = "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
         i=0; while [ ! -s $W/escaped.pids ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
         echo '{\"ok\": true}'";
     let r = run_fault(

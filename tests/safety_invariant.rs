@@ -262,7 +262,8 @@ fn install_recording_fake(w: &World, name: &str) -> String {
         &path,
         &format!(
             "[ -n \"$FAKE_PROBE\" ] && exit 0\n\
-             R={rec}/{name}.$$\n\
+             read -r p _ </proc/self/stat\n\
+             R={rec}/{name}.$p\n\
              printf '%s\\0' \"$@\" > $R.argv\n\
              cat > $R.stdin\n\
              pwd > $R.pwd\n\

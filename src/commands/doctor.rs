@@ -79,6 +79,7 @@ pub fn main(settings: &Settings) -> i32 {
         });
     report.add(Level::Ok, format!("config: {source}"));
     check_tables(settings, &mut report);
+    check_isolation(&mut report);
     check_codex_models(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
     check_hooks_state_dir(settings, &mut report);
@@ -93,6 +94,25 @@ pub fn config_failed(sources: &Sources, error: &str) -> i32 {
         check_state(&StateDir::new(dir), &mut report);
     }
     report.finish()
+}
+
+/// Whether runners' supervisors get their own PID namespace (docs/security.md).
+fn check_isolation(report: &mut Report) {
+    use crate::process::pid_ns::{Isolation, isolation};
+    let found = isolation();
+    let text = format!("runner isolation: {}", found.describe());
+    if found == Isolation::Fork {
+        report.add(
+            Level::Warn,
+            format!(
+                "{text}; a runner that kills its supervisor can leave processes running. \
+                 Allow user namespaces (e.g. sysctl kernel.unprivileged_userns_clone=1, or an \
+                 AppArmor profile that permits them for llm-judge) to close it"
+            ),
+        );
+    } else {
+        report.add(Level::Ok, text);
+    }
 }
 
 fn check_tables(settings: &Settings, report: &mut Report) {

@@ -297,7 +297,8 @@ impl Daemon {
         tracing::info!(
             version = env!("CARGO_PKG_VERSION"), pid = std::process::id(), workers = self.workers(),
             default = %table(Mode::Default), investigate = %table(Mode::Investigate),
-            state = %self.state.root.display(), "daemon start"
+            state = %self.state.root.display(),
+            isolation = crate::process::pid_ns::isolation().describe(), "daemon start"
         );
     }
 

@@ -45,6 +45,24 @@ fn read_small(path: &str) -> Option<String> {
     String::from_utf8(buf[..len].to_vec()).ok()
 }
 
+/// The pid here of `parent`'s child whose pid in its own (innermost) namespace is
+/// `inner`: a supervisor that is the init of a PID namespace reports its runner's pid
+/// as seen inside, and the judge signals by the pid it sees (Linux `/proc`).
+pub fn outer_pid_of_child(parent: u32, inner: u32) -> Option<u32> {
+    let children = read_small(&format!("/proc/{parent}/task/{parent}/children"))?;
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|&child| innermost_pid(child) == Some(inner))
+}
+
+/// The last `NSpid:` field of `/proc/<pid>/status`: its pid in its own namespace.
+fn innermost_pid(pid: u32) -> Option<u32> {
+    let status = read_small(&format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
 /// When a process started, in clock ticks since boot (Linux); guards against pid reuse.
 pub fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 19)?.parse().ok()

@@ -103,7 +103,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
     };
     let pgid = match attempt.next_report(REPORT_WAIT).await {
-        Some(Report::Spawned(pid)) => pid,
+        Some(Report::Spawned(pid)) => Some(pid),
+        // Gone already (or no /proc): the runner's group is then stopped by stopping
+        // its supervisor, which takes its whole namespace with it.
+        Some(Report::SpawnedInNamespace(inner)) => outer_pid(attempt.supervisor, inner),
         Some(Report::SpawnFailed(errno)) => {
             let e = std::io::Error::from_raw_os_error(errno);
             attempt.finish(spec.tag).await;
@@ -122,9 +125,8 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
             );
         }
     };
-    attempt.runner = Some(pgid);
-    let pgid_u32 = u32::try_from(pgid).unwrap_or(0);
-    on_spawn(pgid_u32);
+    attempt.runner = pgid;
+    on_spawn(pgid.and_then(|p| u32::try_from(p).ok()).unwrap_or(0));
     let readers = [
         attempt.take_reader(true, stdout.clone()),
         attempt.take_reader(false, stderr.clone()),
@@ -147,7 +149,7 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
             // Only a process outside the supervisor's reach can hold it: stop reading.
             reader.abort();
             tracing::warn!(
-                pgid,
+                pgid = ?pgid,
                 "runner pipes still open after its processes were stopped; output cut"
             );
         }
@@ -339,9 +341,14 @@ impl Attempt {
         }
     }
 
+    /// Signals the runner's group; a runner whose pid we could not see (a namespaced
+    /// one that was gone at once) is killed with its whole namespace, by killing the
+    /// supervisor, its init.
     fn signal_runner(&self, signal: Signal) {
         if let Some(pgid) = self.runner.and_then(|p| u32::try_from(p).ok()) {
             signal_group(pgid, signal);
+        } else if signal == Signal::KILL && !self.settled {
+            signal_pid(self.supervisor, Signal::KILL);
         }
     }
 
@@ -410,6 +417,13 @@ fn reap_in_background(supervisor: i32) {
     if reaper.is_err() {
         signal_pid(supervisor, Signal::KILL);
     }
+}
+
+/// The pid we see of a namespaced supervisor's runner (`inner` inside).
+fn outer_pid(supervisor: i32, inner: i32) -> Option<i32> {
+    let (supervisor, inner) = (u32::try_from(supervisor).ok()?, u32::try_from(inner).ok()?);
+    let outer = crate::process::os::outer_pid_of_child(supervisor, inner)?;
+    i32::try_from(outer).ok()
 }
 
 fn signal_pid(pid: i32, signal: Signal) {

@@ -29,6 +29,7 @@ use crate::process::fd_passing::{recv_with_fds, send_with_fds};
 /// A report record: one tag byte, three spare bytes, one native-endian i32.
 pub(crate) const RECORD_BYTES: usize = 8;
 const SPAWNED: u8 = b'S';
+const SPAWNED_IN_NAMESPACE: u8 = b'N';
 const SPAWN_FAILED: u8 = b'E';
 const EXITED: u8 = b'X';
 /// Sweep rounds at most: each round kills the supervisor's current children, whose
@@ -40,6 +41,9 @@ const SWEEP_ROUNDS: usize = 100_000;
 pub(crate) enum Report {
     /// The runner started with this pid (also its process group id).
     Spawned(i32),
+    /// The runner started with this pid inside the supervisor's PID namespace (the
+    /// judge looks up the pid it sees: `os::outer_pid_of_child`).
+    SpawnedInNamespace(i32),
     /// `posix_spawn` failed with this errno.
     SpawnFailed(i32),
     /// The runner ended with this raw wait status, and its tree is gone.
@@ -51,6 +55,7 @@ pub(crate) fn decode(record: [u8; RECORD_BYTES]) -> Option<Report> {
     let value = i32::from_ne_bytes([record[4], record[5], record[6], record[7]]);
     match record[0] {
         SPAWNED => Some(Report::Spawned(value)),
+        SPAWNED_IN_NAMESPACE => Some(Report::SpawnedInNamespace(value)),
         SPAWN_FAILED => Some(Report::SpawnFailed(value)),
         EXITED => Some(Report::Exited(value)),
         _ => None,
@@ -300,13 +305,11 @@ impl Pipes {
 /// Forks a supervisor for `command` with `fds`, from this process.
 pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> io::Result<pid_t> {
     let child = Child::new(command, fds)?;
+    crate::process::pid_ns::isolation();
     // SAFETY: fork, possibly in a multi-threaded process; the child only runs
     // `Child::run`, which makes async-signal-safe calls on memory prepared above and
     // never returns.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let pid = unsafe { crate::process::pid_ns::fork()? };
     if pid == 0 {
         // SAFETY: see above; this is the forked child.
         unsafe { child.run() }
@@ -505,11 +508,22 @@ impl<'a> Child<'a> {
                 send(self.report, SPAWN_FAILED, rc);
                 return true;
             }
-            send(self.report, SPAWNED, pid);
+            let in_namespace = crate::process::pid_ns::is_namespace_init();
+            let tag = if in_namespace {
+                SPAWNED_IN_NAMESPACE
+            } else {
+                SPAWNED
+            };
+            send(self.report, tag, pid);
             wait_for_exit(pid, self.report);
-            let swept = sweep(pid);
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) < 0 && errno() == libc::EINTR {}
+            let (swept, status) = if in_namespace {
+                sweep_namespace(pid)
+            } else {
+                let swept = sweep(pid);
+                let mut status = 0;
+                while libc::waitpid(pid, &mut status, 0) < 0 && errno() == libc::EINTR {}
+                (swept, status)
+            };
             send(self.report, EXITED, status);
             swept
         }
@@ -529,11 +543,16 @@ impl<'a> Child<'a> {
 }
 
 /// Signals settled and a child subreaper: every orphan of a runner's tree becomes ours.
+/// Not dumpable: a runner of the same user cannot write our memory through
+/// `/proc/<pid>/mem` (a runner's exec makes it dumpable again).
 unsafe fn become_supervisor() {
     unsafe {
         settle_signals();
         #[cfg(target_os = "linux")]
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
     }
 }
 
@@ -814,6 +833,36 @@ unsafe fn sweep(runner: pid_t) -> bool {
     }
 }
 
+/// The sweep of a supervisor that is the init of its PID namespace: SIGKILL to every
+/// process in it (`kill(-1)` spares only us), reaping until none is left; a process
+/// forked while a round's kill went out is caught by the next round. Returns whether
+/// it ended with none left, and the runner's wait status.
+unsafe fn sweep_namespace(runner: pid_t) -> (bool, c_int) {
+    let mut runner_status = 0;
+    unsafe {
+        if !crate::process::pid_ns::is_namespace_init() {
+            return (false, runner_status);
+        }
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        for _ in 0..SWEEP_ROUNDS {
+            libc::kill(-1, libc::SIGKILL);
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+            if pid == runner {
+                runner_status = status;
+            } else if pid == 0 {
+                libc::nanosleep(&pause, ptr::null_mut());
+            } else if pid < 0 && errno() == libc::ECHILD {
+                return (true, runner_status);
+            }
+        }
+        (false, runner_status)
+    }
+}
+
 /// Our children but `skip`, from `/proc/thread-self/children` (the supervisor has one
 /// thread); `None` without that file (no `/proc`, not Linux, a kernel without
 /// `CONFIG_PROC_CHILDREN`).
@@ -876,11 +925,13 @@ mod tests {
     fn records_round_trip() {
         for report in [
             Report::Spawned(4242),
+            Report::SpawnedInNamespace(2),
             Report::SpawnFailed(libc::ENOENT),
             Report::Exited(-1),
         ] {
             let (tag, value) = match report {
                 Report::Spawned(v) => (SPAWNED, v),
+                Report::SpawnedInNamespace(v) => (SPAWNED_IN_NAMESPACE, v),
                 Report::SpawnFailed(v) => (SPAWN_FAILED, v),
                 Report::Exited(v) => (EXITED, v),
             };

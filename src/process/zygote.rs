@@ -282,10 +282,7 @@ fn serve(mut sock: UnixStream) -> ! {
 fn fork_pooled() -> io::Result<(libc::pid_t, OwnedFd)> {
     let (daemon_end, supervisor_end) = UnixStream::pair()?;
     // SAFETY: the zygote is single-threaded, so the child may run ordinary code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let pid = unsafe { crate::process::pid_ns::fork()? };
     if pid == 0 {
         // Only its own socket: not the daemon's end of it (else it never sees EOF),
         // not the zygote's.

@@ -234,7 +234,8 @@ impl World {
     /// Writes `scripts/<name>` (a `/bin/sh` script, not executable).
     pub fn script(&self, name: &str, body: &str) -> PathBuf {
         let path = self.scripts.join(name);
-        fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
+        fs::write(&path, format!("#!/bin/sh\n{}{body}", super::PID_FUNCTIONS))
+            .expect("write script");
         path
     }
 
@@ -271,7 +272,7 @@ printf '%s\0' "$@" > "$rec/argv"
 pwd > "$rec/pwd"
 ls -A > "$rec/ls"
 stat -c %a . > "$rec/mode"
-cat /proc/$$/environ > "$rec/env"
+read -r hp _ < /proc/self/stat; cat /proc/$hp/environ > "$rec/env"
 readlink /proc/self/fd/0 > "$rec/stdin"
 "#,
             s(&self.rec)

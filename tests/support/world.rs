@@ -64,7 +64,11 @@ impl World {
         let script = self.path(&format!("bin/{name}.sh"));
         fs::write(
             &script,
-            format!("W={}\n{body}\n", self.dir.path().display()),
+            format!(
+                "W={}\n{}{body}\n",
+                self.dir.path().display(),
+                super::PID_FUNCTIONS
+            ),
         )
         .unwrap();
         json!([name, ["/bin/sh", script, "{prompt}"]])
