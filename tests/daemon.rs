@@ -743,3 +743,30 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
     assert_eq!(w.jobs_left(), ["j.json"], "{}", w.log());
     assert!(w.verdicts().is_empty());
 }
+
+/// Issue 30, item 3: a job's `cwd` on a hung file system (simulated: its `stat` blocks
+/// for an hour) must not stall the slot thread other jobs depend on. With one worker,
+/// the next job is still judged, and the hung one is judged in a fresh folder with
+/// its cwd refused, well before its `stat` would return.
+#[test]
+fn a_cwd_on_a_hung_file_system_stalls_no_other_job() {
+    let w = World::new();
+    w.config("workers = 1");
+    let hung = w.path("hung-mount");
+    fs::create_dir_all(&hung).unwrap();
+    let runner = w.runner("ok", &answer(r#"{"ok": true}"#));
+    let mut cmd = w.command(&[runner]);
+    cmd.env("LLM_JUDGE_HANG_PATH", &hung);
+    let mut d = w.start_with(cmd);
+    w.job(
+        "hung",
+        &json!({"prompt": "p", "cwd": hung, "mode": "investigate", "timeout_seconds": 5}),
+    );
+    w.job("next", &json!({"prompt": "p", "timeout_seconds": 5}));
+    wait_for("both jobs judged", DEADLINE, || w.verdicts().len() == 2);
+    assert_eq!(w.verdict("hung")["outcome"], "hit");
+    assert_eq!(w.verdict("next")["outcome"], "hit");
+    assert!(w.log().contains("did not answer within"), "{}", w.log());
+    d.signal("TERM");
+    assert!(d.wait_exit(DEADLINE).success());
+}

@@ -29,6 +29,32 @@ pub enum CwdChoice {
     Temp { refused: Option<String> },
 }
 
+/// How long the cwd check may take. It runs on a blocking thread: a job's folder on a
+/// hung file system (a FUSE mount whose `stat` never returns) must not stall the slot
+/// thread other jobs run on; past this the cwd is refused and the job goes on.
+const CWD_CHECK_LIMIT: Duration = Duration::from_secs(5);
+
+/// `choose_cwd` off the async threads, bounded by `CWD_CHECK_LIMIT`.
+pub async fn choose_cwd_bounded(value: Option<&Value>) -> CwdChoice {
+    let Some(Value::String(s)) = value else {
+        return choose_cwd(value);
+    };
+    let owned = Value::String(s.clone());
+    let check = tokio::task::spawn_blocking(move || choose_cwd(Some(&owned)));
+    match tokio::time::timeout(CWD_CHECK_LIMIT, check).await {
+        Ok(Ok(choice)) => choice,
+        Ok(Err(e)) => CwdChoice::Temp {
+            refused: Some(format!("cwd {s:?} could not be checked: {e}")),
+        },
+        Err(_) => CwdChoice::Temp {
+            refused: Some(format!(
+                "cwd {s:?} did not answer within {}s (a hung file system?)",
+                CWD_CHECK_LIMIT.as_secs()
+            )),
+        },
+    }
+}
+
 /// Applies SPEC section 3's `cwd` rule.
 pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
     let refuse = |why: String| CwdChoice::Temp { refused: Some(why) };
@@ -36,6 +62,7 @@ pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
         None | Some(Value::Null) => CwdChoice::Temp { refused: None },
         Some(Value::String(s)) => {
             let path = Path::new(s);
+            crate::support::failpoint::hang_on(path);
             if !path.is_absolute() {
                 refuse(format!("cwd {s:?} is not an absolute path"))
             } else if !path.exists() {
@@ -107,7 +134,7 @@ pub async fn judge(
     stop: Option<&StopSignal>,
     mut on_spawn: impl FnMut(&str, u32) + Send,
 ) -> Option<Verdict> {
-    let cwd = choose_cwd(job.cwd.as_ref());
+    let cwd = choose_cwd_bounded(job.cwd.as_ref()).await;
     if let CwdChoice::Temp { refused: Some(why) } = &cwd {
         tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
     }

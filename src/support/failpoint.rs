@@ -25,6 +25,20 @@ pub fn crash(name: &str) {
     }
 }
 
+/// Blocks for an hour when `path` is `LLM_JUDGE_HANG_PATH`: a file-system call on a hung
+/// mount (a FUSE folder whose `stat` never returns), for the tests.
+#[cfg(feature = "failpoints")]
+pub fn hang_on(path: &std::path::Path) {
+    if std::env::var_os("LLM_JUDGE_HANG_PATH").is_some_and(|p| p == path.as_os_str()) {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// Does nothing: failpoints are compiled out.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn hang_on(_path: &std::path::Path) {}
+
 /// Does nothing: failpoints are compiled out.
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
