@@ -121,6 +121,10 @@ fn investigate_job_runs_the_shipped_argv_in_the_jobs_cwd_with_its_timeout() {
             "{program}: {env:?}"
         );
         assert!(
+            env.contains(&"GIT_DIR=/dev/null".to_string()),
+            "{program}: git must find no repository in the job's folder: {env:?}"
+        );
+        assert!(
             env.iter()
                 .any(|v| v.starts_with("LLM_JUDGE_TAG=") && v.len() > 14),
             "{env:?}"

@@ -1031,3 +1031,138 @@ fn start_up_of_each_cli_spawn_to_first_request() {
         Vec::<u32>::new()
     );
 }
+
+// 4. A hostile investigated folder (issue 30, item 1).
+
+/// Runs `git args` in `dir` (test setup); panics when it fails.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("run git (is git installed?)");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Makes `work` a repository whose own files run commands that touch markers in
+/// `probe`: a clean filter from `.git/config` (named in `.gitattributes`) and another
+/// named only in `.git/info/attributes`, an fsmonitor command, and a
+/// post-index-change hook; then changes a tracked file's mtime so `git status` hashes
+/// it again (which runs the filters).
+fn plant_hostile_repo(work: &std::path::Path, probe: &std::path::Path) {
+    git(work, &["init", "-q"]);
+    git(work, &["config", "user.email", "t@example.invalid"]);
+    git(work, &["config", "user.name", "t"]);
+    fs::write(work.join("a.txt"), "hello\n").expect("a.txt");
+    fs::write(work.join("b.txt"), "hello\n").expect("b.txt");
+    fs::write(work.join(".gitattributes"), "b.txt filter=evil\n").expect(".gitattributes");
+    git(work, &["add", "a.txt", "b.txt", ".gitattributes"]);
+    git(work, &["commit", "-qm", "plant"]);
+    let clean = |name: &str| format!("{}; cat", touch(probe, name));
+    git(work, &["config", "filter.evil.clean", &clean("filter")]);
+    git(
+        work,
+        &["config", "filter.info.clean", &clean("filter-info")],
+    );
+    git(
+        work,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("{}; false", touch(probe, "fsmonitor")),
+        ],
+    );
+    fs::write(work.join(".git/info/attributes"), "a.txt filter=info\n").expect("info/attributes");
+    let hook = work.join(".git/hooks/post-index-change");
+    fs::write(&hook, format!("#!/bin/sh\n{}\n", touch(probe, "hook"))).expect("hook");
+    fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod hook");
+    age(work);
+}
+
+/// Gives the tracked files an old mtime, so the index's stat of them no longer matches.
+fn age(work: &std::path::Path) {
+    let out = std::process::Command::new("touch")
+        .args(["-d", "2025-01-01", "a.txt", "b.txt"])
+        .current_dir(work)
+        .output()
+        .expect("touch");
+    assert!(out.status.success(), "touch -d: {out:?}");
+}
+
+/// The control: the same codex argv started by hand in the planted folder, with the
+/// lane's environment and no `GIT_DIR`, answers through the stand-in and sets off the
+/// plant (so a clean run through the daemon proves the defence, not a dead plant).
+fn codex_by_hand(lane: &Lane, argv: &[String]) {
+    let args: Vec<String> = argv[1..]
+        .iter()
+        .map(|a| {
+            if a == "{prompt}" {
+                "Is there a README?".to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let mut cmd = std::process::Command::new(lane.bin.join("codex"));
+    lane.apply_env(&mut cmd);
+    let mut child = cmd
+        .args(&args)
+        .current_dir(&lane.work)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start codex");
+    if support::wait_child(&mut child, VERDICT_DEADLINE_BY_HAND).is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+const VERDICT_DEADLINE_BY_HAND: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_hostile_repository_runs_nothing_through_codex_or_claude() {
+    let _s = serial();
+    let probe = tempfile::tempdir().expect("probe folder");
+    let mut lane = Lane::new(&[Cli::Codex, Cli::Claude], StandIn::text(YES));
+    plant_hostile_repo(&lane.work, probe.path());
+    let codex = codex_via_standin(pinned::INVESTIGATE_CODEX, lane.standin.port);
+    codex_by_hand(&lane, &codex);
+    let fired = markers(probe.path());
+    eprintln!("plant fired under codex by hand: {fired:?}");
+    assert!(
+        fired.contains(&"filter".to_string()) && fired.contains(&"filter-info".to_string()),
+        "control: codex started by hand did not set off the planted filter ({fired:?}); the plant is dead, so the test would prove nothing"
+    );
+    for m in &fired {
+        let _ = fs::remove_file(probe.path().join(m));
+    }
+    age(&lane.work);
+    lane.override_runners(&[("codex", codex)]);
+    let v = lane.judge_once("codex", &investigate_job(&lane, "Is there a README?"));
+    assert_hit(&v, "codex");
+    assert_eq!(
+        markers(probe.path()),
+        Vec::<String>::new(),
+        "under the daemon's codex"
+    );
+    lane.remove_env("CATSTACK_LLM_JUDGE_RUNNERS");
+    age(&lane.work);
+    let mut claude_lane_job = investigate_job(&lane, "Is there a README?");
+    claude_lane_job["transcript"] = Value::String("lane-claude".into());
+    lane.write_config(&format!(
+        "[[runners.investigate]]\nname = \"claude\"\nargv = {}\n",
+        serde_json::to_string(pinned::INVESTIGATE_CLAUDE).expect("argv")
+    ));
+    let v = lane.judge_once("claude", &claude_lane_job);
+    assert_hit(&v, "claude");
+    assert_eq!(
+        markers(probe.path()),
+        Vec::<String>::new(),
+        "under the daemon's claude"
+    );
+}

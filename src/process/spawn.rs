@@ -19,6 +19,12 @@ use crate::process::supervisor::{self, Env, Launch, RECORD_BYTES, Report};
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
+/// Set to `/dev/null` in every runner's environment, so git finds no repository in the
+/// job's folder: codex runs `git status` there outside its sandbox, and a repository's
+/// own config and attributes (a `filter.<name>.clean` command, `.git/info/attributes`)
+/// would run commands. No git variable can switch off a filter it cannot name; with no
+/// repository there is nothing to run (docs/security.md, measured with codex 0.171).
+const GIT_DIR_VAR: &str = "GIT_DIR";
 /// How long to wait for pipes to close once the runner and its tree are gone.
 const PIPE_DRAIN: Duration = Duration::from_secs(2);
 /// How long the supervisor may take to start the runner, or to report once the
@@ -178,13 +184,13 @@ fn spawn_failed(e: &std::io::Error) -> RunEnd {
 }
 
 /// The caller's environment, minus the service manager's variables, plus the child
-/// marker and the attempt's tag, as `KEY=value` strings. The daemon never changes its
-/// own environment, so it is read and filtered once per process.
+/// marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings. The
+/// daemon never changes its own environment, so it is read and filtered once per process.
 fn runner_env(tag: &str) -> std::io::Result<Env> {
     static INHERITED: OnceLock<Arc<[CString]>> = OnceLock::new();
     let shared = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()).into());
-    let mut own = Vec::with_capacity(2);
-    for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag)] {
+    let mut own = Vec::with_capacity(3);
+    for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
         own.push(CString::new(format!("{key}={value}")).map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -204,7 +210,12 @@ fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CStrin
         !key.to_str().is_some_and(|k| {
             matches!(
                 k,
-                "NOTIFY_SOCKET" | "WATCHDOG_PID" | "WATCHDOG_USEC" | CHILD_VAR | TAG_VAR
+                "NOTIFY_SOCKET"
+                    | "WATCHDOG_PID"
+                    | "WATCHDOG_USEC"
+                    | CHILD_VAR
+                    | TAG_VAR
+                    | GIT_DIR_VAR
             ) || k.starts_with("LISTEN_")
         })
     })
@@ -544,6 +555,7 @@ mod tests {
                 var("LISTEN_FDS", b"2"),
                 var(CHILD_VAR, b"1"),
                 var(TAG_VAR, b"old"),
+                var("GIT_DIR", b"/home/u/repo/.git"),
                 var("RAW", b"\xff"),
             ]
             .into_iter(),
@@ -556,7 +568,14 @@ mod tests {
             .iter()
             .map(|c| c.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(tail, [format!("{CHILD_VAR}=1"), format!("{TAG_VAR}=t1")]);
+        assert_eq!(
+            tail,
+            [
+                format!("{CHILD_VAR}=1"),
+                format!("{TAG_VAR}=t1"),
+                "GIT_DIR=/dev/null".to_string()
+            ]
+        );
     }
 
     #[test]
