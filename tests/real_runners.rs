@@ -1166,3 +1166,58 @@ fn a_hostile_repository_runs_nothing_through_codex_or_claude() {
         "under the daemon's claude"
     );
 }
+
+/// Issue 30: the shipped investigate claude keeps reads inside the job's folder
+/// (`permissions.blockReadsOutsideWorkingDirectories`, and deny rules for the user's
+/// keys and tool logins). The stand-in asks claude to Read a file in the cwd and
+/// `~/.ssh/id_rsa`; the tool results carry the first and not the second. Control: the
+/// argv with the earlier `--settings` (hooks off only) reads the key.
+#[test]
+fn investigate_claude_reads_inside_its_cwd_and_not_the_users_keys() {
+    let _s = serial();
+    let mut lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
+    let inside = lane.work.join("inside.txt");
+    fs::write(&inside, "INSIDE-CONTENT-7731\n").expect("inside.txt");
+    let ssh = lane.home.join(".ssh");
+    fs::create_dir_all(&ssh).expect("~/.ssh");
+    fs::write(ssh.join("id_rsa"), "SECRET-KEY-5519\n").expect("id_rsa");
+    let calls = vec![
+        ("Read".to_string(), json!({"file_path": inside})),
+        ("Read".to_string(), json!({"file_path": ssh.join("id_rsa")})),
+    ];
+    let hooks_off_only = pinned::INVESTIGATE_CLAUDE
+        .iter()
+        .map(|a| {
+            if a.starts_with("{\"disableAllHooks\"") {
+                "{\"disableAllHooks\": true}"
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>();
+    for (label, argv, key_readable) in [
+        ("control", hooks_off_only, true),
+        ("shipped", pinned::INVESTIGATE_CLAUDE.to_vec(), false),
+    ] {
+        lane.standin = StandIn::start(Reply::ClaudeTools(calls.clone()), YES);
+        lane.write_config(&format!(
+            "[[runners.investigate]]\nname = \"claude\"\nargv = {}\n",
+            serde_json::to_string(&argv).expect("argv")
+        ));
+        let v = lane.judge_once(label, &investigate_job(&lane, "What does inside.txt say?"));
+        let reqs = lane.standin.model_requests();
+        keep_requests(&format!("claude-read-confinement-{label}"), &reqs);
+        let results = tool_results_text(&reqs);
+        eprintln!("{label}: claude tool results: {results}");
+        assert_hit(&v, "claude");
+        assert!(
+            results.contains("INSIDE-CONTENT-7731"),
+            "{label}: a read inside the cwd must work: {results}"
+        );
+        assert_eq!(
+            results.contains("SECRET-KEY-5519"),
+            key_readable,
+            "{label}: ~/.ssh/id_rsa readable? tool results: {results}"
+        );
+    }
+}

@@ -278,7 +278,7 @@ mod tests {
             .collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
             r#"[["codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
-                ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"]]"#,
+                ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\"]}}", "--setting-sources", "", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"]]"#,
         )
         .unwrap();
         assert_eq!(argv, expected);

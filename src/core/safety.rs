@@ -222,22 +222,68 @@ fn check_claude(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `--settings` may only turn hooks off: settings can define hooks, `apiKeyHelper`
-/// (a shell command), `env` and permissions.
+/// `--settings` may only turn hooks off and narrow reads: settings can define hooks,
+/// `apiKeyHelper` (a shell command), `env` and permissions that allow tools.
 fn check_settings(value: &str) -> Result<(), String> {
     let parsed: Option<serde_json::Map<String, serde_json::Value>> =
         serde_json::from_str(value).ok();
-    let only_hooks_off = parsed.is_some_and(|map| {
-        map.len() == 1 && map.get("disableAllHooks") == Some(&serde_json::Value::Bool(true))
-    });
-    if only_hooks_off {
-        Ok(())
-    } else {
-        Err(format!(
-            "flag \"--settings\" may only be {{\"disableAllHooks\": true}}, not {value:?} \
-             (settings can define hooks, apiKeyHelper, env and permissions)"
-        ))
+    match parsed.as_ref().map(settings_problem) {
+        Some(None) => Ok(()),
+        problem => Err(format!(
+            "flag \"--settings\" may only be {{\"disableAllHooks\": true}}, optionally with \
+             \"permissions\" holding only \"blockReadsOutsideWorkingDirectories\": true, \
+             \"additionalDirectories\" (absolute paths) and \"deny\" (rules), not {value:?}: {} \
+             (settings can define hooks, apiKeyHelper, env and permissions)",
+            problem
+                .flatten()
+                .unwrap_or_else(|| "not a JSON object".to_string())
+        )),
     }
+}
+
+/// What makes a settings object unsafe, if anything: any key but `disableAllHooks`
+/// (true) and `permissions`, whose keys may only narrow what the tools read.
+fn settings_problem(map: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    use serde_json::Value;
+    if map.get("disableAllHooks") != Some(&Value::Bool(true)) {
+        return Some("\"disableAllHooks\" must be true".into());
+    }
+    if let Some(key) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "disableAllHooks" | "permissions"))
+    {
+        return Some(format!("key {key:?} is not allowed"));
+    }
+    let Some(permissions) = map.get("permissions") else {
+        return None;
+    };
+    let Value::Object(permissions) = permissions else {
+        return Some("\"permissions\" must be an object".into());
+    };
+    for (key, v) in permissions {
+        let fine = match key.as_str() {
+            "blockReadsOutsideWorkingDirectories" => *v == Value::Bool(true),
+            "additionalDirectories" => {
+                strings(v).is_some_and(|dirs| dirs.iter().all(|d| d.starts_with('/')))
+            }
+            "deny" => strings(v).is_some(),
+            _ => return Some(format!("permissions key {key:?} is not allowed")),
+        };
+        if !fine {
+            return Some(format!(
+                "permissions key {key:?} has a value that is not allowed"
+            ));
+        }
+    }
+    None
+}
+
+/// The strings of a JSON array of strings; `None` for anything else.
+fn strings(v: &serde_json::Value) -> Option<Vec<&str>> {
+    v.as_array()?
+        .iter()
+        .map(serde_json::Value::as_str)
+        .collect()
 }
 
 const CODEX_GRAMMAR: Grammar = Grammar {
@@ -573,11 +619,19 @@ mod tests {
             "{\"disableAllHooks\": false}",
             "{\"env\": {\"A\": \"1\"}}",
             "{\"hooks\": {}}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"allow\": [\"Bash\"]}}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"defaultMode\": \"bypassPermissions\"}}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": false}}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"additionalDirectories\": [\"logs\"]}}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"deny\": \"Read(~/.ssh/**)\"}}",
+            "{\"disableAllHooks\": true, \"permissions\": []}",
         ] {
             let argv = replaced(CLAUDE, "{\"disableAllHooks\": true}", &[settings]);
             let e = check_owned(argv).unwrap_err();
             assert!(e.contains("--settings"), "{settings}: {e}");
         }
+        let confined = "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"additionalDirectories\": [\"/var/log/app\"], \"deny\": [\"Read(~/.ssh/**)\"]}}";
+        check_owned(replaced(CLAUDE, "{\"disableAllHooks\": true}", &[confined])).unwrap();
         check_owned(
             replaced(CLAUDE, "--settings", &[])
                 .into_iter()

@@ -63,7 +63,7 @@ pub const INVESTIGATE_CLAUDE: &[&str] = &[
     "--model",
     "haiku",
     "--settings",
-    "{\"disableAllHooks\": true}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\"]}}",
     "--setting-sources",
     "",
     "--no-session-persistence",
