@@ -254,10 +254,7 @@ fn settings_problem(map: &serde_json::Map<String, serde_json::Value>) -> Option<
     {
         return Some(format!("key {key:?} is not allowed"));
     }
-    let Some(permissions) = map.get("permissions") else {
-        return None;
-    };
-    let Value::Object(permissions) = permissions else {
+    let Value::Object(permissions) = map.get("permissions")? else {
         return Some("\"permissions\" must be an object".into());
     };
     for (key, v) in permissions {
