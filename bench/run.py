@@ -583,7 +583,7 @@ def main():
     if "(no journal)" in out["state_fs"]:
         print("note: an ext4 without a journal slows file creation for minutes after many deletions, "
               "so figures here depend on what ran before; --state-root a journaled filesystem "
-              "(docs/performance.md, run d)", flush=True)
+              "(bench/results/HISTORY.md, run d)", flush=True)
     if "backlog" in args.only:
         rows = []
         for n in ([300] if args.quick else [1000, 10000]):

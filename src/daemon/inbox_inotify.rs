@@ -2,7 +2,7 @@
 //! runtime, asking only for what can mean a new job (a file created or moved in) and
 //! for the watch's own trouble. notify's backend also asks for opens, closes and
 //! deletions and reads them on a thread of its own, so every job's own open and
-//! removal by the daemon woke that thread (docs/performance.md, run f).
+//! removal by the daemon woke that thread (bench/results/HISTORY.md, run f).
 
 use std::ffi::{CStr, OsStr};
 use std::mem::MaybeUninit;

@@ -1,8 +1,8 @@
 //! The zygote: a small single-threaded helper the daemon forks once, before its async
 //! runtime starts, to fork supervisors. A fork of the multi-threaded judge
 //! write-protects all of its pages and shoots down the TLB of every CPU its threads
-//! ran on (about a third of the judge's CPU per job, docs/performance.md); a fork of
-//! this helper copies a few page tables.
+//! ran on (about a third of the judge's CPU per job: bench/results/HISTORY.md, runs b
+//! and c); a fork of this helper copies a few page tables.
 //!
 //! Its supervisors are pooled: each serves attempt after attempt
 //! (`supervisor::serve`), so an attempt costs the daemon no fork at all. On request the
@@ -128,7 +128,7 @@ fn hand_over(request: &[u8], fds: SupervisorFds, new: bool) -> Forked {
                 // When this thread is back the spawn report is waiting and the
                 // runner's exec is through, so the report and the runner's start time
                 // are read in the same turn instead of after two more sleeps
-                // (docs/performance.md, run i).
+                // (bench/results/HISTORY.md, run i).
                 std::thread::yield_now();
                 return Forked::Pooled(lease);
             }
