@@ -1,6 +1,6 @@
-//! docs/architecture.md as a test: every `crate::` path in `src/` (outside unit-test
-//! modules) names the module's own layer or one below it, and the modules import
-//! each other without a circle.
+//! docs/architecture.md as a test: every `crate::` and `super::` path in `src/`
+//! (outside unit-test modules) names the module's own layer or one below it, and the
+//! modules import each other without a circle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -61,6 +61,45 @@ fn crate_paths(text: &str) -> Vec<Vec<String>> {
     found
 }
 
+/// Every `super::…` path in `text` of `module`, resolved to its crate path's segments
+/// (`super` of `a::b::c` is `a::b`, whatever file holds it).
+fn super_paths(text: &str, module: &str) -> Vec<Vec<String>> {
+    let own: Vec<&str> = module.split("::").collect();
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("super::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            rest = &rest["super::".len()..];
+            continue;
+        }
+        let mut ups = 0;
+        while let Some(after) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = after;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let Some(base) = own.len().checked_sub(ups) else {
+            continue;
+        };
+        let segments: Vec<String> = own[..base]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(
+                rest[..end]
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            )
+            .collect();
+        found.push(segments);
+    }
+    found
+}
+
 #[test]
 fn modules_use_only_their_layer_and_those_below_without_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -78,7 +117,10 @@ fn modules_use_only_their_layer_and_those_below_without_a_circle() {
         let body = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
         let layer = module.split("::").next().unwrap_or("");
         let own = rank(layer).unwrap_or_else(|| panic!("{module} is in no layer"));
-        for path in crate_paths(body) {
+        for path in crate_paths(body)
+            .into_iter()
+            .chain(super_paths(body, module))
+        {
             let Some(target_layer) = path.first() else {
                 continue;
             };

@@ -1,12 +1,12 @@
 //! Carries out a `Plan`, step by step, saying what it did; and runs the service
 //! manager's commands (for plans, for `service status` and for the facts).
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use super::plan::{Call, Plan, Step};
+use super::call::{Call, quiet, status};
+use super::plan::{Plan, Step};
 use crate::store::state_dir::StateDir;
 
 /// How often an unload is checked while waiting for launchd to let go.
@@ -65,12 +65,6 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-fn command(call: &Call) -> Command {
-    let mut cmd = Command::new(call.program);
-    cmd.args(&call.args).stdin(Stdio::null());
-    cmd
-}
-
 /// Runs `call` with the terminal's output; an error unless it exits 0.
 fn run(call: &Call) -> Result<(), String> {
     say!("running: {}", call.shown());
@@ -79,36 +73,6 @@ fn run(call: &Call) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("`{}` failed ({})", call.shown(), describe(status)))
-    }
-}
-
-/// Runs `call` with the terminal's output; its exit status.
-pub(crate) fn status(call: &Call) -> Result<ExitStatus, String> {
-    let _ = std::io::stdout().flush();
-    command(call).status().map_err(|e| spawn_error(call, &e))
-}
-
-/// Runs `call` quietly; its exit status and output (stdout, then stderr).
-pub(crate) fn quiet(call: &Call) -> Result<(ExitStatus, String), String> {
-    let out = command(call).output().map_err(|e| spawn_error(call, &e))?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    Ok((out.status, text))
-}
-
-fn spawn_error(call: &Call, e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!(
-            "`{}` is not on PATH: this system does not seem to run {}; run `llm-judge daemon` under your own supervisor",
-            call.program,
-            if call.program == "launchctl" {
-                "launchd"
-            } else {
-                "systemd"
-            }
-        )
-    } else {
-        format!("cannot run `{}`: {e}", call.shown())
     }
 }
 

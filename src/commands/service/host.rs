@@ -5,9 +5,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::execute::quiet;
+use super::call::{Call, quiet};
 use super::launchd::LABEL;
-use super::plan::Call;
 use super::spec::{Manager, ServiceSpec, service_path, stop_timeout_seconds};
 use super::systemd::UNIT_NAME;
 use crate::core::config::Settings;

@@ -15,6 +15,7 @@
 //! (`systemd` or `launchd`) overrides the guess. `systemctl`, `loginctl` and `launchctl`
 //! are found on `PATH`, so tests put recording fakes first on it.
 
+mod call;
 mod execute;
 mod host;
 mod launchd;
@@ -24,9 +25,10 @@ mod systemd;
 
 use crate::core::config::Settings;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
+use call::{Call, systemctl};
 use host::{Host, linger};
 use launchd::LABEL;
-use plan::{Call, Plan, linger_warning, systemctl};
+use plan::{Plan, linger_warning};
 use spec::Manager;
 use systemd::UNIT_NAME;
 
@@ -107,7 +109,7 @@ fn status(host: &Host) -> Result<i32, String> {
         Manager::Systemd => systemctl(&["status", UNIT_NAME, "--no-pager", "--lines=10"]),
         Manager::Launchd => Call::new("launchctl", &["print", &host.launchd_service()]),
     };
-    let status = execute::status(&call)?;
+    let status = call::status(&call)?;
     if host.manager == Manager::Systemd
         && let Some(warning) = linger_warning(host, &linger(host))
     {

@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::call::{Call, shell_quote, systemctl};
 use super::host::{Host, InstallFacts, Linger};
 use super::launchd::{LABEL, LAUNCHD_LOG, LAUNCHD_LOG_MAX_BYTES, render_plist};
 use super::spec::{Manager, text};
@@ -17,50 +18,6 @@ use crate::core::runner_table::RUNNERS_VAR;
 pub(crate) const SERVICE_FILE_MODE: u32 = 0o644;
 /// How long uninstall/reinstall waits for launchd to let go of the old agent.
 pub(crate) const LAUNCHD_UNLOAD_WAIT: Duration = Duration::from_secs(310);
-
-/// One command of the service manager.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Call {
-    pub(crate) program: &'static str,
-    pub(crate) args: Vec<String>,
-}
-
-impl Call {
-    /// A call of `program` with `args`.
-    pub(crate) fn new(program: &'static str, args: &[&str]) -> Call {
-        Call {
-            program,
-            args: args.iter().map(|a| a.to_string()).collect(),
-        }
-    }
-
-    /// As a shell command line.
-    pub(crate) fn shown(&self) -> String {
-        std::iter::once(self.program.to_string())
-            .chain(self.args.iter().map(|a| shell_quote(a)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-/// `systemctl --user` with `args`.
-pub(crate) fn systemctl(args: &[&str]) -> Call {
-    let mut all = vec!["--user"];
-    all.extend_from_slice(args);
-    Call::new("systemctl", &all)
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
-    if safe {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
 
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]

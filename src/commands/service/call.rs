@@ -1,0 +1,86 @@
+//! One command of the service manager (`systemctl`, `launchctl`), how it is shown,
+//! and running it: with the terminal's output or quietly. Plans list calls, the host
+//! runs them for facts, `execute` carries them out.
+
+use std::io::Write as _;
+use std::process::{Command, ExitStatus, Stdio};
+
+/// One command of the service manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Call {
+    pub(crate) program: &'static str,
+    pub(crate) args: Vec<String>,
+}
+
+impl Call {
+    /// A call of `program` with `args`.
+    pub(crate) fn new(program: &'static str, args: &[&str]) -> Call {
+        Call {
+            program,
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    /// As a shell command line.
+    pub(crate) fn shown(&self) -> String {
+        std::iter::once(self.program.to_string())
+            .chain(self.args.iter().map(|a| shell_quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// `systemctl --user` with `args`.
+pub(crate) fn systemctl(args: &[&str]) -> Call {
+    let mut all = vec!["--user"];
+    all.extend_from_slice(args);
+    Call::new("systemctl", &all)
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+pub(crate) fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn command(call: &Call) -> Command {
+    let mut cmd = Command::new(call.program);
+    cmd.args(&call.args).stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `call` with the terminal's output; its exit status.
+pub(crate) fn status(call: &Call) -> Result<ExitStatus, String> {
+    let _ = std::io::stdout().flush();
+    command(call).status().map_err(|e| spawn_error(call, &e))
+}
+
+/// Runs `call` quietly; its exit status and output (stdout, then stderr).
+pub(crate) fn quiet(call: &Call) -> Result<(ExitStatus, String), String> {
+    let out = command(call).output().map_err(|e| spawn_error(call, &e))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok((out.status, text))
+}
+
+fn spawn_error(call: &Call, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "`{}` is not on PATH: this system does not seem to run {}; run `llm-judge daemon` under your own supervisor",
+            call.program,
+            if call.program == "launchctl" {
+                "launchd"
+            } else {
+                "systemd"
+            }
+        )
+    } else {
+        format!("cannot run `{}`: {e}", call.shown())
+    }
+}
