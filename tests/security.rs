@@ -300,3 +300,41 @@ fn only_read_only_runners_get_the_jobs_cwd() {
         w.log()
     );
 }
+
+/// A runner whose stdout outgrows the output cap cannot have the cut-off end of a
+/// line read as its answer: with `{"bug": false}` then one long line ending in an
+/// object exactly as long as the cap, the kept tail starts with that object. A
+/// partial first line never counts, and the reason says the output was cut.
+#[test]
+fn a_line_cut_by_the_output_cap_is_never_an_answer() {
+    let w = World::new();
+    let cap = 1024;
+    let config = w.config("cap.toml", &format!("output_cap_bytes = {cap}\n"));
+    // `{"bug": true, "pad": "zz…"}` plus its newline: exactly `cap` bytes.
+    let head = r#"{"bug": true, "pad": ""#;
+    let tail = "\"}";
+    let pad = "z".repeat(cap - head.len() - tail.len() - 1);
+    let object = format!("{head}{pad}{tail}");
+    let out = format!("{{\"bug\": false}}\n{}{object}\n", "x".repeat(3000));
+    assert_eq!(out.len() - out.rfind(&object).unwrap(), cap);
+    fs::write(w.root.join("out.txt"), &out).unwrap();
+    let runner = w.sh_runner("r", &format!("cat '{}'\n", s(&w.root.join("out.txt"))));
+    let job = w.job("cut", &json!({"prompt": "p", "hit_if_all_true": ["bug"]}));
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, table(&[runner]))
+        .arg("--config")
+        .arg(&config)
+        .arg("run")
+        .arg(&job);
+    let done = w.run(cmd);
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let v = w.verdict("", "cut");
+    assert_eq!(v["outcome"], "unchecked", "{v}");
+    let reason = v["attempts"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "no JSON object line in stdout (output cut to the last {cap} bytes): "
+        )),
+        "{reason}"
+    );
+}

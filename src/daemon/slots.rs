@@ -485,6 +485,7 @@ mod tests {
                 end: RunEnd::Exited { code: 0 },
                 stdout: "{\"ok\": true}".into(),
                 stderr: String::new(),
+                stdout_cut: None,
                 elapsed: Duration::ZERO,
             }))
         }

@@ -68,6 +68,7 @@ impl Scripted {
             end,
             stdout,
             stderr: String::new(),
+            stdout_cut: None,
             elapsed: Duration::ZERO,
         }
     }
