@@ -338,3 +338,51 @@ fn a_line_cut_by_the_output_cap_is_never_an_answer() {
         "{reason}"
     );
 }
+
+/// `status` (text) shows a running job's id and hook, and the runner's name, with
+/// their control characters escaped as judge.log does: a newline or an ESC sequence
+/// in a job never reaches the terminal.
+#[test]
+fn status_escapes_control_characters_in_what_jobs_and_tables_name() {
+    let w = World::new();
+    let (started, go) = (w.root.join("started"), w.root.join("go"));
+    let script = w.script(
+        "blocker.sh",
+        &format!(
+            "touch '{}'\ni=0\nwhile [ ! -e '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\necho '{{}}'\n",
+            s(&started),
+            s(&go)
+        ),
+    );
+    let runner = json!(["r\u{1b}[31mred", ["/bin/sh", s(&script), "{prompt}"]]);
+    let job = w.job(
+        "esc",
+        &json!({"prompt": "p", "id": "a\nb\u{1b}[31mc", "hook": "stop\r\u{1b}]0;title\u{7}"}),
+    );
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, table(&[runner])).arg("run").arg(&job);
+    let judging = w.start(cmd);
+    assert!(
+        wait_until(within(NO_HANG), || started.exists()),
+        "the runner did not start"
+    );
+    let mut status = w.command();
+    status.env(RUNNERS_VAR, "[]").arg("status");
+    let shown = w.run(status);
+    fs::write(&go, "").unwrap();
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let out = &shown.stdout;
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\r') && !out.contains('\u{7}'),
+        "{out:?}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.contains("a\\nb\\u001b[31mc"))
+        .unwrap_or_else(|| panic!("no escaped id in {out:?}"));
+    assert!(
+        row.contains("stop\\r\\u001b]0;title\\u0007") && row.contains("r\\u001b[31mred"),
+        "{row:?}"
+    );
+    assert_eq!(judging.finish(NO_HANG).code, Some(0));
+}
