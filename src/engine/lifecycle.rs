@@ -37,7 +37,7 @@ pub enum Handled {
     Busy { holder_pid: Option<u32> },
     /// The file was gone before it could be read.
     Gone,
-    /// Not a regular file: moved to `rejected/`.
+    /// Not a job (not a regular file, or not the judge's user's): moved to `rejected/`.
     Rejected,
     /// An earlier holder had already published the verdict; only cleanup was left.
     AlreadyPublished,
@@ -117,7 +117,7 @@ async fn handle_named(
         }
         Recovery::Interruptions(n) => n,
     };
-    if !meta.file_type().is_file() {
+    if !meta.file_type().is_file() || !owned_by_me(&meta) {
         reject(state, path, name, &meta)?;
         claim.release()?;
         return Ok(Handled::Rejected);
@@ -133,7 +133,8 @@ async fn handle_named(
         Ok(Claimed::Verdict(verdict)) => verdict,
         Ok(Claimed::Stopped) => return Ok(Handled::Stopped),
         Ok(Claimed::NotAJob) => {
-            // Swapped for a symlink, FIFO or folder after the type check: not a job.
+            // Swapped for a symlink, FIFO, folder or another user's file after the
+            // checks: not a job.
             if let Ok(meta) = fs::symlink_metadata(path) {
                 reject(state, path, name, &meta)?;
             }
@@ -184,7 +185,7 @@ enum Claimed {
     Verdict(Verdict),
     /// Shutdown stopped it (the claim is marked queued).
     Stopped,
-    /// The file was no regular file when opened.
+    /// The file was no regular file, or not ours, when opened.
     NotAJob,
 }
 
@@ -201,7 +202,7 @@ async fn judge_claimed(
     let interruptions = claim.record().interruptions;
     let stem = stem_of(name);
     let parsed = match read_job(path, settings.config.max_job_bytes) {
-        Err(ReadFailure::NotRegular) => return Ok(Claimed::NotAJob),
+        Err(ReadFailure::NotAJob) => return Ok(Claimed::NotAJob),
         Err(ReadFailure::Job(e)) => Err(e),
         Ok(bytes) => parse_job(&bytes, &stem, settings.config.timeouts()),
     };
@@ -429,9 +430,9 @@ fn remove_job(path: &Path) -> io::Result<()> {
 /// Why a job file gave no bytes (built once per job at most).
 #[allow(clippy::large_enum_variant)]
 enum ReadFailure {
-    /// A symlink, FIFO, folder or other non-regular file (swapped in after the
-    /// type check): it goes to `rejected/` like any of them.
-    NotRegular,
+    /// A symlink, FIFO, folder or other non-regular file, or a file of another user
+    /// (swapped in after the checks): it goes to `rejected/` like any of them.
+    NotAJob,
     /// A judge error for the verdict.
     Job(JobError),
 }
@@ -449,12 +450,12 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
         |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
     let file: File = match state_dir::open_nofollow(path) {
         Ok(file) => file,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotRegular),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotAJob),
         Err(e) => return Err(unreadable(e).into()),
     };
     let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(ReadFailure::NotRegular);
+    if !meta.is_file() || !owned_by_me(&meta) {
+        return Err(ReadFailure::NotAJob);
     }
     let too_large = || {
         unreadable_job(
@@ -486,7 +487,16 @@ fn as_error(job: &Job, reason: String) -> JobError {
     }
 }
 
-/// Moves a non-regular file out of the inbox without opening or following it.
+/// True when the judge's own user owns the file. Another user's file in `jobs/` got
+/// there through a write grant the start-up check did not see (an ACL or a mode set
+/// later): it is not a job (SPEC 2: others must not plant jobs).
+fn owned_by_me(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.uid() == rustix::process::geteuid().as_raw()
+}
+
+/// Moves a non-job (non-regular, or another user's) out of the inbox without opening
+/// or following it.
 fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> io::Result<()> {
     let dir = state.rejected();
     state_dir::create_dir(&dir)?;
@@ -499,10 +509,19 @@ fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> i
         n += 1;
     }
     fs::rename(path, &target)?;
-    tracing::warn!(
-        file = %path.display(), kind = file_kind(meta), moved_to = %target.display(),
-        "not a regular file: not a job, moved to rejected/"
-    );
+    if meta.file_type().is_file() && !owned_by_me(meta) {
+        use std::os::unix::fs::MetadataExt;
+        tracing::warn!(
+            file = %path.display(), moved_to = %target.display(),
+            "owned by uid {}, not by the judge's user (uid {}): not a job, moved to rejected/",
+            meta.uid(), rustix::process::geteuid().as_raw()
+        );
+    } else {
+        tracing::warn!(
+            file = %path.display(), kind = file_kind(meta), moved_to = %target.display(),
+            "not a regular file: not a job, moved to rejected/"
+        );
+    }
     Ok(())
 }
 
@@ -537,7 +556,7 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(matches!(
             read_job(&link, 1 << 20),
-            Err(ReadFailure::NotRegular)
+            Err(ReadFailure::NotAJob)
         ));
         let fifo = dir.path().join("fifo.json");
         let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
@@ -545,14 +564,30 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
         assert!(matches!(
             read_job(&fifo, 1 << 20),
-            Err(ReadFailure::NotRegular)
+            Err(ReadFailure::NotAJob)
         ));
         let folder = dir.path().join("dir.json");
         std::fs::create_dir(&folder).unwrap();
         assert!(matches!(
             read_job(&folder, 1 << 20),
-            Err(ReadFailure::NotRegular)
+            Err(ReadFailure::NotAJob)
         ));
         assert!(matches!(read_job(&target, 1 << 20), Ok(bytes) if bytes.starts_with(b"{")));
+    }
+
+    /// A regular job file of another user (swapped in after the daemon's ownership
+    /// check) reads as "not a job" too. Needs root to give a file away (CI runs as root).
+    #[test]
+    fn another_users_file_reads_as_not_a_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("planted.json");
+        std::fs::write(&job, b"{\"prompt\": \"p\"}").unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        let other = if me == 65534 { 65533 } else { 65534 };
+        if std::os::unix::fs::chown(&job, Some(other), None).is_err() {
+            eprintln!("note: cannot give a file to uid {other} (not root); nothing to check");
+            return;
+        }
+        assert!(matches!(read_job(&job, 1 << 20), Err(ReadFailure::NotAJob)));
     }
 }
