@@ -9,10 +9,10 @@ use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::core::config::Settings;
-use crate::core::job::{Job, JobError, Mode, parse_job, unreadable_job};
+use crate::core::job::{Job, JobError, Mode, cut_short, parse_job, unreadable_job};
 use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::{self, Flight, FlightResult};
@@ -45,6 +45,9 @@ pub enum Handled {
     Stopped,
     /// Something failed; the job stays queued and the error is logged.
     Failed(String),
+    /// Still being written in place (see `WorkerLink::settle`): left in `jobs/`,
+    /// unjudged, for a look after the settle time.
+    Unsettled,
 }
 
 /// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
@@ -58,6 +61,11 @@ pub struct WorkerLink {
     /// Called once the runners are done, before the verdict is published, so the
     /// worker slot serves the next job while this one's fsyncs complete.
     pub release_slot: Option<Box<dyn FnOnce() + Send>>,
+    /// The daemon's `job_settle_seconds`: a job file that changed while it was read,
+    /// or is cut short and was modified less than this long ago, is a producer still
+    /// writing it in place; it is not judged (`Handled::Unsettled`). `run` judges
+    /// what it finds.
+    pub settle: Option<Duration>,
 }
 
 /// Judges the job file at `path` (normally `jobs/<name>`).
@@ -132,6 +140,10 @@ async fn handle_named(
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(Claimed::Verdict(verdict)) => verdict,
         Ok(Claimed::Stopped) => return Ok(Handled::Stopped),
+        Ok(Claimed::Unsettled) => {
+            claim.release()?;
+            return Ok(Handled::Unsettled);
+        }
         Ok(Claimed::NotAJob) => {
             // Swapped for a symlink, FIFO, folder or another user's file after the
             // checks: not a job.
@@ -187,6 +199,8 @@ enum Claimed {
     Stopped,
     /// The file was no regular file, or not ours, when opened.
     NotAJob,
+    /// The file is still being written in place: nothing was published.
+    Unsettled,
 }
 
 /// Reads, judges and publishes a claimed job; `Err`: nothing was published.
@@ -204,7 +218,15 @@ async fn judge_claimed(
     let parsed = match read_job(path, settings.config.max_job_bytes) {
         Err(ReadFailure::NotAJob) => return Ok(Claimed::NotAJob),
         Err(ReadFailure::Job(e)) => Err(e),
-        Ok(bytes) => parse_job(&bytes, &stem, settings.config.timeouts()),
+        Ok((bytes, after)) => {
+            let parsed = parse_job(&bytes, &stem, settings.config.timeouts());
+            if let Some(settle) = link.settle
+                && still_being_written(claim.record().job, &bytes, &after, parsed.is_err(), settle)
+            {
+                return Ok(Claimed::Unsettled);
+            }
+            parsed
+        }
     };
     if let Ok(job) = &parsed {
         claim.name_job(&job.id, &job.hook)?;
@@ -443,8 +465,40 @@ impl From<JobError> for ReadFailure {
     }
 }
 
-/// Reads a job file without following symlinks or blocking on FIFOs.
-fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
+/// True when a producer is still writing the job file in place (it broke the publish-
+/// by-rename protocol): the file changed since the claim looked at it (identity) or
+/// while it was read (size), or it does not parse because it is cut short and was
+/// modified less than `settle` ago. Judging such a file gave one verdict per look (a
+/// storm) and removed the file under its writer. A job published by rename is whole
+/// and unchanged, so this never holds for it, and costs it nothing: `cut_short` parses
+/// only a job that failed to parse.
+fn still_being_written(
+    claimed: Option<FileIdentity>,
+    bytes: &[u8],
+    after: &fs::Metadata,
+    unparsed: bool,
+    settle: Duration,
+) -> bool {
+    let changed = claimed != Some(FileIdentity::of(after)) || after.len() != bytes.len() as u64;
+    changed || (unparsed && cut_short(bytes) && modified_within(after, settle))
+}
+
+/// True when the file's mtime is less than `settle` from now (either side, so a
+/// clock a little behind the file system's does not judge it early; a file far in
+/// the future is judged, never held forever).
+fn modified_within(meta: &fs::Metadata, settle: Duration) -> bool {
+    let Ok(mtime) = meta.modified() else {
+        return false;
+    };
+    match SystemTime::now().duration_since(mtime) {
+        Ok(age) => age < settle,
+        Err(ahead) => ahead.duration() < settle,
+    }
+}
+
+/// Reads a job file without following symlinks or blocking on FIFOs; also returns the
+/// file's metadata after the read (to tell whether it changed meanwhile).
+fn read_job(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, fs::Metadata), ReadFailure> {
     let stem = stem_of(path.file_name().unwrap_or_default());
     let unreadable =
         |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
@@ -467,13 +521,15 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
         return Err(too_large().into());
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes.saturating_add(1))
+    (&file)
+        .take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_large().into());
     }
-    Ok(bytes)
+    let after = file.metadata().map_err(unreadable)?;
+    Ok((bytes, after))
 }
 
 fn as_error(job: &Job, reason: String) -> JobError {
@@ -572,7 +628,7 @@ mod tests {
             read_job(&folder, 1 << 20),
             Err(ReadFailure::NotAJob)
         ));
-        assert!(matches!(read_job(&target, 1 << 20), Ok(bytes) if bytes.starts_with(b"{")));
+        assert!(matches!(read_job(&target, 1 << 20), Ok((bytes, _)) if bytes.starts_with(b"{")));
     }
 
     /// A regular job file of another user (swapped in after the daemon's ownership
