@@ -770,3 +770,57 @@ fn a_cwd_on_a_hung_file_system_stalls_no_other_job() {
     d.signal("TERM");
     assert!(d.wait_exit(DEADLINE).success());
 }
+
+/// A producer that writes its job file in place (no temp file and rename), slowly, in
+/// chunks: the daemon sees the file appear empty and then half-written. It must not
+/// judge each half-written state (the storm of verdicts this once caused, and the job
+/// removed while still being written): the job is judged once, from its whole content,
+/// and judge.log says once that the file was still being written.
+#[test]
+fn a_job_file_written_in_place_is_judged_once_from_its_whole_content() {
+    use std::io::Write;
+    let w = World::new();
+    // Twice the default: a producer paused by a loaded machine between two chunks
+    // must not pass for one that gave up.
+    w.config("job_settle_seconds = 2");
+    let seen = w.path("prompts");
+    let runner = w.runner(
+        "r",
+        &format!(
+            "printf '%s\\n' \"$1\" >> '{}'\n{}",
+            seen.display(),
+            answer(r#"{"ok": true}"#)
+        ),
+    );
+    let _d = w.start(&[runner]);
+    w.wait_log("daemon start");
+    let prompt = format!("the whole prompt {}", "x".repeat(200));
+    let text = json!({"prompt": prompt, "id": "slow", "hit_if_all_true": ["ok"]}).to_string();
+    let mut file = fs::File::create(w.state().join("jobs/slow.json")).unwrap();
+    // The producer's own pace (not a wait for the daemon): 8 chunks over about 1 s.
+    for chunk in text.as_bytes().chunks(text.len().div_ceil(8)) {
+        std::thread::sleep(Duration::from_millis(150));
+        file.write_all(chunk).unwrap();
+    }
+    drop(file);
+    wait_for("the job judged and removed", DEADLINE, || {
+        w.jobs_left().is_empty() && w.verdicts().len() == 1
+    });
+    let v = w.verdict("slow");
+    assert_eq!(v["outcome"], "hit", "judged from the whole content: {v}");
+    assert_eq!(fs::read_to_string(&seen).unwrap(), format!("{prompt}\n"));
+    let log = w.log();
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("job finished id=slow"))
+            .count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("job file still being written (not published by rename?)")
+            .count(),
+        1,
+        "{log}"
+    );
+}

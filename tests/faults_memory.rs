@@ -69,11 +69,14 @@ fn endless_output_on_both_streams_until_the_timeout() {
 #[test]
 fn a_gigabyte_in_one_line_without_newline_then_exit() {
     // One 1 GiB "line" (no newline at all) and exit 0: no answer, no quadratic work,
-    // bounded memory; the reason carries the clipped tail.
+    // bounded memory; the reason says the cap cut the output and carries the clipped
+    // tail.
     let (_w, v, elapsed) = judge_one("one_line", "yes | tr -d '\\n' | head -c 1G", 120.0);
     let reason = v["attempts"][0]["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("no JSON object line in stdout: yyyy"),
+        reason.starts_with(
+            "no JSON object line in stdout (output cut to the last 1048576 bytes): yyyy"
+        ),
         "{reason}"
     );
     assert!(reason.chars().count() <= 300);

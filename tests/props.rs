@@ -336,7 +336,7 @@ proptest! {
         stdout in output_text(),
         stderr in output_text(),
     ) {
-        let (attempt, answer) = judge_attempt(&runner, &end, &stdout, &stderr);
+        let (attempt, answer) = judge_attempt(&runner, &end, &stdout, &stderr, None);
         prop_assert!(attempt.reason.chars().count() <= REASON_MAX_CHARS, "{:?}", attempt.reason);
         prop_assert_eq!(attempt.ok, answer.is_some());
         prop_assert_eq!(attempt.ok, attempt.reason == "answered");

@@ -300,3 +300,211 @@ fn only_read_only_runners_get_the_jobs_cwd() {
         w.log()
     );
 }
+
+/// A runner whose stdout outgrows the output cap cannot have the cut-off end of a
+/// line read as its answer: with `{"bug": false}` then one long line ending in an
+/// object exactly as long as the cap, the kept tail starts with that object. A
+/// partial first line never counts, and the reason says the output was cut.
+#[test]
+fn a_line_cut_by_the_output_cap_is_never_an_answer() {
+    let w = World::new();
+    let cap = 1024;
+    let config = w.config("cap.toml", &format!("output_cap_bytes = {cap}\n"));
+    // `{"bug": true, "pad": "zz…"}` plus its newline: exactly `cap` bytes.
+    let head = r#"{"bug": true, "pad": ""#;
+    let tail = "\"}";
+    let pad = "z".repeat(cap - head.len() - tail.len() - 1);
+    let object = format!("{head}{pad}{tail}");
+    let out = format!("{{\"bug\": false}}\n{}{object}\n", "x".repeat(3000));
+    assert_eq!(out.len() - out.rfind(&object).unwrap(), cap);
+    fs::write(w.root.join("out.txt"), &out).unwrap();
+    let runner = w.sh_runner("r", &format!("cat '{}'\n", s(&w.root.join("out.txt"))));
+    let job = w.job("cut", &json!({"prompt": "p", "hit_if_all_true": ["bug"]}));
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, table(&[runner]))
+        .arg("--config")
+        .arg(&config)
+        .arg("run")
+        .arg(&job);
+    let done = w.run(cmd);
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let v = w.verdict("", "cut");
+    assert_eq!(v["outcome"], "unchecked", "{v}");
+    let reason = v["attempts"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "no JSON object line in stdout (output cut to the last {cap} bytes): "
+        )),
+        "{reason}"
+    );
+}
+
+/// `status` (text) shows a running job's id and hook, and the runner's name, with
+/// their control characters escaped as judge.log does: a newline or an ESC sequence
+/// in a job never reaches the terminal.
+#[test]
+fn status_escapes_control_characters_in_what_jobs_and_tables_name() {
+    let w = World::new();
+    let (started, go) = (w.root.join("started"), w.root.join("go"));
+    let script = w.script(
+        "blocker.sh",
+        &format!(
+            "touch '{}'\ni=0\nwhile [ ! -e '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\necho '{{}}'\n",
+            s(&started),
+            s(&go)
+        ),
+    );
+    let runner = json!(["r\u{1b}[31mred", ["/bin/sh", s(&script), "{prompt}"]]);
+    let job = w.job(
+        "esc",
+        &json!({"prompt": "p", "id": "a\nb\u{1b}[31mc", "hook": "stop\r\u{1b}]0;title\u{7}"}),
+    );
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, table(&[runner])).arg("run").arg(&job);
+    let judging = w.start(cmd);
+    assert!(
+        wait_until(within(NO_HANG), || started.exists()),
+        "the runner did not start"
+    );
+    let mut status = w.command();
+    status.env(RUNNERS_VAR, "[]").arg("status");
+    let shown = w.run(status);
+    fs::write(&go, "").unwrap();
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let out = &shown.stdout;
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\r') && !out.contains('\u{7}'),
+        "{out:?}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.contains("a\\nb\\u001b[31mc"))
+        .unwrap_or_else(|| panic!("no escaped id in {out:?}"));
+    assert!(
+        row.contains("stop\\r\\u001b]0;title\\u0007") && row.contains("r\\u001b[31mred"),
+        "{row:?}"
+    );
+    assert_eq!(judging.finish(NO_HANG).code, Some(0));
+}
+
+/// `system.posix_acl_access` bytes as `setfacl -m u:<uid>:<perm>` leaves them:
+/// the owner rwx, user `uid` with `perm`, the group r-x, the mask rwx, others r-x.
+fn acl_with_user(uid: u32, perm: u16) -> Vec<u8> {
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 7u16, u32::MAX),
+        (0x02, perm, uid),
+        (0x04, 5, u32::MAX),
+        (0x10, 7, u32::MAX),
+        (0x20, 5, u32::MAX),
+    ] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
+    }
+    acl
+}
+
+/// Sets `dir`'s access ACL directly (no `setfacl` needed); false when the
+/// filesystem has no ACLs (the test then has nothing to check).
+fn set_acl(dir: &Path, acl: &[u8]) -> bool {
+    match rustix::fs::setxattr(
+        dir,
+        "system.posix_acl_access",
+        acl,
+        rustix::fs::XattrFlags::empty(),
+    ) {
+        Ok(()) => true,
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
+            eprintln!(
+                "note: {} has no ACLs ({e}); nothing to check",
+                dir.display()
+            );
+            false
+        }
+        Err(e) => panic!("cannot set the ACL of {}: {e}", dir.display()),
+    }
+}
+
+/// `setfacl -m u:other:rwx jobs` lets another user plant jobs while the mode shows
+/// only "group-writable" (the mask): the daemon refuses to start, naming the folder
+/// and `setfacl -b`, for `jobs/` and for the state folder alike. An ACL entry that
+/// grants only reading is fine.
+#[test]
+fn the_daemon_refuses_a_folder_another_user_may_write_through_an_acl() {
+    let w = World::new();
+    fs::create_dir_all(w.jobs()).unwrap();
+    for dir in [w.jobs(), w.state.clone()] {
+        if !set_acl(&dir, &acl_with_user(65534, 7)) {
+            return;
+        }
+        let mut cmd = w.command();
+        cmd.env(RUNNERS_VAR, "[]").arg("daemon");
+        let done = w.start(cmd).finish(NO_HANG);
+        assert_eq!(done.code, Some(1), "{}: {done:?}", dir.display());
+        assert!(
+            done.stderr
+                .contains(&format!("setfacl -b {}", dir.display()))
+                && done.stderr.contains("uid 65534"),
+            "{}: {}",
+            dir.display(),
+            done.stderr
+        );
+        rustix::fs::removexattr(&dir, "system.posix_acl_access").unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    // Read access for another user does not let it plant jobs.
+    assert!(set_acl(&w.jobs(), &acl_with_user(65534, 5)));
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, "[]").arg("daemon");
+    let _daemon = w.start(cmd);
+    assert!(
+        wait_until(within(NO_HANG), || w.log().contains("daemon start")),
+        "the daemon did not start: {}",
+        w.log()
+    );
+}
+
+/// A job file owned by another user (planted through a write grant given after the
+/// daemon started, say) is not a job: it is moved to `rejected/` with a judge.log
+/// line and gets no verdict; a job of the daemon's own user beside it is judged.
+#[test]
+fn a_job_file_owned_by_another_user_is_rejected_not_judged() {
+    let w = World::new();
+    let mut cmd = w.command();
+    cmd.env(RUNNERS_VAR, table(&[w.sh_runner("r", "echo '{}'\n")]))
+        .arg("daemon");
+    let _daemon = w.start(cmd);
+    assert!(
+        wait_until(within(NO_HANG), || w.log().contains("daemon start")),
+        "the daemon did not start: {}",
+        w.log()
+    );
+    let temp = w.jobs().join(".planted.tmp");
+    fs::write(
+        &temp,
+        json!({"prompt": "p", "hit_if_all_true": []}).to_string(),
+    )
+    .unwrap();
+    if let Err(e) = std::os::unix::fs::chown(&temp, Some(65534), Some(65534)) {
+        // Only root can give a file away (CI runs as root).
+        eprintln!("note: cannot give a file to uid 65534 ({e}); nothing to check");
+        return;
+    }
+    fs::rename(&temp, w.jobs().join("planted.json")).unwrap();
+    w.job("mine", &json!({"prompt": "p"}));
+    assert!(
+        wait_until(within(NO_HANG), || {
+            w.verdict_path(NO_TRANSCRIPT, "mine").exists()
+                && w.state.join("rejected/planted.json").exists()
+        }),
+        "verdicts {:?}, log:\n{}",
+        w.all_verdicts(),
+        w.log()
+    );
+    assert!(!w.jobs().join("planted.json").exists());
+    assert!(!w.verdict_path(NO_TRANSCRIPT, "planted").exists());
+    let lines = w.log_lines("owned by uid 65534");
+    assert_eq!(lines.len(), 1, "{}", w.log());
+    assert!(lines[0].contains("moved to rejected/"), "{}", lines[0]);
+}

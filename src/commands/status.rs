@@ -193,7 +193,7 @@ pub fn render(report: &Value, colour: bool) -> String {
             "{}  pid {}  version {}  up {}  workers {}{}",
             paint("running", "32"),
             d["pid"],
-            d["version"].as_str().unwrap_or("?"),
+            shown(d["version"].as_str().unwrap_or("?")),
             duration(d["uptime_seconds"].as_f64()),
             d["workers"],
             if d["draining"] == true {
@@ -243,7 +243,7 @@ pub fn render(report: &Value, colour: bool) -> String {
         .flatten()
         .map(|(name, s)| {
             vec![
-                name.clone(),
+                shown(name),
                 format!("{}/{}", text(&s["answered"]), text(&s["attempts"])),
                 s["answer_rate"]
                     .as_f64()
@@ -262,7 +262,7 @@ pub fn render(report: &Value, colour: bool) -> String {
     );
     for m in report["codex_models"].as_array().into_iter().flatten() {
         let replaced = m["replaced"].as_str().map_or(String::new(), |t| {
-            format!(" (not {t}: this login's catalog lacks it)")
+            format!(" (not {}: this login's catalog lacks it)", shown(t))
         });
         out += &format!(
             "{:<10}{} runner {}: model {}{replaced}\n",
@@ -289,12 +289,20 @@ fn health_text(h: &Value) -> String {
     }
 }
 
+/// A value for the terminal: strings as they are but for control characters, which
+/// are escaped (job ids and hooks come from job files; a newline or an ESC sequence
+/// must not reach the terminal).
 fn text(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => shown(s),
         Value::Null => "-".into(),
-        other => other.to_string(),
+        other => shown(&other.to_string()),
     }
+}
+
+/// Text for the terminal, escaped as judge.log escapes it.
+fn shown(s: &str) -> String {
+    crate::store::judge_log::escape_controls(s)
 }
 
 /// An aligned table under a left label; "none" when empty.
@@ -366,5 +374,32 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains('\x1b'));
+    }
+
+    #[test]
+    fn control_characters_are_escaped_as_in_judge_log() {
+        let report = json!({
+            "daemon": {"running": true, "pid": 7, "version": "0.1\u{1b}[2J", "uptime_seconds": 1.0, "workers": 1, "draining": false},
+            "queue": {"waiting": 0, "oldest_age_seconds": null},
+            "running": [{"id": "a\nb", "hook": {"k": "\u{1b}"}, "runner": "r\t", "age_seconds": 1.0}],
+            "outcomes": {"hit": 0, "clean": 0, "unchecked": 0},
+            "runners": {"x\u{1b}": {"attempts": 1, "answered": 0, "health": {"benched": true, "backoff_seconds": 60, "last_reason": "exit 1: \u{1b}[31m"}}},
+            "codex_models": [{"table": "default", "runner": "c\r", "model": "m\n", "replaced": "o\u{7}"}],
+        });
+        let text = render(&report, false);
+        assert!(!text.contains(['\x1b', '\r', '\t', '\u{7}']), "{text:?}");
+        assert_eq!(text.lines().count(), 8, "one line per row: {text}");
+        for shown in [
+            "0.1\\u001b[2J",
+            "a\\nb",
+            "r\\t",
+            "x\\u001b",
+            "exit 1: \\u001b[31m",
+            "c\\r",
+            "m\\n",
+            "o\\u0007",
+        ] {
+            assert!(text.contains(shown), "{shown} in {text}");
+        }
     }
 }

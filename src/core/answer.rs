@@ -31,6 +31,13 @@ pub fn last_json_object(stdout: &str) -> Option<Map<String, Value>> {
     found
 }
 
+/// What of a tail whose start the output cap dropped is whole lines: everything after
+/// its first newline (nothing without one). The first line lost its start, so it is
+/// never an answer, nor may a fence marker cut out of it open or close a fence.
+pub fn whole_lines_of_cut_tail(tail: &str) -> &str {
+    tail.split_once('\n').map_or("", |(_, rest)| rest)
+}
+
 fn parse_object(text: &str) -> Option<Map<String, Value>> {
     let text = text.trim();
     if !text.starts_with('{') {
@@ -96,6 +103,19 @@ mod tests {
     #[test]
     fn fenced_arrays_do_not_count() {
         assert_eq!(answer("```\n[\n1\n]\n```\n"), None);
+    }
+
+    #[test]
+    fn the_cut_first_line_of_a_tail_never_counts() {
+        let cut = whole_lines_of_cut_tail;
+        assert_eq!(cut("{\"a\": 1}"), "", "no newline: nothing whole");
+        assert_eq!(cut("{\"a\": 1}\n{\"a\": 2}\n"), "{\"a\": 2}\n");
+        assert_eq!(answer(cut("{\"bug\": true}\nprose\n")), None);
+        // The kept tail starts with the end of "say ```" (prose, no fence): read as a
+        // fence opener, it would make the lines after it a fenced answer.
+        let out = "```\n{\"a\":\n 1}\n```\n";
+        assert_eq!(answer(out), Some(json!({"a": 1})));
+        assert_eq!(answer(cut(out)), None, "an unclosed fence does not count");
     }
 
     #[test]

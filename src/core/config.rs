@@ -32,6 +32,9 @@ pub struct Config {
     pub kill_grace_seconds: f64,
     pub shutdown_grace_seconds: f64,
     pub rescan_seconds: f64,
+    /// How long a job file written in place must rest before the daemon judges it
+    /// while it is still cut short (0: judge every look).
+    pub job_settle_seconds: f64,
     pub max_job_bytes: u64,
     pub fsync: bool,
     pub log_max_bytes: u64,
@@ -174,6 +177,7 @@ fn check(config: &Config) -> Result<(), String> {
     let non_negative = [
         ("kill_grace_seconds", config.kill_grace_seconds),
         ("shutdown_grace_seconds", config.shutdown_grace_seconds),
+        ("job_settle_seconds", config.job_settle_seconds),
         ("cache.ttl_seconds", config.cache.ttl_seconds),
         (
             "health.backoff_start_seconds",

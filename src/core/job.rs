@@ -110,6 +110,26 @@ pub fn parse_job(bytes: &[u8], stem: &str, timeouts: TimeoutRules) -> Result<Job
     job_from_object(obj, stem, timeouts)
 }
 
+/// True when `bytes` end before a JSON value does (empty, or a prefix such as
+/// `{"prompt": "ab`): what a job file written in place looks like while its producer
+/// is still writing it. Malformed JSON that is complete (`{nope}`, `NaN`) is not.
+pub fn cut_short(bytes: &[u8]) -> bool {
+    let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) else {
+        return false;
+    };
+    if e.is_eof() {
+        return true;
+    }
+    // A number cut short (`-`, `1.`, `1e+`) reads as invalid at the very last byte
+    // (serde_json counts columns in bytes).
+    let line_start = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+    let in_a_number = bytes
+        .last()
+        .is_some_and(|b| b.is_ascii_digit() || b"-+.eE".contains(b));
+    in_a_number && e.line() == lines && e.column() == bytes.len() - line_start
+}
+
 /// The `unchecked` error for a job file that could not be read at all.
 pub fn unreadable_job(stem: &str, problem: &str) -> JobError {
     JobError {
@@ -292,6 +312,37 @@ pub fn json_type(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_prefix_is_cut_short_and_complete_bad_json_is_not() {
+        let whole = "{\"prompt\": \"p \\u00e9 日\",\n \"hit_if_all_true\": [\"a\"], \"n\": -1.5e+3, \"t\": true, \"u\": null}";
+        let whole = whole.as_bytes();
+        assert!(!cut_short(whole));
+        // Every proper prefix of a job (what a reader sees mid-write) is cut short.
+        for end in 0..whole.len() {
+            assert!(
+                cut_short(&whole[..end]),
+                "{:?}",
+                String::from_utf8_lossy(&whole[..end])
+            );
+        }
+        assert!(cut_short(b"  \n"));
+        for complete in [
+            &b"{nope}"[..],
+            b"{\"a\": NaN}",
+            b"[1]",
+            b"{} {",
+            b"{\"a\": 1}}",
+            b"{\"a\": 1.}",
+            b"{\"a\":\n 1.}",
+        ] {
+            assert!(
+                !cut_short(complete),
+                "{:?}",
+                String::from_utf8_lossy(complete)
+            );
+        }
+    }
 
     const RULES: TimeoutRules = TimeoutRules {
         default_seconds: 60.0,

@@ -38,11 +38,13 @@ pub enum RunEnd {
 }
 
 /// The attempt for a finished runner; also returns the answer when there is one.
+/// `stdout_cut` is the output cap when it dropped the start of `stdout` (the tail).
 pub fn judge_attempt(
     runner: &str,
     end: &RunEnd,
     stdout: &str,
     stderr: &str,
+    stdout_cut: Option<usize>,
 ) -> (Attempt, Option<Map<String, Value>>) {
     let tail = |primary: &str, fallback: &str| {
         let p = primary.trim();
@@ -66,13 +68,26 @@ pub fn judge_attempt(
         RunEnd::Exited { code } if *code != 0 => {
             (clip(&format!("exit {code}"), &tail(stderr, stdout)), None)
         }
-        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(stdout) {
-            Some(obj) => ("answered".to_string(), Some(obj)),
-            None => (
-                clip("no JSON object line in stdout", &tail(stderr, stdout)),
-                None,
-            ),
-        },
+        RunEnd::Exited { .. } => {
+            // The cut line lost its start: what is left of it may parse as an object
+            // the runner never printed on a line of its own.
+            let whole = match stdout_cut {
+                Some(_) => crate::core::answer::whole_lines_of_cut_tail(stdout),
+                None => stdout,
+            };
+            match crate::core::answer::last_json_object(whole) {
+                Some(obj) => ("answered".to_string(), Some(obj)),
+                None => {
+                    let label = match stdout_cut {
+                        Some(cap) => format!(
+                            "no JSON object line in stdout (output cut to the last {cap} bytes)"
+                        ),
+                        None => "no JSON object line in stdout".to_string(),
+                    };
+                    (clip(&label, &tail(stderr, stdout)), None)
+                }
+            }
+        }
     };
     let attempt = Attempt {
         runner: runner.to_string(),
@@ -277,7 +292,7 @@ mod tests {
     }
 
     fn reason(end: RunEnd, stdout: &str, stderr: &str) -> String {
-        judge_attempt("r", &end, stdout, stderr).0.reason
+        judge_attempt("r", &end, stdout, stderr, None).0.reason
     }
 
     #[test]
@@ -321,14 +336,42 @@ mod tests {
             reason(RunEnd::Exited { code: 0 }, "", ""),
             "no JSON object line in stdout"
         );
-        let (a, answer) = judge_attempt("r", &RunEnd::Exited { code: 0 }, "{\"x\":true}", "noise");
+        let (a, answer) = judge_attempt(
+            "r",
+            &RunEnd::Exited { code: 0 },
+            "{\"x\":true}",
+            "noise",
+            None,
+        );
         assert_eq!((a.ok, a.reason.as_str()), (true, "answered"));
         assert_eq!(answer, Some(obj(json!({"x": true}))));
     }
 
     #[test]
+    fn a_cut_stdout_answers_only_from_whole_lines_and_says_it_was_cut() {
+        let exited = RunEnd::Exited { code: 0 };
+        let cut =
+            |stdout: &str, stderr: &str| judge_attempt("r", &exited, stdout, stderr, Some(1024));
+        let (a, answer) = cut("{\"bug\": true}\n", "");
+        assert_eq!(answer, None, "the first line lost its start");
+        assert_eq!(
+            a.reason,
+            "no JSON object line in stdout (output cut to the last 1024 bytes): {\"bug\": true}"
+        );
+        let (a, answer) = cut("rue}\n{\"bug\": false}\nbye\n", "warn");
+        assert_eq!((a.ok, a.reason.as_str()), (true, "answered"));
+        assert_eq!(answer, Some(obj(json!({"bug": false}))));
+        let (a, _) = cut("", "");
+        assert_eq!(
+            a.reason,
+            "no JSON object line in stdout (output cut to the last 1024 bytes)"
+        );
+    }
+
+    #[test]
     fn nonzero_exit_never_answers_even_with_json() {
-        let (a, answer) = judge_attempt("r", &RunEnd::Exited { code: 143 }, "{\"x\":true}", "");
+        let (a, answer) =
+            judge_attempt("r", &RunEnd::Exited { code: 143 }, "{\"x\":true}", "", None);
         assert!(!a.ok && answer.is_none());
         assert_eq!(a.reason, "exit 143: {\"x\":true}");
     }

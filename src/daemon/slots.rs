@@ -63,6 +63,9 @@ struct Inner {
     told: bool,
     /// Every change wakes the loop (it waits for the last job to finish).
     draining: bool,
+    /// Jobs found still being written in place and waiting for their next look
+    /// (logged once each).
+    unsettled: HashSet<OsString>,
 }
 
 /// What the daemon loop reads for a status write.
@@ -95,6 +98,7 @@ impl Board {
                 history: RunnerHistory::default(),
                 told: false,
                 draining: false,
+                unsettled: HashSet::new(),
             }),
             work: Notify::new(),
             changed: Notify::new(),
@@ -224,13 +228,30 @@ impl Board {
         }
     }
 
-    /// Records a job's end; a newer file of the same name is queued again.
+    /// Records a job's end; a newer file of the same name is queued again. A job still
+    /// being written stays known (no hint or rescan queues it) until `retry`.
     fn finish(&self, name: OsString, handled: Handled) {
         let mut inner = self.lock();
         inner.running.remove(&name);
         // A job that ended without giving its slot back frees it now.
         let freed = !inner.publishing.remove(&name);
-        inner.queue.finished(&name);
+        let first_unsettled = if handled == Handled::Unsettled {
+            inner.unsettled.insert(name.clone())
+        } else {
+            inner.unsettled.remove(&name);
+            inner.queue.finished(&name);
+            false
+        };
+        if first_unsettled {
+            let settle = inner.context.settings.config.job_settle_seconds;
+            let path = inner.context.state.jobs().join(&name);
+            // Once per file, however many looks it takes.
+            tracing::warn!(
+                file = %path.display(),
+                "job file still being written (not published by rename?): not judged \
+                 until it is whole, looking again every {settle}s"
+            );
+        }
         if let Handled::Judged {
             outcome, attempts, ..
         } = &handled
@@ -245,6 +266,22 @@ impl Board {
         self.tell(&mut inner);
         drop(inner);
         if again || freed {
+            self.work.notify_one();
+        }
+    }
+
+    /// A job that was still being written is offered again (a look after the settle
+    /// time); forgotten if its file is gone.
+    fn retry(&self, name: OsString) {
+        let mut inner = self.lock();
+        inner.queue.finished(&name);
+        let jobs_dir = inner.context.state.jobs();
+        let offered = inner.queue.offer(&jobs_dir, name.clone());
+        if !offered {
+            inner.unsettled.remove(&name);
+        }
+        drop(inner);
+        if offered {
             self.work.notify_one();
         }
     }
@@ -384,12 +421,15 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
     // be running in between.
     let board = report.board.clone();
     let publishing = name.clone();
+    let settle_seconds = context.settings.config.job_settle_seconds;
+    let settle = (settle_seconds > 0.0).then(|| Duration::from_secs_f64(settle_seconds));
     let link = lifecycle::WorkerLink {
         cancel: Some(context.cancel.clone()),
         release_slot: Some(Box::new(move || {
             board.publishing(&publishing);
             let _ = free.send(());
         })),
+        settle,
     };
     let path = context.state.jobs().join(&name);
     let handled = lifecycle::handle(
@@ -400,7 +440,15 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
         link,
     )
     .await;
+    let unsettled = handled == Handled::Unsettled;
+    let board = report.board.clone();
     report.send(handled);
+    // Still being written in place: the file changes without an event the watch asks
+    // for, so a timer looks again (its slot already serves other jobs meanwhile).
+    if let (true, Some(wait)) = (unsettled, settle) {
+        tokio::time::sleep(wait).await;
+        board.retry(name);
+    }
 }
 
 /// Reports a job's end once, even if its task panics or is dropped.
@@ -485,6 +533,7 @@ mod tests {
                 end: RunEnd::Exited { code: 0 },
                 stdout: "{\"ok\": true}".into(),
                 stderr: String::new(),
+                stdout_cut: None,
                 elapsed: Duration::ZERO,
             }))
         }

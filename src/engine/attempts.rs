@@ -262,7 +262,13 @@ async fn attempt_runner(
     );
     let mut started = |pgid| on_spawn(&runner.name, pgid);
     let out = spawner.run(&spec, &mut started).await;
-    let (mut attempt, found) = judge_attempt(&runner.name, &out.end, &out.stdout, &out.stderr);
+    let (mut attempt, found) = judge_attempt(
+        &runner.name,
+        &out.end,
+        &out.stdout,
+        &out.stderr,
+        out.stdout_cut,
+    );
     attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
     tracing::info!(
         id = %job.id, runner = %runner.name, ok = attempt.ok, reason = ?attempt.reason,

@@ -9,10 +9,10 @@ use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::core::config::Settings;
-use crate::core::job::{Job, JobError, Mode, parse_job, unreadable_job};
+use crate::core::job::{Job, JobError, Mode, cut_short, parse_job, unreadable_job};
 use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::{self, Flight, FlightResult};
@@ -37,7 +37,7 @@ pub enum Handled {
     Busy { holder_pid: Option<u32> },
     /// The file was gone before it could be read.
     Gone,
-    /// Not a regular file: moved to `rejected/`.
+    /// Not a job (not a regular file, or not the judge's user's): moved to `rejected/`.
     Rejected,
     /// An earlier holder had already published the verdict; only cleanup was left.
     AlreadyPublished,
@@ -45,6 +45,9 @@ pub enum Handled {
     Stopped,
     /// Something failed; the job stays queued and the error is logged.
     Failed(String),
+    /// Still being written in place (see `WorkerLink::settle`): left in `jobs/`,
+    /// unjudged, for a look after the settle time.
+    Unsettled,
 }
 
 /// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
@@ -58,6 +61,11 @@ pub struct WorkerLink {
     /// Called once the runners are done, before the verdict is published, so the
     /// worker slot serves the next job while this one's fsyncs complete.
     pub release_slot: Option<Box<dyn FnOnce() + Send>>,
+    /// The daemon's `job_settle_seconds`: a job file that changed while it was read,
+    /// or is cut short and was modified less than this long ago, is a producer still
+    /// writing it in place; it is not judged (`Handled::Unsettled`). `run` judges
+    /// what it finds.
+    pub settle: Option<Duration>,
 }
 
 /// Judges the job file at `path` (normally `jobs/<name>`).
@@ -117,7 +125,7 @@ async fn handle_named(
         }
         Recovery::Interruptions(n) => n,
     };
-    if !meta.file_type().is_file() {
+    if !meta.file_type().is_file() || !owned_by_me(&meta) {
         reject(state, path, name, &meta)?;
         claim.release()?;
         return Ok(Handled::Rejected);
@@ -132,8 +140,13 @@ async fn handle_named(
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(Claimed::Verdict(verdict)) => verdict,
         Ok(Claimed::Stopped) => return Ok(Handled::Stopped),
+        Ok(Claimed::Unsettled) => {
+            claim.release()?;
+            return Ok(Handled::Unsettled);
+        }
         Ok(Claimed::NotAJob) => {
-            // Swapped for a symlink, FIFO or folder after the type check: not a job.
+            // Swapped for a symlink, FIFO, folder or another user's file after the
+            // checks: not a job.
             if let Ok(meta) = fs::symlink_metadata(path) {
                 reject(state, path, name, &meta)?;
             }
@@ -184,8 +197,10 @@ enum Claimed {
     Verdict(Verdict),
     /// Shutdown stopped it (the claim is marked queued).
     Stopped,
-    /// The file was no regular file when opened.
+    /// The file was no regular file, or not ours, when opened.
     NotAJob,
+    /// The file is still being written in place: nothing was published.
+    Unsettled,
 }
 
 /// Reads, judges and publishes a claimed job; `Err`: nothing was published.
@@ -201,9 +216,17 @@ async fn judge_claimed(
     let interruptions = claim.record().interruptions;
     let stem = stem_of(name);
     let parsed = match read_job(path, settings.config.max_job_bytes) {
-        Err(ReadFailure::NotRegular) => return Ok(Claimed::NotAJob),
+        Err(ReadFailure::NotAJob) => return Ok(Claimed::NotAJob),
         Err(ReadFailure::Job(e)) => Err(e),
-        Ok(bytes) => parse_job(&bytes, &stem, settings.config.timeouts()),
+        Ok((bytes, after)) => {
+            let parsed = parse_job(&bytes, &stem, settings.config.timeouts());
+            if let Some(settle) = link.settle
+                && still_being_written(claim.record().job, &bytes, &after, parsed.is_err(), settle)
+            {
+                return Ok(Claimed::Unsettled);
+            }
+            parsed
+        }
     };
     if let Ok(job) = &parsed {
         claim.name_job(&job.id, &job.hook)?;
@@ -429,9 +452,9 @@ fn remove_job(path: &Path) -> io::Result<()> {
 /// Why a job file gave no bytes (built once per job at most).
 #[allow(clippy::large_enum_variant)]
 enum ReadFailure {
-    /// A symlink, FIFO, folder or other non-regular file (swapped in after the
-    /// type check): it goes to `rejected/` like any of them.
-    NotRegular,
+    /// A symlink, FIFO, folder or other non-regular file, or a file of another user
+    /// (swapped in after the checks): it goes to `rejected/` like any of them.
+    NotAJob,
     /// A judge error for the verdict.
     Job(JobError),
 }
@@ -442,19 +465,51 @@ impl From<JobError> for ReadFailure {
     }
 }
 
-/// Reads a job file without following symlinks or blocking on FIFOs.
-fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
+/// True when a producer is still writing the job file in place (it broke the publish-
+/// by-rename protocol): the file changed since the claim looked at it (identity) or
+/// while it was read (size), or it does not parse because it is cut short and was
+/// modified less than `settle` ago. Judging such a file gave one verdict per look (a
+/// storm) and removed the file under its writer. A job published by rename is whole
+/// and unchanged, so this never holds for it, and costs it nothing: `cut_short` parses
+/// only a job that failed to parse.
+fn still_being_written(
+    claimed: Option<FileIdentity>,
+    bytes: &[u8],
+    after: &fs::Metadata,
+    unparsed: bool,
+    settle: Duration,
+) -> bool {
+    let changed = claimed != Some(FileIdentity::of(after)) || after.len() != bytes.len() as u64;
+    changed || (unparsed && cut_short(bytes) && modified_within(after, settle))
+}
+
+/// True when the file's mtime is less than `settle` from now (either side, so a
+/// clock a little behind the file system's does not judge it early; a file far in
+/// the future is judged, never held forever).
+fn modified_within(meta: &fs::Metadata, settle: Duration) -> bool {
+    let Ok(mtime) = meta.modified() else {
+        return false;
+    };
+    match SystemTime::now().duration_since(mtime) {
+        Ok(age) => age < settle,
+        Err(ahead) => ahead.duration() < settle,
+    }
+}
+
+/// Reads a job file without following symlinks or blocking on FIFOs; also returns the
+/// file's metadata after the read (to tell whether it changed meanwhile).
+fn read_job(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, fs::Metadata), ReadFailure> {
     let stem = stem_of(path.file_name().unwrap_or_default());
     let unreadable =
         |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
     let file: File = match state_dir::open_nofollow(path) {
         Ok(file) => file,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotRegular),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotAJob),
         Err(e) => return Err(unreadable(e).into()),
     };
     let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(ReadFailure::NotRegular);
+    if !meta.is_file() || !owned_by_me(&meta) {
+        return Err(ReadFailure::NotAJob);
     }
     let too_large = || {
         unreadable_job(
@@ -466,13 +521,15 @@ fn read_job(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadFailure> {
         return Err(too_large().into());
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes.saturating_add(1))
+    (&file)
+        .take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_large().into());
     }
-    Ok(bytes)
+    let after = file.metadata().map_err(unreadable)?;
+    Ok((bytes, after))
 }
 
 fn as_error(job: &Job, reason: String) -> JobError {
@@ -486,7 +543,16 @@ fn as_error(job: &Job, reason: String) -> JobError {
     }
 }
 
-/// Moves a non-regular file out of the inbox without opening or following it.
+/// True when the judge's own user owns the file. Another user's file in `jobs/` got
+/// there through a write grant the start-up check did not see (an ACL or a mode set
+/// later): it is not a job (SPEC 2: others must not plant jobs).
+fn owned_by_me(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.uid() == rustix::process::geteuid().as_raw()
+}
+
+/// Moves a non-job (non-regular, or another user's) out of the inbox without opening
+/// or following it.
 fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> io::Result<()> {
     let dir = state.rejected();
     state_dir::create_dir(&dir)?;
@@ -499,10 +565,19 @@ fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> i
         n += 1;
     }
     fs::rename(path, &target)?;
-    tracing::warn!(
-        file = %path.display(), kind = file_kind(meta), moved_to = %target.display(),
-        "not a regular file: not a job, moved to rejected/"
-    );
+    if meta.file_type().is_file() && !owned_by_me(meta) {
+        use std::os::unix::fs::MetadataExt;
+        tracing::warn!(
+            file = %path.display(), moved_to = %target.display(),
+            "owned by uid {}, not by the judge's user (uid {}): not a job, moved to rejected/",
+            meta.uid(), rustix::process::geteuid().as_raw()
+        );
+    } else {
+        tracing::warn!(
+            file = %path.display(), kind = file_kind(meta), moved_to = %target.display(),
+            "not a regular file: not a job, moved to rejected/"
+        );
+    }
     Ok(())
 }
 
@@ -537,7 +612,7 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(matches!(
             read_job(&link, 1 << 20),
-            Err(ReadFailure::NotRegular)
+            Err(ReadFailure::NotAJob)
         ));
         let fifo = dir.path().join("fifo.json");
         let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
@@ -545,14 +620,30 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
         assert!(matches!(
             read_job(&fifo, 1 << 20),
-            Err(ReadFailure::NotRegular)
+            Err(ReadFailure::NotAJob)
         ));
         let folder = dir.path().join("dir.json");
         std::fs::create_dir(&folder).unwrap();
         assert!(matches!(
             read_job(&folder, 1 << 20),
-            Err(ReadFailure::NotRegular)
+            Err(ReadFailure::NotAJob)
         ));
-        assert!(matches!(read_job(&target, 1 << 20), Ok(bytes) if bytes.starts_with(b"{")));
+        assert!(matches!(read_job(&target, 1 << 20), Ok((bytes, _)) if bytes.starts_with(b"{")));
+    }
+
+    /// A regular job file of another user (swapped in after the daemon's ownership
+    /// check) reads as "not a job" too. Needs root to give a file away (CI runs as root).
+    #[test]
+    fn another_users_file_reads_as_not_a_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("planted.json");
+        std::fs::write(&job, b"{\"prompt\": \"p\"}").unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        let other = if me == 65534 { 65533 } else { 65534 };
+        if std::os::unix::fs::chown(&job, Some(other), None).is_err() {
+            eprintln!("note: cannot give a file to uid {other} (not root); nothing to check");
+            return;
+        }
+        assert!(matches!(read_job(&job, 1 << 20), Err(ReadFailure::NotAJob)));
     }
 }

@@ -68,6 +68,7 @@ impl Scripted {
             end,
             stdout,
             stderr: String::new(),
+            stdout_cut: None,
             elapsed: Duration::ZERO,
         }
     }
@@ -230,7 +231,7 @@ async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
     let (stop, cancel) = watch::channel(false);
     let link = WorkerLink {
         cancel: Some(cancel),
-        release_slot: None,
+        ..WorkerLink::default()
     };
     let extras = b.extras();
     let running = b.handle(&path, &extras, link);
@@ -270,7 +271,7 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
         &extras,
         WorkerLink {
             cancel: Some(cancel),
-            release_slot: None,
+            ..WorkerLink::default()
         },
     );
     let rest = async {
@@ -309,4 +310,64 @@ async fn a_cache_hit_reuses_the_answer_without_a_runner() {
     let second = b.verdict("T", "second").unwrap_or_default();
     assert_eq!(second["attempts"][0]["runner"], "cache", "{second}");
     assert_eq!(second["runner"], "scripted", "{second}");
+}
+
+/// The daemon's link: settle time on, as `job_settle_seconds = 1`.
+fn settling() -> WorkerLink {
+    WorkerLink {
+        settle: Some(Duration::from_secs(1)),
+        ..WorkerLink::default()
+    }
+}
+
+/// A job file seen half-written by a producer writing it in place (cut short, just
+/// modified) is not judged while the daemon's settle time runs: no runner, no
+/// verdict, the file and no claim left. Whole, it is judged at once; cut short but
+/// untouched for longer than the settle time, it gets its judge error; `run` (no
+/// settle time) judges whatever it finds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
+    let b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
+    let path = b.state.jobs().join("w.json");
+    let whole = question("p").to_string();
+    std::fs::write(&path, &whole[..whole.len() / 2]).expect("write half");
+    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    assert_eq!(handled, Handled::Unsettled);
+    assert!(path.exists() && b.verdict("T", "w").is_none() && b.verdict("", "w").is_none());
+    assert!(!b.state.claims().join("w.json").exists(), "claim released");
+    assert_eq!(b.spawner.starts(), 0);
+    std::fs::write(&path, "").expect("empty, as just created");
+    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    assert_eq!(
+        handled,
+        Handled::Unsettled,
+        "an empty file is cut short too"
+    );
+
+    std::fs::write(&path, &whole).expect("write whole");
+    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
+    assert!(!path.exists());
+
+    // Complete but malformed JSON is no writer's half-way state: judged at once.
+    std::fs::write(&path, "{nope}").expect("write bad");
+    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
+
+    // Cut short and resting longer than the settle time: the writer gave up.
+    std::fs::write(&path, &whole[..10]).expect("write half");
+    let old = std::time::SystemTime::now() - Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(old))
+        .expect("age the file");
+    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
+
+    // `run`: no settle time.
+    std::fs::write(&path, &whole[..10]).expect("write half");
+    let handled = b.judge(&path).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
+    assert_eq!(b.spawner.starts(), 1, "only the whole job ran a runner");
 }

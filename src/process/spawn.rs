@@ -68,6 +68,9 @@ pub struct RunOutput {
     pub end: RunEnd,
     pub stdout: String,
     pub stderr: String,
+    /// The output cap when it dropped the start of stdout: the tail's first line is
+    /// then partial and never an answer.
+    pub stdout_cut: Option<usize>,
     pub elapsed: Duration,
 }
 
@@ -76,11 +79,15 @@ pub struct RunOutput {
 /// process group id).
 pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let started = Instant::now();
-    let output = |end, stdout: &Tail, stderr: &Tail| RunOutput {
-        end,
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-        elapsed: started.elapsed(),
+    let output = |end, stdout: &Tail, stderr: &Tail| {
+        let (stdout, cut) = stdout.text();
+        RunOutput {
+            end,
+            stdout,
+            stderr: stderr.text().0,
+            stdout_cut: cut.then_some(spec.output_cap),
+            elapsed: started.elapsed(),
+        }
     };
     let stdout = Tail::new(spec.output_cap);
     let stderr = Tail::new(spec.output_cap);
@@ -485,32 +492,42 @@ fn is_executable(path: &Path) -> bool {
 /// The last `cap` bytes of a stream, shared so a cut-off reader still leaves its data.
 #[derive(Clone)]
 struct Tail {
-    inner: Arc<Mutex<Vec<u8>>>,
+    inner: Arc<Mutex<Kept>>,
     cap: usize,
+}
+
+/// The bytes kept so far, and whether earlier ones were dropped.
+#[derive(Default)]
+struct Kept {
+    buf: Vec<u8>,
+    dropped: bool,
 }
 
 impl Tail {
     fn new(cap: usize) -> Self {
         Tail {
-            inner: Arc::new(Mutex::new(Vec::new())),
+            inner: Arc::new(Mutex::new(Kept::default())),
             cap,
         }
     }
 
     fn push(&self, chunk: &[u8]) {
-        let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        buf.extend_from_slice(chunk);
+        let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        kept.buf.extend_from_slice(chunk);
         // Trim only at twice the cap so the cost stays linear in the bytes read.
-        if buf.len() > self.cap.saturating_mul(2) {
-            let excess = buf.len() - self.cap;
-            buf.drain(..excess);
+        if kept.buf.len() > self.cap.saturating_mul(2) {
+            let excess = kept.buf.len() - self.cap;
+            kept.buf.drain(..excess);
+            kept.dropped = true;
         }
     }
 
-    fn text(&self) -> String {
-        let buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let start = buf.len().saturating_sub(self.cap);
-        String::from_utf8_lossy(&buf[start..]).into_owned()
+    /// The kept text, and true when the cap dropped its start.
+    fn text(&self) -> (String, bool) {
+        let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let start = kept.buf.len().saturating_sub(self.cap);
+        let text = String::from_utf8_lossy(&kept.buf[start..]).into_owned();
+        (text, kept.dropped || start > 0)
     }
 }
 
@@ -535,14 +552,17 @@ mod tests {
         for chunk in [b"abc".as_slice(), b"defgh", b"ij"] {
             t.push(chunk);
         }
-        assert_eq!(t.text(), "ghij");
+        assert_eq!(t.text(), ("ghij".to_string(), true));
+        let whole = Tail::new(4);
+        whole.push(b"abcd");
+        assert_eq!(whole.text(), ("abcd".to_string(), false), "nothing dropped");
     }
 
     #[test]
     fn tail_reads_invalid_utf8_lossily() {
         let t = Tail::new(16);
         t.push(b"ok \xff\xfe end");
-        assert_eq!(t.text(), "ok \u{fffd}\u{fffd} end");
+        assert_eq!(t.text().0, "ok \u{fffd}\u{fffd} end");
     }
 
     #[test]

@@ -143,7 +143,22 @@ pub fn one_line(event: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(event);
     let body = text.strip_suffix('\n').unwrap_or(&text);
     let mut out = String::with_capacity(body.len() + 1);
-    for c in body.chars() {
+    push_escaped(&mut out, body);
+    out.push('\n');
+    out.into_bytes()
+}
+
+/// `text` with its control characters (and U+2028/2029) escaped as judge.log writes
+/// them (`\n`, `\r`, `\t`, `\u001b`): for any other place that shows job-supplied
+/// text to a person, such as `status` on a terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped(&mut out, text);
+    out
+}
+
+fn push_escaped(out: &mut String, text: &str) {
+    for c in text.chars() {
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -154,8 +169,6 @@ pub fn one_line(event: &[u8]) -> Vec<u8> {
             c => out.push(c),
         }
     }
-    out.push('\n');
-    out.into_bytes()
 }
 
 /// Where formatted events go: judge.log, and stderr too when `stderr`.

@@ -36,6 +36,26 @@ pub fn check_private(dir: &Path) -> Result<Option<String>, String> {
             dir.display()
         ));
     }
+    // With an ACL the mode's group bits are only its mask: `setfacl -m u:other:rwx`
+    // shows as group-writable, yet lets that user plant jobs. A default ACL hands its
+    // grants to every file made inside (a producer's job file, before it is judged).
+    for (xattr, grants) in [
+        (ACL_XATTR, "write it"),
+        (
+            DEFAULT_ACL_XATTR,
+            "write every file created in it (by default)",
+        ),
+    ] {
+        if let Some(who) = acl_writer(dir, xattr, me)? {
+            return Err(format!(
+                "{} has an ACL that lets {who} {grants} (`getfacl {}` lists it); another \
+                 user could plant or change jobs: remove the ACL with `setfacl -b {}`",
+                dir.display(),
+                dir.display(),
+                dir.display()
+            ));
+        }
+    }
     if mode & 0o020 != 0 {
         return Ok(Some(format!(
             "{} is group-writable (mode {mode:o}); fine with a private group, else `chmod g-w {}`",
@@ -44,6 +64,101 @@ pub fn check_private(dir: &Path) -> Result<Option<String>, String> {
         )));
     }
     Ok(None)
+}
+
+/// The POSIX access ACL's extended attribute (Linux).
+const ACL_XATTR: &str = "system.posix_acl_access";
+/// A folder's default ACL: what files created in it start with (Linux).
+const DEFAULT_ACL_XATTR: &str = "system.posix_acl_default";
+
+/// Who other than the owner (`me`) may write through `dir`'s ACL named `xattr`, if anyone.
+#[cfg(target_os = "linux")]
+fn acl_writer(dir: &Path, xattr: &str, me: u32) -> Result<Option<String>, String> {
+    use rustix::io::Errno;
+    // XATTR_SIZE_MAX: no value is longer.
+    let mut buf = vec![0u8; 65536];
+    match rustix::fs::lgetxattr(dir, xattr, &mut buf[..]) {
+        Ok(len) => {
+            let acl = buf.get(..len).unwrap_or_default();
+            acl_write_grant(acl, me).map_err(|e| {
+                format!(
+                    "cannot read the ACL of {}: {e}; remove it with `setfacl -b {}`",
+                    dir.display(),
+                    dir.display()
+                )
+            })
+        }
+        // No ACL, or a filesystem without ACLs (or xattrs): the mode tells it all.
+        Err(e) if e == Errno::NODATA || e == Errno::OPNOTSUPP || e == Errno::NOSYS => Ok(None),
+        Err(e) => Err(format!(
+            "cannot read the ACL of {}: {e}; check the folder (`getfacl {}`)",
+            dir.display(),
+            dir.display()
+        )),
+    }
+}
+
+/// macOS ACLs are not read (docs/security.md, "Not defended").
+#[cfg(not(target_os = "linux"))]
+fn acl_writer(_dir: &Path, _xattr: &str, _me: u32) -> Result<Option<String>, String> {
+    Ok(None)
+}
+
+/// Who, other than the user `me`, an access ACL (the `system.posix_acl_access`
+/// bytes: a version 2 header, then entries of tag u16, perm u16, id u32, little
+/// endian) lets write: a named user or named group entry with the write bit, not
+/// masked off. The owner's own entries and `other` (the mode shows it) do not count.
+/// Pure, so every shape is a unit test.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn acl_write_grant(acl: &[u8], me: u32) -> Result<Option<String>, String> {
+    const VERSION: u32 = 2;
+    const USER: u16 = 0x02;
+    const GROUP: u16 = 0x08;
+    const MASK: u16 = 0x10;
+    const WRITE: u16 = 0x02;
+    let Some((header, entries)) = acl.split_first_chunk::<4>() else {
+        return Err("it is shorter than its header".into());
+    };
+    if u32::from_le_bytes(*header) != VERSION {
+        return Err(format!(
+            "unknown ACL version {}",
+            u32::from_le_bytes(*header)
+        ));
+    }
+    if entries.len() % 8 != 0 {
+        return Err(format!(
+            "{} bytes of entries, not whole 8-byte entries",
+            entries.len()
+        ));
+    }
+    let parsed: Vec<(u16, u16, u32)> = entries
+        .chunks_exact(8)
+        .map(|e| {
+            let tag = u16::from_le_bytes([e[0], e[1]]);
+            let perm = u16::from_le_bytes([e[2], e[3]]);
+            let id = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+            (tag, perm, id)
+        })
+        .collect();
+    // Named entries grant no more than the mask (an ACL with named entries has one).
+    let mask_writes = parsed
+        .iter()
+        .find(|(tag, _, _)| *tag == MASK)
+        .is_none_or(|(_, perm, _)| perm & WRITE != 0);
+    if !mask_writes {
+        return Ok(None);
+    }
+    let grant = parsed.iter().find_map(|&(tag, perm, id)| {
+        if perm & WRITE == 0 {
+            return None;
+        }
+        match tag {
+            USER if id != me => Some(format!("uid {id}")),
+            GROUP => Some(format!("gid {id}")),
+            _ => None,
+        }
+    });
+    Ok(grant)
 }
 
 #[cfg(test)]
@@ -72,5 +187,104 @@ mod tests {
         let link = dir.path().join("jobs");
         std::os::unix::fs::symlink(dir.path(), &link).unwrap();
         assert!(check_private(&link).unwrap_err().contains("symlink"));
+    }
+
+    /// ACL bytes: the version 2 header, then (tag, perm, id) entries.
+    fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+        let mut out = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in entries {
+            out.extend_from_slice(&tag.to_le_bytes());
+            out.extend_from_slice(&perm.to_le_bytes());
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+        out
+    }
+
+    const ANY: u32 = u32::MAX;
+
+    #[test]
+    fn an_acl_grants_write_to_others_through_named_entries_the_mask_lets_through() {
+        let me = 1000;
+        let base = |named: &[(u16, u16, u32)], mask: u16| {
+            let mut e = vec![(0x01, 7, ANY)];
+            e.extend_from_slice(named);
+            e.extend_from_slice(&[(0x04, 5, ANY), (0x10, mask, ANY), (0x20, 5, ANY)]);
+            acl(&e)
+        };
+        let grant = |bytes: &[u8]| acl_write_grant(bytes, me).unwrap();
+        // setfacl -m u:other:rwx
+        assert_eq!(
+            grant(&base(&[(0x02, 7, 65534)], 7)),
+            Some("uid 65534".into())
+        );
+        // setfacl -m g:staff:rw
+        assert_eq!(grant(&base(&[(0x08, 6, 50)], 6)), Some("gid 50".into()));
+        // -w- alone is still write.
+        assert_eq!(grant(&base(&[(0x02, 2, 7)], 2)), Some("uid 7".into()));
+        // Read-only grants, the owner's own named entry, a mask without write.
+        assert_eq!(grant(&base(&[(0x02, 5, 65534), (0x08, 4, 50)], 7)), None);
+        assert_eq!(grant(&base(&[(0x02, 7, me)], 7)), None);
+        assert_eq!(grant(&base(&[(0x02, 7, 65534)], 5)), None, "masked off");
+        // Only the three base entries (what `setfacl -b` leaves, or a bare chmod).
+        assert_eq!(
+            grant(&acl(&[(0x01, 7, ANY), (0x04, 7, ANY), (0x20, 5, ANY)])),
+            None
+        );
+        // A named entry and no mask (the kernel refuses it, the parse stays safe).
+        assert_eq!(grant(&acl(&[(0x02, 7, 9)])), Some("uid 9".into()));
+    }
+
+    #[test]
+    fn a_malformed_acl_is_an_error_not_a_pass() {
+        assert!(acl_write_grant(b"", 0).unwrap_err().contains("header"));
+        assert!(
+            acl_write_grant(&1u32.to_le_bytes(), 0)
+                .unwrap_err()
+                .contains("version 1")
+        );
+        let mut torn = acl(&[(0x01, 7, ANY)]);
+        torn.pop();
+        assert!(acl_write_grant(&torn, 0).unwrap_err().contains("8-byte"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_folder_with_a_write_acl_for_another_user_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = |bytes: &[u8]| {
+            rustix::fs::setxattr(
+                dir.path(),
+                ACL_XATTR,
+                bytes,
+                rustix::fs::XattrFlags::empty(),
+            )
+        };
+        let named = |perm| {
+            acl(&[
+                (0x01, 7, ANY),
+                (0x02, perm, 65534),
+                (0x04, 5, ANY),
+                (0x10, 7, ANY),
+                (0x20, 5, ANY),
+            ])
+        };
+        if let Err(e) = set(&named(7)) {
+            // A filesystem without ACLs: nothing to refuse.
+            assert_eq!(e, rustix::io::Errno::OPNOTSUPP, "{e}");
+            return;
+        }
+        let err = check_private(dir.path()).unwrap_err();
+        assert!(
+            err.contains("uid 65534") && err.contains("setfacl -b"),
+            "{err}"
+        );
+        set(&named(5)).unwrap();
+        // Read access only: the mask still shows as group-writable, a warning.
+        assert!(
+            check_private(dir.path())
+                .unwrap()
+                .unwrap()
+                .contains("group-writable")
+        );
     }
 }
