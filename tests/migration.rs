@@ -214,6 +214,13 @@ fn run_with_a_bad_runner_variable_writes_a_judge_error_verdict_and_removes_the_j
     let reason = v["reason"].as_str().unwrap_or_default();
     assert!(reason.starts_with("judge error"), "{reason}");
     assert!(reason.contains(RUNNERS_VAR), "{reason}");
+    // catstack's tests read judge.log for `job <id> failed`; the line names the variable too.
+    let log = w.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("job bad-var failed"))
+        .unwrap_or_else(|| panic!("no `job bad-var failed` line in judge.log:\n{log}"));
+    assert!(line.contains(RUNNERS_VAR), "{line}");
     // Any other config error still refuses (exit 2) and leaves the job queued.
     w.job("bad-config", &json!({"prompt": "p"}));
     fs::write(w.path("config.toml"), "no_such_key = 1\n").unwrap();
