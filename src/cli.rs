@@ -24,6 +24,9 @@ struct Cli {
     /// Config file. Default: $LLM_JUDGE_CONFIG, else $XDG_CONFIG_HOME/llm-judge/config.toml if it exists
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Set one config key over the file's (TOML value; repeatable), e.g. --set kill_grace_seconds=1
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    sets: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,6 +72,18 @@ enum Command {
         #[arg(long, value_name = "FILE|-")]
         prompt_file: Option<PathBuf>,
     },
+    /// Print a mode's runner table as one JSON line of [name, [argv...]] pairs.
+    #[command(
+        after_help = "Examples:\n  llm-judge runners\n  llm-judge runners --mode investigate --shipped\n\nWithout --shipped: the table run, ask and the daemon use (config file, --set,\nCATSTACK_LLM_JUDGE_RUNNERS); the daemon may still swap a codex runner's -m model\nfor one the login's catalog lists (see status)."
+    )]
+    Runners {
+        /// Runner table.
+        #[arg(long, value_enum, default_value = "default")]
+        mode: ModeArg,
+        /// The table shipped in the binary, ignoring config file, --set and the variable.
+        #[arg(long)]
+        shipped: bool,
+    },
     /// Write a job into the inbox safely and print its id.
     #[command(after_help = commands::enqueue::EXAMPLES)]
     Enqueue(commands::enqueue::EnqueueArgs),
@@ -109,7 +124,18 @@ pub fn main() -> i32 {
     {
         return EXIT_OK;
     }
-    let sources = Sources::from_process(cli.config.clone(), cli.state_dir.clone());
+    // The shipped tables need no config (a broken one must not hide them).
+    if let Command::Runners {
+        mode,
+        shipped: true,
+    } = cli.command
+    {
+        return commands::runners::shipped(mode.into());
+    }
+    let sources = Sources {
+        sets: cli.sets.clone(),
+        ..Sources::from_process(cli.config.clone(), cli.state_dir.clone())
+    };
     let settings = match config_file::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
@@ -137,6 +163,7 @@ pub fn main() -> i32 {
             prompt,
             prompt_file,
         } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt, prompt_file),
+        Command::Runners { mode, .. } => commands::runners::main(&settings, mode.into()),
         Command::Enqueue(args) => commands::enqueue::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),

@@ -1,7 +1,8 @@
 //! The CLI details catstack's judge.py callers rely on (issue 13; SPEC sections 9 and
 //! 12): `ask`'s outcome and `--prompt-file`, `enqueue`'s subagent rule and warnings,
 //! `run` with a bad runner variable, the temp-file grace of the start-up sweep, and
-//! doctor's state-folder check.
+//! doctor's state-folder check; `runners` (the drop-in's `runners()`) and `--set` (its
+//! module constants, issue 31).
 
 mod support;
 use support::world;
@@ -214,6 +215,13 @@ fn run_with_a_bad_runner_variable_writes_a_judge_error_verdict_and_removes_the_j
     let reason = v["reason"].as_str().unwrap_or_default();
     assert!(reason.starts_with("judge error"), "{reason}");
     assert!(reason.contains(RUNNERS_VAR), "{reason}");
+    // catstack's tests read judge.log for `job <id> failed`; the line names the variable too.
+    let log = w.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("job bad-var failed"))
+        .unwrap_or_else(|| panic!("no `job bad-var failed` line in judge.log:\n{log}"));
+    assert!(line.contains(RUNNERS_VAR), "{line}");
     // Any other config error still refuses (exit 2) and leaves the job queued.
     w.job("bad-config", &json!({"prompt": "p"}));
     fs::write(w.path("config.toml"), "no_such_key = 1\n").unwrap();
@@ -301,4 +309,105 @@ fn doctor_warns_when_hooks_and_the_daemon_resolve_different_state_folders() {
         "{said}"
     );
     assert!(said.contains("but unset here"), "{said}");
+}
+
+/// `llm-judge runners ...` as (exit code, the JSON table or Null, stderr).
+fn runners_table(mut cmd: Command, args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = output({
+        cmd.arg("runners").args(args);
+        cmd
+    });
+    let table = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), table, text(&out.stderr))
+}
+
+fn names(table: &Value) -> Vec<&str> {
+    let rows = table.as_array().map(Vec::as_slice).unwrap_or_default();
+    rows.iter().filter_map(|row| row[0].as_str()).collect()
+}
+
+#[test]
+fn runners_prints_the_table_a_mode_uses_and_the_shipped_one() {
+    let w = World::new();
+    let fake = w.runner("fake", "exit 0");
+    for mode in ["default", "investigate"] {
+        let cmd = w.command(std::slice::from_ref(&fake));
+        let (code, table, err) = runners_table(cmd, &["--mode", mode]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(
+            table,
+            json!([fake]),
+            "the variable replaces the {mode} table"
+        );
+    }
+    let unset = || {
+        let mut cmd = w.command(&[]);
+        cmd.env_remove(RUNNERS_VAR);
+        cmd
+    };
+    let (_, shipped_default, _) = runners_table(unset(), &["--shipped"]);
+    let (_, shipped_investigate, _) =
+        runners_table(unset(), &["--shipped", "--mode", "investigate"]);
+    assert_eq!(names(&shipped_default), ["claude", "codex", "cursor"]);
+    assert_eq!(names(&shipped_investigate), ["codex", "claude"]);
+    assert_eq!(runners_table(unset(), &[]).1, shipped_default);
+
+    // A config file's table, named by --config or by LLM_JUDGE_CONFIG.
+    w.config("[[runners.default]]\nname = \"mine\"\nargv = [\"/bin/mine\", \"{prompt}\"]\n");
+    let mine = json!([["mine", ["/bin/mine", "{prompt}"]]]);
+    assert_eq!(runners_table(unset(), &[]).1, mine);
+    let mut by_var = Command::new(BIN);
+    by_var
+        .env_clear()
+        .env("HOME", w.path("home"))
+        .env("LLM_JUDGE_CONFIG", w.path("config.toml"));
+    assert_eq!(runners_table(by_var, &[]).1, mine);
+    let (_, investigate, _) = runners_table(unset(), &["--mode", "investigate"]);
+    assert_eq!(
+        investigate, shipped_investigate,
+        "the file replaced only default"
+    );
+    assert_eq!(runners_table(unset(), &["--shipped"]).1, shipped_default);
+
+    // A bad variable or config is exit 2 and named; --shipped needs neither.
+    let mut bad_var = w.command(&[]);
+    bad_var.env(RUNNERS_VAR, "not json");
+    let (code, _, err) = runners_table(bad_var, &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains(RUNNERS_VAR), "{err}");
+    fs::write(w.path("config.toml"), "no_such_key = 1\n").unwrap();
+    let (code, _, err) = runners_table(unset(), &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no_such_key"), "{err}");
+    let (code, table, _) = runners_table(unset(), &["--shipped"]);
+    assert_eq!((code, table), (Some(0), shipped_default));
+}
+
+#[test]
+fn set_flags_override_config_keys_for_ask_and_run() {
+    let w = World::new();
+    let slow = w.runner("slow", "sleep 30");
+    let mut cmd = w.command(std::slice::from_ref(&slow));
+    cmd.args(["--set", "default_timeout_seconds=1", "ask", "q"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let reason = v["attempts"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("timed out after 1s"), "{reason}");
+
+    w.job("slow-job", &json!({"prompt": "p", "transcript": "T"}));
+    let mut cmd = w.command(std::slice::from_ref(&slow));
+    cmd.arg("run")
+        .arg(w.state().join("jobs/slow-job.json"))
+        .args(["--set", "default_timeout_seconds=1"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v = w.verdict("slow-job");
+    assert_eq!(v["reason"], "no runner answered: slow: timed out after 1s");
+
+    let mut cmd = w.command(std::slice::from_ref(&slow));
+    cmd.args(["--set", "kill_grace_seconds", "ask", "q"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--set kill_grace_seconds"));
 }

@@ -6,6 +6,12 @@ judging moves to the llm-judge daemon. No model ever runs in the hook's process:
 enqueue() publishes the job file and returns. When no daemon holds the state folder's
 lock it starts `llm-judge run <job>` detached, which claims the job, so a daemon started
 later does not judge it again. Python 3.9+, standard library only.
+
+What catstack's judge.py computed itself comes from the binary, never a copy:
+runners() and DEFAULT_RUNNERS / INVESTIGATE_RUNNERS print `llm-judge runners`, ask() and
+run_runner() run `llm-judge ask`, run_job() runs `llm-judge run`. verdict() is the one
+rule kept in Python (it is pure and called per job); the daemon's core/verdict.rs and
+tests/test_judge.py check both against tests/fixtures/verdict_cases.json.
 """
 from __future__ import annotations
 
@@ -23,6 +29,20 @@ import time
 import uuid
 
 TIMEOUT_SECONDS = 60
+INVESTIGATE_TIMEOUT_CAP = 600
+KILL_GRACE_SECONDS = 5
+# llm-judge's config keys for the three constants above, and their shipped values. A
+# constant a caller (or test) changed is passed to the binary with --set when it is
+# read (at call time); left alone, llm-judge's config decides.
+_CONFIG_KEYS = (
+    ("TIMEOUT_SECONDS", "default_timeout_seconds", 60),
+    ("INVESTIGATE_TIMEOUT_CAP", "max_timeout_seconds", 600),
+    ("KILL_GRACE_SECONDS", "kill_grace_seconds", 5),
+)
+# Attempts carry llm-judge's extra `elapsed_ms`; ask() and run_job() drop it (catstack's
+# shape) unless a caller sets this. Verdict files and drain() keep it.
+ATTEMPT_ELAPSED_MS = False
+NOT_INSTALLED = "not installed"
 REASON_LIMIT = 300
 PROMPT_FIELD_CAP = 4000
 # The name catstack's older callers import.
@@ -104,7 +124,8 @@ def verdict_dir(transcript: str) -> str:
     return os.path.join(state_root(), "verdicts", digest)
 
 
-def _clip(label: str, detail: str) -> str:
+def clip(label: str, detail: str) -> str:
+    """`<label>: <detail>` within 300 code points, keeping the end of the detail (SPEC 4)."""
     detail = (detail or "").strip()
     room = REASON_LIMIT - len(label) - 2
     if not detail or room <= 0:
@@ -112,8 +133,15 @@ def _clip(label: str, detail: str) -> str:
     return f"{label}: {detail[-room:]}"
 
 
-def _clip_field(text: object) -> str:
+_clip = clip
+
+
+def clip_prompt_field(text: object) -> str:
+    """One prompt field, trimmed and capped to its last PROMPT_FIELD_CAP characters."""
     return str(text or "").strip()[-PROMPT_FIELD_CAP:]
+
+
+_clip_field = clip_prompt_field
 
 
 def build_prompt(rule_text: str, assistant_reply: str, human_message: str) -> str:
@@ -211,6 +239,72 @@ def daemon_running(root: str | None = None) -> bool:
     return False
 
 
+def _is_seconds(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _set_flags() -> list:
+    """`--set KEY=VALUE` for each of this module's constants a caller changed, read now."""
+    now = {name: globals()[name] for name, _, _ in _CONFIG_KEYS}
+    for name, value in now.items():
+        if not _is_seconds(value) or value < 0 or (value == 0 and name != "KILL_GRACE_SECONDS"):
+            raise ValueError(f"judge.{name} is {value!r}; give a positive number of seconds")
+    cap = now["INVESTIGATE_TIMEOUT_CAP"]
+    # llm-judge refuses a default above the cap; a lowered cap lowers the default too.
+    now["TIMEOUT_SECONDS"] = min(now["TIMEOUT_SECONDS"], cap)
+    flags = []
+    for name, key, shipped in _CONFIG_KEYS:
+        changed = now[name] != shipped or (name == "TIMEOUT_SECONDS" and cap != 600)
+        if changed:
+            flags += ["--set", f"{key}={float(now[name])!r}"]
+    return flags
+
+
+def _call(args: list, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
+    """Runs `llm-judge ARGS` (with --set for changed constants); exit 2 (usage, config) is a ValueError."""
+    argv = [find_binary(), *_set_flags(), *args]
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", check=False, env=env)
+    if proc.returncode == 2:
+        raise ValueError(proc.stderr.strip() or f"llm-judge exited 2: {argv}")
+    return proc
+
+
+def _table(args: list) -> list:
+    proc = _call(["runners", *args])
+    try:
+        rows = json.loads(proc.stdout)
+        return [(str(name), [str(item) for item in argv]) for name, argv in rows]
+    except (ValueError, TypeError) as exc:
+        raise RuntimeError(f"llm-judge runners exited {proc.returncode} and printed no table "
+                           f"({exc}): {proc.stderr.strip()}") from exc
+
+
+def runners(mode: object = None) -> list:
+    """The table llm-judge uses for mode, as [(name, argv)]: CATSTACK_LLM_JUDGE_RUNNERS, else the
+    config file (LLM_JUDGE_CONFIG, ~/.config/llm-judge/config.toml), else the shipped table.
+    A bad variable or config is a ValueError naming it (from `llm-judge runners`)."""
+    return _table(["--mode", "investigate" if mode == "investigate" else "default"])
+
+
+def __getattr__(name: str):
+    """DEFAULT_RUNNERS, INVESTIGATE_RUNNERS, SLIM_CLAUDE_ARGV and JUDGE_SYSTEM_PROMPT: the
+    tables shipped in the binary (`llm-judge runners --shipped`), read on first use."""
+    if name in ("DEFAULT_RUNNERS", "INVESTIGATE_RUNNERS"):
+        mode = "investigate" if name == "INVESTIGATE_RUNNERS" else "default"
+        value = tuple(_table(["--shipped", "--mode", mode]))
+    elif name == "SLIM_CLAUDE_ARGV":
+        value = list(dict(__getattr__("DEFAULT_RUNNERS")).get("claude", []))
+    elif name == "JUDGE_SYSTEM_PROMPT":
+        argv = __getattr__("SLIM_CLAUDE_ARGV")
+        flag = argv.index("--system-prompt") if "--system-prompt" in argv[:-1] else None
+        value = argv[flag + 1] if flag is not None else ""
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
 def _load_events():
     """catstack's _sdk/events.py when this file sits in catstack's tree; else None."""
     global _events
@@ -270,23 +364,45 @@ def _record_drained(verdict: dict, transcript: str) -> None:
     finding_id = verdict.get("id") if isinstance(verdict.get("id"), str) and verdict.get("id") else "unknown"
     outcome = verdict.get("outcome")
     reason = verdict.get("reason")
+    errors = io.StringIO()
     try:
-        events.write_events(
+        rows = events.write_events(
             hook, "judge", {"session_id": transcript},
             [finding(rule_id, transcript, reason if isinstance(reason, str) else "", "")],
-            "", "judge", 0, stderr=io.StringIO(),
+            "", "judge", 0, stderr=errors,
             action=outcome if outcome in ("hit", "clean", "unchecked") else "unchecked",
             finding_id=finding_id,
         )
-    except Exception:
-        pass
+    except Exception as exc:
+        log(f"drain: event write failed for verdict {finding_id}: {type(exc).__name__}: {exc}")
+        return
+    if not rows:
+        detail = errors.getvalue().strip() or "shared event writer returned no row"
+        log(f"drain: event write failed for verdict {finding_id}: {detail}")
+
+
+def _record_finished(job: dict, verdict: dict) -> None:
+    """catstack's `judge_finished` stage event, for a job run_job() judged."""
+    loaded = _load_events()
+    if loaded is None:
+        return
+    errors = io.StringIO()
+    try:
+        written = loaded[0].write_stage_event(
+            _job_hook(job), _job_harness(job), str(job.get("transcript") or ""), "judge_finished",
+            str(verdict.get("outcome") or "unchecked"), str(job.get("id") or "unknown"), stderr=errors,
+        )
+    except Exception as exc:
+        written, errors = False, io.StringIO(f"{type(exc).__name__}: {exc}")
+    if not written:
+        log(f"job {job.get('id')}: finished event not written: {errors.getvalue().strip()}")
 
 
 def _reap() -> None:
     _spawned[:] = [proc for proc in _spawned if proc.poll() is None]
 
 
-def _start_run(job_path: str) -> None:
+def _start_run(job_path: str, flags: list) -> None:
     global _said_no_daemon
     try:
         binary = find_binary()
@@ -304,7 +420,7 @@ def _start_run(job_path: str) -> None:
         env = dict(os.environ)
         env.pop(CHILD_ENV, None)
         proc = subprocess.Popen(
-            [binary, "run", job_path],
+            [binary, *flags, "run", job_path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -329,12 +445,17 @@ def enqueue(job: dict) -> str | None:
     if os.path.basename(job_id) != job_id or job_id.startswith(".") or "\0" in job_id or job_id in ("", ".."):
         raise ValueError(f"job id {job_id!r} is not a plain file name")
     job["id"] = job_id
+    flags = _set_flags()
+    # A changed TIMEOUT_SECONDS reaches a daemon through the job (its other constants
+    # cannot: kill grace and the cap stay the daemon's config).
+    if job.get("timeout_seconds") is None and TIMEOUT_SECONDS != _CONFIG_KEYS[0][2]:
+        job["timeout_seconds"] = TIMEOUT_SECONDS
     root = state_root()
     job_path = os.path.join(root, "jobs", f"{job_id}.json")
     write_json_atomic(job_path, job)
     _reap()
     if not daemon_running(root):
-        _start_run(job_path)
+        _start_run(job_path, flags)
     _record_queued(job)
     return job_id
 
@@ -408,51 +529,196 @@ def drain(transcript: str) -> list[dict]:
     return verdicts
 
 
+def _hit_rule(job: dict):
+    """("any", {key: notice}) or ("all", [keys]); a wrong shape is a ValueError, as a job error in llm-judge."""
+    any_true = job.get("hit_if_any_true")
+    if any_true is not None:
+        if not isinstance(any_true, dict) or not all(isinstance(v, str) for v in any_true.values()):
+            raise ValueError('"hit_if_any_true" must be an object of key to notice text')
+        return "any", any_true
+    keys = job.get("hit_if_all_true")
+    keys = [] if keys is None else keys
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ValueError('"hit_if_all_true" must be a list of strings')
+    return "all", keys
+
+
+def _decide(job: dict, answer: dict) -> tuple:
+    """(outcome, reason, on_hit or None) of an answer under the job's rule (SPEC 5)."""
+    kind, rule = _hit_rule(job)
+    if kind == "any":
+        hits = [key for key in rule if answer.get(key) is True]
+        if not hits:
+            return "clean", clip("none true", ", ".join(rule)), None
+        return "hit", clip("any true", ", ".join(hits)), "\n".join(rule[key] for key in hits)
+    not_true = [key for key in rule if answer.get(key) is not True]
+    if not_true:
+        return "clean", clip("not true", ", ".join(not_true)), None
+    return "hit", clip("all true", ", ".join(rule)), None
+
+
+def verdict(job: dict, result: dict) -> dict:
+    """The verdict of a job from an ask() result, by llm-judge's rules (SPEC 5: hit_if_any_true
+    first, then hit_if_all_true; only JSON true counts; reasons clipped to 300). The daemon's
+    core/verdict.rs and this function are checked on the same cases (tests/fixtures/verdict_cases.json)."""
+    answer = result.get("answer") if result.get("outcome") == "answered" else None
+    attempts = list(result.get("attempts") or [])
+    judged = {
+        "id": job.get("id"), "hook": job.get("hook"), "transcript": job.get("transcript"),
+        "outcome": "unchecked", "on_hit": job.get("on_hit"), "reason": "", "runner": None,
+        "answer": None, "attempts": attempts, "finished_at": time.time(),
+    }
+    if isinstance(answer, dict):
+        outcome, reason, notices = _decide(job, answer)
+        judged.update(outcome=outcome, reason=reason, runner=result.get("runner"), answer=answer)
+        if notices is not None:
+            judged["on_hit"] = notices
+    else:
+        tried = "; ".join(f"{a.get('runner')}: {a.get('reason')}" for a in attempts if isinstance(a, dict))
+        judged["reason"] = clip("no runner answered", tried)
+    if isinstance(job.get("rule_id"), str) and job["rule_id"]:
+        judged["rule_id"] = job["rule_id"]
+    return judged
+
+
+def bounded_timeout(timeout_seconds: object) -> float:
+    """A per-runner timeout as llm-judge applies it (SPEC 3), with this module's constants:
+    not a positive number gives TIMEOUT_SECONDS; above INVESTIGATE_TIMEOUT_CAP, the cap."""
+    if not _is_seconds(timeout_seconds) or timeout_seconds <= 0:
+        timeout_seconds = TIMEOUT_SECONDS
+    return min(timeout_seconds, INVESTIGATE_TIMEOUT_CAP)
+
+
+def _catstack_shape(record: dict) -> dict:
+    """The record with `elapsed_ms` dropped from its attempts, unless ATTEMPT_ELAPSED_MS."""
+    if ATTEMPT_ELAPSED_MS or not isinstance(record.get("attempts"), list):
+        return record
+    attempts = [{k: v for k, v in a.items() if k != "elapsed_ms"} if isinstance(a, dict) else a
+                for a in record["attempts"]]
+    return dict(record, attempts=attempts)
+
+
 def _unchecked(reason: str) -> dict:
     return {"outcome": "unchecked", "runner": None, "answer": None,
-            "attempts": [{"runner": "llm-judge", "ok": False, "reason": _clip("judge error", reason)}]}
+            "attempts": [{"runner": "llm-judge", "ok": False, "reason": clip("judge error", reason)}]}
 
 
-def ask(prompt: str, mode: object = None, timeout_seconds: object = None, cwd: object = None) -> dict:
-    """Runs `llm-judge ask` (prompt on stdin): {"outcome": "answered"|"unchecked", "runner", "answer", "attempts"}."""
-    argv = [find_binary(), "ask", "--prompt-file", "-"]
+def _ask_binary(prompt: object, mode: object, timeout_seconds: object, cwd: object, env: dict | None = None) -> dict:
+    args = ["ask", "--prompt-file", "-"]
     if mode == "investigate":
-        argv += ["--mode", "investigate"]
-    if isinstance(timeout_seconds, (int, float)) and not isinstance(timeout_seconds, bool):
-        argv += ["--timeout", str(timeout_seconds)]
+        args += ["--mode", "investigate"]
+    if _is_seconds(timeout_seconds):
+        args += ["--timeout", repr(float(timeout_seconds))]
     if isinstance(cwd, str) and cwd:
-        argv += ["--cwd", cwd]
-    proc = subprocess.run(argv, input=str(prompt), capture_output=True, text=True, check=False)
-    if proc.returncode == 2:
-        # A usage or config error (a bad runners variable, as catstack's ask raised).
-        raise ValueError(proc.stderr.strip() or f"llm-judge ask exited 2: {argv}")
+        args += ["--cwd", cwd]
+    elif cwd is not None:
+        log(f"ask: refused cwd {cwd!r}: not a folder path; the runners get a fresh temp folder")
+    proc = _call(args, stdin=str(prompt), env=env)
     try:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return _unchecked(f"llm-judge ask exited {proc.returncode}: {proc.stderr.strip()}")
     if not isinstance(result, dict):
         return _unchecked(f"llm-judge ask printed {proc.stdout.strip()[:100]!r}")
-    return result
+    return _catstack_shape(result)
 
 
-def run_job(path: str) -> dict:
-    """Judges one job file now with `llm-judge run` and returns its verdict (left for drain)."""
+def run_runner(name: str, argv: list, prompt: str, timeout_seconds: object = None, cwd: object = None) -> tuple:
+    """Runs one runner (this argv, as given) through `llm-judge ask` and returns (attempt,
+    answer or None). Like CATSTACK_LLM_JUDGE_RUNNERS, the argv skips llm-judge's safety check."""
+    env = dict(os.environ)
+    env[RUNNERS_ENV] = json.dumps([[name, list(argv)]])
+    result = _ask_binary(prompt, None, bounded_timeout(timeout_seconds), cwd, env=env)
+    attempts = result.get("attempts") or [{"runner": name, "ok": False, "reason": "judge error: no attempt"}]
+    answer = result.get("answer") if result.get("outcome") == "answered" else None
+    return attempts[0], answer
+
+
+_OWN_RUN_RUNNER = run_runner
+
+
+def _ask_through_run_runner(prompt: object, mode: object, timeout_seconds: object, cwd: object) -> dict:
+    """catstack's loop, for a caller that replaced run_runner: each runner of the table, in order."""
+    if timeout_seconds is None:
+        timeout_seconds = TIMEOUT_SECONDS
+    attempts = []
+    for name, argv in runners(mode):
+        attempt, answer = run_runner(name, argv, str(prompt), timeout_seconds=timeout_seconds, cwd=cwd)
+        attempts.append(attempt)
+        if answer is not None:
+            return {"outcome": "answered", "runner": name, "answer": answer, "attempts": attempts}
+    return {"outcome": "unchecked", "runner": None, "answer": None, "attempts": attempts}
+
+
+def ask(prompt: str, mode: object = None, timeout_seconds: object = None, cwd: object = None) -> dict:
+    """Runs `llm-judge ask` (prompt on stdin): {"outcome": "answered"|"unchecked", "runner", "answer",
+    "attempts"}. With no timeout_seconds, TIMEOUT_SECONDS as it is now (when changed) or llm-judge's
+    default. When a caller replaced run_runner, goes through it instead, one call per runner."""
+    if run_runner is not _OWN_RUN_RUNNER:
+        return _ask_through_run_runner(prompt, mode, timeout_seconds, cwd)
+    return _ask_binary(prompt, mode, timeout_seconds, cwd)
+
+
+def _read_job(path: str) -> dict:
     stem = os.path.splitext(os.path.basename(path))[0]
-    transcript = ""
     try:
         with open(path, encoding="utf-8") as handle:
             loaded = json.load(handle)
-        if isinstance(loaded, dict) and isinstance(loaded.get("transcript"), str):
-            transcript = loaded["transcript"]
     except (OSError, ValueError):
-        pass
-    subprocess.run([find_binary(), "run", path], stdin=subprocess.DEVNULL, check=False)
+        return {"id": stem}
+    job = dict(loaded) if isinstance(loaded, dict) else {}
+    job.setdefault("id", stem)
+    return job
+
+
+def _run_job_in_process(path: str, job: dict) -> dict:
+    """catstack's run_job, for a caller that replaced run_runner (no claim: a test's helper)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    try:
+        if "prompt" not in job:
+            raise ValueError(f"job file {path} has no prompt or is not a JSON object")
+        timeout = job.get("timeout_seconds")
+        result = verdict(job, ask(str(job["prompt"]), mode=job.get("mode"),
+                                  timeout_seconds=TIMEOUT_SECONDS if timeout is None else timeout,
+                                  cwd=job.get("cwd")))
+    except Exception as exc:
+        log(f"job {job.get('id')} failed: {type(exc).__name__}: {exc}")
+        result = verdict(job, {"outcome": "unchecked", "attempts": []})
+        result["reason"] = f"judge error: {type(exc).__name__}: {exc}"[:REASON_LIMIT]
+    write_json_atomic(os.path.join(verdict_dir(str(job.get("transcript") or "")), f"{stem}.json"), result)
+    try:
+        os.remove(path)
+    except OSError as exc:
+        log(f"job {job.get('id')}: verdict written but the job file could not be deleted: {exc}")
+    return result
+
+
+def _run_job_binary(path: str, job: dict) -> dict:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    transcript = job.get("transcript") if isinstance(job.get("transcript"), str) else ""
+    try:
+        proc = _call(["run", path])
+        said = f"exit {proc.returncode}: {proc.stderr.strip()}"
+    except ValueError as exc:  # a config error: llm-judge leaves the job queued
+        said = str(exc)
     try:
         with open(os.path.join(verdict_dir(transcript), f"{stem}.json"), encoding="utf-8") as handle:
             return json.load(handle)
     except (OSError, ValueError) as exc:
         return {"id": stem, "transcript": transcript, "outcome": "unchecked",
-                "reason": _clip("judge error: no verdict after llm-judge run", str(exc))}
+                "reason": clip("judge error: no verdict after llm-judge run", f"{exc}; {said}")}
+
+
+def run_job(path: str) -> dict:
+    """Judges one job file now with `llm-judge run` and returns its verdict (left for drain).
+    When a caller replaced run_runner, judges in this process through it instead."""
+    job = _read_job(path)
+    if run_runner is not _OWN_RUN_RUNNER:
+        result = _run_job_in_process(path, job)
+    else:
+        result = _run_job_binary(path, job)
+    _record_finished(job, result)
+    return _catstack_shape(result)
 
 
 def main(argv: list) -> int:
@@ -463,7 +729,7 @@ def main(argv: list) -> int:
         except FileNotFoundError as exc:
             print(f"catstack-hook-error llm-judge: {exc}", file=sys.stderr)
             return 1
-        return subprocess.run([binary, "run", argv[1]], check=False).returncode
+        return subprocess.run([binary, *_set_flags(), "run", argv[1]], check=False).returncode
     print("usage: judge.py run <job path>", file=sys.stderr)
     return 2
 

@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod drain;
 pub mod enqueue;
 pub mod run;
+pub mod runners;
 pub mod service;
 pub mod status;
 

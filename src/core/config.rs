@@ -131,10 +131,21 @@ impl Settings {
 
 /// Parses the embedded default with an optional file's text over it, then checks it.
 pub fn parse_config(file_text: Option<&str>) -> Result<Config, String> {
+    parse_config_with(file_text, Vec::new())
+}
+
+/// As `parse_config`, with the `--set` keys (each a parsed table) over the file's.
+pub fn parse_config_with(
+    file_text: Option<&str>,
+    sets: Vec<toml::Table>,
+) -> Result<Config, String> {
     let mut merged: toml::Table = DEFAULT_TOML.parse().map_err(|e| format!("{e}"))?;
     if let Some(text) = file_text {
         let file: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
         merge(&mut merged, file);
+    }
+    for set in sets {
+        merge(&mut merged, set);
     }
     let config: Config = toml::Value::Table(merged)
         .try_into()
@@ -357,6 +368,21 @@ mod tests {
                 "{huge}"
             );
         }
+    }
+
+    #[test]
+    fn set_tables_go_over_the_file() {
+        let set = |text: &str| text.parse::<toml::Table>().unwrap();
+        let c = parse_config_with(
+            Some("kill_grace_seconds = 3\nworkers = 2\n"),
+            vec![set("kill_grace_seconds = 1"), set("health.enabled = false")],
+        )
+        .unwrap();
+        assert_eq!((c.kill_grace_seconds, c.workers), (1.0, 2));
+        assert!(!c.health.enabled);
+        assert_eq!(c.health.backoff_start_seconds, 60.0);
+        let e = parse_config_with(None, vec![set("default_timeout_seconds = 0")]).unwrap_err();
+        assert!(e.contains("default_timeout_seconds"), "{e}");
     }
 
     #[test]

@@ -481,4 +481,40 @@ mod tests {
             r#"{"id":"i","hook":null,"transcript":"","outcome":"clean","on_hit":null,"reason":"r","runner":null,"answer":null,"attempts":[],"finished_at":1.5}"#
         );
     }
+
+    /// The cases integrations/catstack/tests/test_judge.py also runs through the
+    /// drop-in's `verdict()`, so the Python copy of this file's rules cannot drift.
+    const SHARED_CASES: &str =
+        include_str!("../../integrations/catstack/tests/fixtures/verdict_cases.json");
+
+    #[test]
+    fn the_shared_verdict_cases_hold() {
+        let doc: Value = serde_json::from_str(SHARED_CASES).unwrap();
+        let cases = doc["cases"].as_array().unwrap();
+        assert!(cases.len() >= 10, "the shared cases file lost cases");
+        let rules = crate::core::job::TimeoutRules {
+            default_seconds: 60.0,
+            max_seconds: 600.0,
+        };
+        for case in cases {
+            let name = case["name"].as_str().unwrap();
+            let job = crate::core::job::parse_job(case["job"].to_string().as_bytes(), "x", rules)
+                .unwrap_or_else(|e| panic!("{name}: {}", e.reason));
+            let result = &case["result"];
+            let answered = result["outcome"] == "answered";
+            let answer = match (&result["answer"], result["runner"].as_str()) {
+                (Value::Object(obj), Some(runner)) if answered => {
+                    Some((runner.to_string(), obj.clone()))
+                }
+                _ => None,
+            };
+            let attempts: Vec<Attempt> =
+                serde_json::from_value(result.get("attempts").cloned().unwrap_or(json!([])))
+                    .unwrap();
+            let mut got = serde_json::to_value(verdict_for(&job, answer, attempts, 1.0)).unwrap();
+            assert_eq!(got["finished_at"], 1.0, "{name}");
+            got.as_object_mut().unwrap().remove("finished_at");
+            assert_eq!(got, case["verdict"], "{name}");
+        }
+    }
 }

@@ -298,7 +298,8 @@ async fn decide(
     extras: &Extras,
 ) -> Option<Verdict> {
     if let Some(why) = &settings.runner_error {
-        tracing::error!(id = %job.id, "{why}");
+        // catstack's wording (its tests and users grep judge.log for it), then the cause.
+        tracing::error!(id = %job.id, "job {} failed: {why}", job.id);
         let reason = format!("judge error: {why}");
         return Some(error_verdict(&as_error(job, reason), now_unix()));
     }

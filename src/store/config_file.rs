@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::core::config::{CONFIG_VAR, Config, STATE_DIR_VAR, Settings, parse_config};
+use crate::core::config::{CONFIG_VAR, Config, STATE_DIR_VAR, Settings, parse_config_with};
 use crate::core::runner_table::{RUNNERS_VAR, parse_override};
 
 /// What the command line and environment give.
@@ -12,6 +12,8 @@ use crate::core::runner_table::{RUNNERS_VAR, parse_override};
 pub struct Sources {
     pub config_flag: Option<PathBuf>,
     pub state_dir_flag: Option<PathBuf>,
+    /// `--set KEY=VALUE` flags, in order: config keys over the file's.
+    pub sets: Vec<String>,
     /// The environment, captured once, so tests need not touch the process env.
     pub env: Vec<(String, String)>,
 }
@@ -25,6 +27,7 @@ impl Sources {
         Sources {
             config_flag,
             state_dir_flag,
+            sets: Vec::new(),
             env,
         }
     }
@@ -50,9 +53,21 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
         })?),
         None => None,
     };
-    let config = parse_config(file_text.as_deref()).map_err(|e| match &config_path {
-        Some(path) => format!("config file {}: {e}", path.display()),
-        None => format!("embedded default config: {e}"),
+    let sets = sources
+        .sets
+        .iter()
+        .map(|flag| parse_set(flag))
+        .collect::<Result<Vec<_>, _>>()?;
+    let config = parse_config_with(file_text.as_deref(), sets).map_err(|e| {
+        let with_sets = if sources.sets.is_empty() {
+            String::new()
+        } else {
+            format!(" with --set {}", sources.sets.join(" --set "))
+        };
+        match &config_path {
+            Some(path) => format!("config file {}{with_sets}: {e}", path.display()),
+            None => format!("embedded default config{with_sets}: {e}"),
+        }
     })?;
     let runner_override = match sources.var(RUNNERS_VAR) {
         Some(text) => Some(parse_override(text)?),
@@ -74,6 +89,20 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
             .map(PathBuf::from)
             .filter(|d| crate::store::state_dir::is_private_folder(d)),
     })
+}
+
+/// One `--set KEY=VALUE` as a table (`KEY = VALUE` in TOML; dotted keys nest).
+fn parse_set(flag: &str) -> Result<toml::Table, String> {
+    let usage = "give KEY=VALUE with a TOML value (example: --set kill_grace_seconds=1)";
+    let Some((key, value)) = flag.split_once('=') else {
+        return Err(format!("--set {flag}: no `=`; {usage}"));
+    };
+    if key.trim().is_empty() {
+        return Err(format!("--set {flag}: no key before `=`; {usage}"));
+    }
+    format!("{} = {}", key.trim(), value.trim())
+        .parse()
+        .map_err(|e: toml::de::Error| format!("--set {flag}: {}; {usage}", e.message().trim()))
 }
 
 fn config_path(sources: &Sources) -> Option<PathBuf> {
@@ -148,6 +177,29 @@ mod tests {
         assert_eq!(s.table(Mode::Investigate)[0].name, "f");
         let e = load(&sources(&[(RUNNERS_VAR, "{")])).unwrap_err();
         assert!(e.contains(RUNNERS_VAR), "{e}");
+    }
+
+    #[test]
+    fn set_flags_go_over_the_config_and_bad_ones_are_named() {
+        let mut src = sources(&[("XDG_CONFIG_HOME", "/nonexistent")]);
+        src.sets = vec![
+            "kill_grace_seconds=0.5".into(),
+            "cache.ttl_seconds = 0".into(),
+        ];
+        let s = load(&src).unwrap();
+        assert_eq!(s.config.kill_grace_seconds, 0.5);
+        assert_eq!(s.config.cache.ttl_seconds, 0.0);
+        for (flag, says) in [
+            ("kill_grace_seconds", "no `=`"),
+            ("=1", "no key"),
+            ("kill_grace_seconds=soon", "kill_grace_seconds=soon"),
+            ("no_such_key=1", "no_such_key"),
+            ("kill_grace_seconds=-1", "--set kill_grace_seconds=-1"),
+        ] {
+            src.sets = vec![flag.into()];
+            let e = load(&src).unwrap_err();
+            assert!(e.contains(says) && e.contains("--set"), "{flag}: {e}");
+        }
     }
 
     #[test]

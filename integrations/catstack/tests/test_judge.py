@@ -439,6 +439,9 @@ class TestCatstackEvents(DropInCase):
                          "def write_events(hook, harness, event, findings, mode, mode_source, duration_ms, stderr=None, action=None, finding_id=None):\n"
                          "    with open(RECORD, 'a') as f: f.write(json.dumps(['verdict', hook, action, finding_id]) + '\\n')\n"
                          "    return [{}]\n")
+        # A fresh import of this tree's _sdk (Python caches `events` by name).
+        for name in ("events", "finding"):
+            sys.modules.pop(name, None)
         tree_judge = load_judge("judge_in_tree", os.path.join(hooks, "llm-judge", "judge.py"))
         self.start_daemon()
         tree_judge.enqueue(self.job("ev"))

@@ -1,0 +1,39 @@
+//! `llm-judge runners`: a mode's runner table as one JSON line of `[name, [argv...]]`
+//! pairs, the form of `CATSTACK_LLM_JUDGE_RUNNERS`. The drop-in's `runners()` and
+//! `DEFAULT_RUNNERS` read it, so no table is ever copied into Python by hand.
+
+use serde_json::{Value, json};
+
+use crate::core::config::{Settings, parse_config};
+use crate::core::job::Mode;
+use crate::core::runner_table::Runner;
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, print_stdout};
+
+/// Prints the table `run`, `ask` and the daemon use for `mode` (config file, `--set`,
+/// override variable), before the daemon's codex catalog lookup.
+pub fn main(settings: &Settings, mode: Mode) -> i32 {
+    print_table(settings.table(mode))
+}
+
+/// Prints the shipped table of `mode`: the embedded default, no file, flag or variable.
+pub fn shipped(mode: Mode) -> i32 {
+    match parse_config(None) {
+        Ok(config) => print_table(match mode {
+            Mode::Default => &config.runners.default,
+            Mode::Investigate => &config.runners.investigate,
+        }),
+        Err(e) => {
+            say_err!("llm-judge runners: embedded default config: {e}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn print_table(table: &[Runner]) -> i32 {
+    let pairs: Vec<Value> = table.iter().map(|r| json!([r.name, r.argv])).collect();
+    if print_stdout(&format!("{}\n", Value::Array(pairs))) {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
+    }
+}
