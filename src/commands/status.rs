@@ -40,10 +40,8 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     }
     let report = collect(&state);
     let text = if args.json {
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        )
+        // A `Value` always serialises: `{:#}` is its pretty form.
+        format!("{report:#}\n")
     } else {
         render(&report, std::io::stdout().is_terminal())
     };

@@ -481,8 +481,13 @@ impl Daemon {
                 .filter(|v| !v.is_empty()),
             codex_models: self.codex.in_use.clone(),
         };
-        let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-        if let Err(e) = crate::store::state_dir::publish(&self.state.status(), &bytes, false) {
+        let written = serde_json::to_vec_pretty(&record)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                crate::store::state_dir::publish(&self.state.status(), &bytes, false)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
             tracing::error!("cannot write the status record: {e}");
         }
         self.status_dirty = false;

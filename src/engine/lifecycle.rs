@@ -406,16 +406,15 @@ fn publish(
     bytes.push(b'\n');
     let temp = state_dir::write_temp(&dir, &file_name, &bytes, fsync)?;
     crate::support::failpoint::crash("verdict_temp_written");
-    if let Err(e) = claim.publishing(temp.path.clone(), target.clone()) {
-        let _ = fs::remove_file(&temp.path);
-        return Err(e);
-    }
+    // Until the claim names it, dropping `temp` (an error here) removes it.
+    claim.publishing(temp.path.clone(), target.clone())?;
+    let temp = temp.keep();
     crate::support::failpoint::crash("publishing_recorded");
-    if let Err(e) = fs::rename(&temp.path, &target) {
-        let _ = fs::remove_file(&temp.path);
+    if let Err(e) = fs::rename(&temp, &target) {
+        let _ = fs::remove_file(&temp);
         return Err(io::Error::new(
             e.kind(),
-            format!("cannot rename {} into place: {e}", temp.path.display()),
+            format!("cannot rename {} into place: {e}", temp.display()),
         ));
     }
     crate::support::failpoint::crash("verdict_renamed");

@@ -44,7 +44,7 @@ impl Cache {
     /// The cache, or `None` when `cache.ttl_seconds` is 0.
     pub fn open(state: &StateDir, cfg: &CacheConfig) -> Option<Self> {
         (cfg.ttl_seconds > 0.0).then(|| Cache {
-            dir: state.root.join("cache"),
+            dir: state.cache(),
             cfg: cfg.clone(),
         })
     }
@@ -80,9 +80,12 @@ impl Cache {
             runner: runner.to_string(),
             answer: answer.clone(),
         };
-        let bytes = serde_json::to_vec(&entry).unwrap_or_default();
-        let stored = crate::store::state_dir::create_dir(&self.dir)
-            .and_then(|()| crate::store::state_dir::publish(&self.path(key), &bytes, false));
+        let stored = serde_json::to_vec(&entry)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| {
+                crate::store::state_dir::create_dir(&self.dir)?;
+                crate::store::state_dir::publish(&self.path(key), &bytes, false)
+            });
         if let Err(e) = stored {
             tracing::error!("cannot store a cache entry: {e}");
             return;

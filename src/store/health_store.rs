@@ -23,7 +23,7 @@ impl HealthStore {
     pub fn open(state: &StateDir, cfg: &HealthConfig) -> Option<Self> {
         cfg.enabled.then(|| HealthStore {
             path: health_path(state),
-            lock: state.root.join("health.lock"),
+            lock: state.health_lock(),
             cfg: cfg.clone(),
         })
     }
@@ -100,12 +100,12 @@ impl HealthStore {
 }
 
 fn health_path(state: &StateDir) -> PathBuf {
-    state.root.join("health.json")
+    state.health()
 }
 
 /// Forgets all runner health (`status --reset-health`).
 pub fn reset(state: &StateDir) -> std::io::Result<()> {
-    let _guard = lock(&state.root.join("health.lock"));
+    let _guard = lock(&state.health_lock());
     match std::fs::remove_file(health_path(state)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
@@ -131,9 +131,11 @@ fn load(path: &std::path::Path, warn: bool) -> HealthFile {
 }
 
 fn save(path: &std::path::Path, file: &HealthFile) {
-    let bytes = serde_json::to_vec_pretty(file).unwrap_or_default();
     // Health is advice: losing the last update on power loss is harmless, so no fsync.
-    if let Err(e) = crate::store::state_dir::publish(path, &bytes, false) {
+    let saved = serde_json::to_vec_pretty(file)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| crate::store::state_dir::publish(path, &bytes, false));
+    if let Err(e) = saved {
         tracing::error!("cannot save runner health: {e}");
     }
 }

@@ -71,6 +71,26 @@ impl StateDir {
         self.root.join("status.json")
     }
 
+    /// `status.tally`: the daemon's outcome counts since start.
+    pub fn status_tally(&self) -> PathBuf {
+        self.root.join("status.tally")
+    }
+
+    /// `cache/`: the answer cache, one file per entry.
+    pub fn cache(&self) -> PathBuf {
+        self.root.join("cache")
+    }
+
+    /// `health.json`: runner health, kept across restarts.
+    pub fn health(&self) -> PathBuf {
+        self.root.join("health.json")
+    }
+
+    /// `health.lock`: serialises updates of `health.json`.
+    pub fn health_lock(&self) -> PathBuf {
+        self.root.join("health.lock")
+    }
+
     /// The folder of a transcript's verdicts.
     pub fn verdict_dir(&self, transcript: &str) -> PathBuf {
         self.verdicts().join(transcript_hash(transcript))
@@ -228,10 +248,29 @@ pub fn oldest_first(dir: &Path, keep: impl Fn(&OsStr) -> bool) -> io::Result<Vec
     Ok(found.into_iter().map(|(_, name)| name).collect())
 }
 
-/// A written, synced temp file waiting to be renamed into place.
+/// A written, synced temp file waiting to be renamed into place. Dropped before
+/// `keep`, it is removed: an error or a dropped future leaves no temp file behind.
 #[derive(Debug)]
 pub struct TempFile {
     pub path: PathBuf,
+    kept: bool,
+}
+
+impl TempFile {
+    /// Hands the file over (a claim record names it now, so recovery finishes or
+    /// removes it): it is no longer removed on drop.
+    pub fn keep(mut self) -> PathBuf {
+        self.kept = true;
+        std::mem::take(&mut self.path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Writes `bytes` to a new hidden temp file in `dir` and syncs it.
@@ -279,7 +318,7 @@ fn write_temp_in(
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(TempFile { path }),
+        Ok(()) => Ok(TempFile { path, kept: false }),
         Err(e) => {
             let _ = fs::remove_file(&path);
             Err(io::Error::new(
@@ -383,6 +422,19 @@ mod tests {
         let long = "L".repeat(250);
         let temp = write_temp(dir.path(), OsStr::new(&long), b"x", false).unwrap();
         assert!(temp.path.file_name().unwrap().len() < 255);
+    }
+
+    #[test]
+    fn a_temp_file_is_removed_when_dropped_unless_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dropped = write_temp(dir.path(), OsStr::new("a"), b"x", false).unwrap();
+        let path = dropped.path.clone();
+        drop(dropped);
+        assert!(!path.exists(), "a dropped temp file is removed");
+        let kept = write_temp(dir.path(), OsStr::new("b"), b"x", false)
+            .unwrap()
+            .keep();
+        assert!(kept.exists(), "a kept temp file stays for its new owner");
     }
 
     #[test]

@@ -74,7 +74,7 @@ impl OutcomeCounts {
 
 /// Where the daemon's [`Tally`] lives.
 pub fn tally_path(state: &crate::store::state_dir::StateDir) -> std::path::PathBuf {
-    state.root.join("status.tally")
+    state.status_tally()
 }
 
 /// The daemon's outcome counts, kept in `status.tally` and rewritten in place (one

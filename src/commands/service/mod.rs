@@ -87,7 +87,10 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
 /// `--dry-run` prints the plan; otherwise it is carried out.
 fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, String> {
     if dry_run {
-        print!("{plan}");
+        // A closed stdout ends the command with an error, never a panic.
+        if !crate::support::exit::print_stdout(&plan.to_string()) {
+            return Err("cannot print the plan: stdout is closed".into());
+        }
         say!("# dry run: nothing was written, started or stopped");
     } else {
         execute::carry_out(plan)?;
