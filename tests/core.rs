@@ -515,13 +515,7 @@ fn every_attempt_reason_of_the_spec_is_pinned() {
         "reasons",
         &json!({"prompt": "p", "timeout_seconds": 0.5, "hit_if_all_true": ["fine"]}),
     );
-    let mut cmd = w.command();
-    cmd.env(RUNNERS_VAR, &runners)
-        .arg("--config")
-        .arg(&config)
-        .arg("run")
-        .arg(&job);
-    let done = w.run(cmd);
+    let done = w.run_job_configured(&job, &runners, &config);
     assert_eq!(done.code, Some(0), "{done:?}");
     let v = w.verdict("", "reasons");
     assert_eq!(
@@ -940,13 +934,7 @@ fn a_job_larger_than_max_job_bytes_is_a_judge_error_without_a_transcript() {
     let fits = w.job("fits", &json!({"prompt": "p", "transcript": "T-big"}));
     let runners = table(&[w.sh_runner("r", "echo '{}'\n")]);
     for p in [&path, &fits] {
-        let mut cmd = w.command();
-        cmd.env(RUNNERS_VAR, &runners)
-            .arg("--config")
-            .arg(&config)
-            .arg("run")
-            .arg(p);
-        assert_eq!(w.run(cmd).code, Some(0));
+        assert_eq!(w.run_job_configured(p, &runners, &config).code, Some(0));
         assert!(!p.exists());
     }
     let v = w.verdict_in(NO_TRANSCRIPT, "large");

@@ -1116,13 +1116,11 @@ fn codex_by_hand(lane: &Lane, argv: &[String]) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start codex");
-    if support::wait_child(&mut child, VERDICT_DEADLINE_BY_HAND).is_none() {
+    if support::wait_child(&mut child, lane::VERDICT_DEADLINE).is_none() {
         let _ = child.kill();
         let _ = child.wait();
     }
 }
-
-const VERDICT_DEADLINE_BY_HAND: Duration = Duration::from_secs(60);
 
 #[test]
 fn a_hostile_repository_runs_nothing_through_codex_or_claude() {
@@ -1152,13 +1150,11 @@ fn a_hostile_repository_runs_nothing_through_codex_or_claude() {
     );
     lane.remove_env("CATSTACK_LLM_JUDGE_RUNNERS");
     age(&lane.work);
-    let mut claude_lane_job = investigate_job(&lane, "Is there a README?");
-    claude_lane_job["transcript"] = Value::String("lane-claude".into());
     lane.write_config(&format!(
         "[[runners.investigate]]\nname = \"claude\"\nargv = {}\n",
         serde_json::to_string(pinned::INVESTIGATE_CLAUDE).expect("argv")
     ));
-    let v = lane.judge_once("claude", &claude_lane_job);
+    let v = lane.judge_once("claude", &investigate_job(&lane, "Is there a README?"));
     assert_hit(&v, "claude");
     assert_eq!(
         markers(probe.path()),

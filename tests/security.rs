@@ -320,13 +320,7 @@ fn a_line_cut_by_the_output_cap_is_never_an_answer() {
     fs::write(w.root.join("out.txt"), &out).unwrap();
     let runner = w.sh_runner("r", &format!("cat '{}'\n", s(&w.root.join("out.txt"))));
     let job = w.job("cut", &json!({"prompt": "p", "hit_if_all_true": ["bug"]}));
-    let mut cmd = w.command();
-    cmd.env(RUNNERS_VAR, table(&[runner]))
-        .arg("--config")
-        .arg(&config)
-        .arg("run")
-        .arg(&job);
-    let done = w.run(cmd);
+    let done = w.run_job_configured(&job, &table(&[runner]), &config);
     assert_eq!(done.code, Some(0), "{done:?}");
     let v = w.verdict("", "cut");
     assert_eq!(v["outcome"], "unchecked", "{v}");

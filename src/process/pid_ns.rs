@@ -54,10 +54,11 @@ pub(crate) fn is_namespace_init() -> bool {
 }
 
 /// Forks like `fork(2)`, the child isolated as `isolation()` says; 0 in the child.
+/// The probe (and the id maps the child writes) is settled in the parent first.
 ///
 /// # Safety
 /// As `fork`: in a multi-threaded process the child may only make async-signal-safe
-/// calls. Call `isolation()` before, outside any such constraint.
+/// calls.
 pub(crate) unsafe fn fork() -> io::Result<pid_t> {
     unsafe { fork_as(isolation()) }
 }

@@ -305,7 +305,6 @@ impl Pipes {
 /// Forks a supervisor for `command` with `fds`, from this process.
 pub(crate) fn fork_supervisor(command: &Command, fds: SupervisorFds) -> io::Result<pid_t> {
     let child = Child::new(command, fds)?;
-    crate::process::pid_ns::isolation();
     // SAFETY: fork, possibly in a multi-threaded process; the child only runs
     // `Child::run`, which makes async-signal-safe calls on memory prepared above and
     // never returns.

@@ -207,6 +207,17 @@ impl World {
         self.run(cmd)
     }
 
+    /// `llm-judge --config <config> run <job>` with the override table `runners`.
+    pub fn run_job_configured(&self, job: &Path, runners: &str, config: &Path) -> Finished {
+        let mut cmd = self.command();
+        cmd.env(RUNNERS_VAR, runners)
+            .arg("--config")
+            .arg(config)
+            .arg("run")
+            .arg(job);
+        self.run(cmd)
+    }
+
     /// Writes `jobs/<stem>.json` holding `job`.
     pub fn job(&self, stem: &str, job: &Value) -> PathBuf {
         self.job_bytes(

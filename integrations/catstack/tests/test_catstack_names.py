@@ -18,7 +18,7 @@ import time
 import unittest
 from unittest import mock
 
-from test_judge import BIN, DEADLINE, DROP_IN, HERE, DropInCase, judge, load_judge, wait_until
+from test_judge import BIN, DEADLINE, HERE, DropInCase, catstack_tree, judge, load_judge, wait_until
 
 CASES = os.path.join(HERE, "fixtures", "verdict_cases.json")
 SCRIPT = os.path.join(os.path.dirname(HERE), "run-catstack-tests.sh")
@@ -284,18 +284,11 @@ def write_events(hook, harness, event, findings, mode, mode_source, duration_ms,
 
 class TestLogAndEvents(CompatCase):
     def tree_judge(self):
-        hooks = os.path.join(self.tmp, "engine", "hooks")
-        os.makedirs(os.path.join(hooks, "_sdk"))
-        os.makedirs(os.path.join(hooks, "llm-judge"))
-        os.symlink(DROP_IN, os.path.join(hooks, "llm-judge", "judge.py"))
-        with open(os.path.join(hooks, "_sdk", "finding.py"), "w", encoding="utf-8") as handle:
-            handle.write("from collections import namedtuple\nFinding = namedtuple('Finding', 'rule_id subject message evidence')\n")
-        with open(os.path.join(hooks, "_sdk", "events.py"), "w", encoding="utf-8") as handle:
-            handle.write(FAKE_SDK)
+        judge_py = catstack_tree(self.tmp, FAKE_SDK, link=True)
         os.environ["EVENT_RECORD"] = os.path.join(self.tmp, "events.jsonl")
         forget_sdk_modules()
         self.addCleanup(forget_sdk_modules)
-        return load_judge(f"judge_tree_{id(self)}", os.path.join(hooks, "llm-judge", "judge.py"))
+        return load_judge(f"judge_tree_{id(self)}", judge_py)
 
     def rows(self):
         with open(os.environ["EVENT_RECORD"], encoding="utf-8") as handle:

@@ -35,6 +35,27 @@ def load_judge(name="judge_under_test", path=DROP_IN):
 
 judge = load_judge()
 
+FINDING_PY = ("from collections import namedtuple\n"
+              "Finding = namedtuple('Finding', 'rule_id subject message evidence')\n")
+
+
+def catstack_tree(root, events_py, link=False):
+    """A catstack-shaped tree under `root`: engine/hooks/_sdk with `finding.py` and
+    `events_py` as `events.py`, and the drop-in as engine/hooks/llm-judge/judge.py
+    (a symlink, as catstack installs it, or a copy). Returns that judge.py's path."""
+    hooks = os.path.join(root, "engine", "hooks")
+    os.makedirs(os.path.join(hooks, "_sdk"))
+    os.makedirs(os.path.join(hooks, "llm-judge"))
+    judge_py = os.path.join(hooks, "llm-judge", "judge.py")
+    if link:
+        os.symlink(DROP_IN, judge_py)
+    else:
+        shutil.copy(DROP_IN, judge_py)
+    for name, text in (("finding.py", FINDING_PY), ("events.py", events_py)):
+        with open(os.path.join(hooks, "_sdk", name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return judge_py
+
 
 def wait_until(what, condition, deadline=DEADLINE):
     end = time.monotonic() + deadline
@@ -422,16 +443,8 @@ class TestAskAndRun(DropInCase):
 
 class TestCatstackEvents(DropInCase):
     def test_events_are_written_when_catstack_sdk_sits_beside_it(self):
-        hooks = os.path.join(self.tmp, "engine", "hooks")
-        os.makedirs(os.path.join(hooks, "_sdk"))
-        os.makedirs(os.path.join(hooks, "llm-judge"))
-        shutil.copy(DROP_IN, os.path.join(hooks, "llm-judge", "judge.py"))
         record = os.path.join(self.tmp, "events.jsonl")
-        with open(os.path.join(hooks, "_sdk", "finding.py"), "w", encoding="utf-8") as handle:
-            handle.write("from collections import namedtuple\n"
-                         "Finding = namedtuple('Finding', 'rule_id subject message evidence')\n")
-        with open(os.path.join(hooks, "_sdk", "events.py"), "w", encoding="utf-8") as handle:
-            handle.write("import json\n"
+        judge_py = catstack_tree(self.tmp, "import json\n"
                          f"RECORD = {record!r}\n"
                          "def write_stage_event(hook, harness, session_id, action, reason, finding_id=None, stderr=None, fields=None):\n"
                          "    with open(RECORD, 'a') as f: f.write(json.dumps([action, hook, reason, finding_id]) + '\\n')\n"
@@ -442,7 +455,7 @@ class TestCatstackEvents(DropInCase):
         # A fresh import of this tree's _sdk (Python caches `events` by name).
         for name in ("events", "finding"):
             sys.modules.pop(name, None)
-        tree_judge = load_judge("judge_in_tree", os.path.join(hooks, "llm-judge", "judge.py"))
+        tree_judge = load_judge("judge_in_tree", judge_py)
         self.start_daemon()
         tree_judge.enqueue(self.job("ev"))
         wait_until("the verdict", lambda: tree_judge.drain("T"))
