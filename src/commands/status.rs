@@ -8,8 +8,8 @@ use std::time::UNIX_EPOCH;
 use serde_json::{Value, json};
 
 use crate::core::config::Settings;
+use crate::core::job_life::{ClaimRecord, Stage};
 use crate::process::os::is_alive;
-use crate::store::claim::{ClaimRecord, ClaimState};
 use crate::store::state_dir::{StateDir, is_job_name, now_unix};
 use crate::store::status_file::StatusRecord;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
@@ -157,13 +157,13 @@ fn running_jobs(state: &StateDir, now: f64) -> Vec<Value> {
             let record: ClaimRecord =
                 serde_json::from_slice(&crate::store::state_dir::read_nofollow(&e.path()).ok()?)
                     .ok()?;
-            let live = record.state != ClaimState::Queued && is_alive(record.owner_pid);
+            let live = record.stage != Stage::Queued && is_alive(record.owner_pid);
             live.then(|| {
                 let job = json!({
                     "id": record.id,
                     "file": e.file_name().to_string_lossy(),
                     "hook": record.hook,
-                    "runner": record.runner.map(|r| r.name),
+                    "runner": record.stage.runner().map(|r| r.name.clone()),
                     "age_seconds": round(now - record.claimed_at),
                     "pid": record.owner_pid,
                 });

@@ -8,6 +8,7 @@ pub mod config;
 pub mod digest;
 pub mod health;
 pub mod job;
+pub mod job_life;
 pub mod login;
 pub mod runner_table;
 pub mod safety;

@@ -505,13 +505,13 @@ impl Daemon {
     fn running_job(&self, name: &OsString) -> RunningJob {
         let record = crate::store::state_dir::read_nofollow(&self.state.claims().join(name))
             .ok()
-            .and_then(|b| serde_json::from_slice::<crate::store::claim::ClaimRecord>(&b).ok())
+            .and_then(|b| serde_json::from_slice::<crate::core::job_life::ClaimRecord>(&b).ok())
             .unwrap_or_default();
         RunningJob {
             file: name.to_string_lossy().into_owned(),
             id: record.id,
             hook: record.hook,
-            runner: record.runner.map(|r| r.name),
+            runner: record.stage.runner().map(|r| r.name.clone()),
             claimed_at: record.claimed_at,
         }
     }

@@ -8,18 +8,19 @@
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::core::config::Settings;
 use crate::core::job::{Job, JobError, Mode, cut_short, parse_job, unreadable_job};
+use crate::core::job_life::{FileIdentity, Previous};
 use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::{self, Flight, FlightResult};
-use crate::engine::recovery::{Recovery, finish_previous_publish, recover};
+use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::process::os::start_time;
 use crate::store::cache;
-use crate::store::claim::{self, Acquired, Claim, FileIdentity};
+use crate::store::claim::{self, Acquired, Claim, ClaimError};
 use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
@@ -50,6 +51,26 @@ pub enum Handled {
     Unsettled,
 }
 
+/// Why a job was left queued: the path or claim it failed on is in the variant.
+#[derive(Debug, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("{} has no file name", path.display())]
+    NoFileName { path: PathBuf },
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    #[error("cannot stat {}: {source}", path.display())]
+    Stat { path: PathBuf, source: io::Error },
+    #[error("cannot remove job file {}: {source}", path.display())]
+    RemoveJob { path: PathBuf, source: io::Error },
+    #[error("cannot move {} to rejected/: {source}", path.display())]
+    Reject { path: PathBuf, source: io::Error },
+    #[error("cannot rename {} into place: {source}", temp.display())]
+    Rename { temp: PathBuf, source: io::Error },
+    /// A state-folder write; `store::state_dir`'s errors name their file.
+    #[error(transparent)]
+    StateDir(#[from] io::Error),
+}
+
 /// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
 pub type Cancel = crate::process::spawn::StopSignal;
 
@@ -68,6 +89,22 @@ pub struct WorkerLink {
     pub settle: Option<Duration>,
 }
 
+/// How a step of the driver left the job when it did not go on: ended (the claim is
+/// let go, or queued for `Stopped`) or failed (the job stays queued, the error logged).
+enum Exit {
+    Ended(Handled),
+    Failed(LifecycleError),
+}
+
+impl<E: Into<LifecycleError>> From<E> for Exit {
+    fn from(e: E) -> Self {
+        Exit::Failed(e.into())
+    }
+}
+
+/// The driver's steps go on with a `T` or leave the job through an `Exit`.
+type Step<T> = Result<T, Exit>;
+
 /// Judges the job file at `path` (normally `jobs/<name>`).
 pub async fn handle(
     settings: &Settings,
@@ -76,90 +113,48 @@ pub async fn handle(
     extras: &Extras,
     mut link: WorkerLink,
 ) -> Handled {
-    let Some(name) = path.file_name() else {
-        return Handled::Failed(format!("{} has no file name", path.display()));
+    let failed = match handle_claimed(settings, state, path, extras, &mut link).await {
+        Ok(handled) => return handled,
+        Err(e) => e,
     };
-    match handle_named(settings, state, path, name, extras, &mut link).await {
-        Ok(handled) => handled,
-        Err(e) => {
-            tracing::error!(file = %path.display(), "job left queued after an error: {e}");
-            Handled::Failed(e.to_string())
-        }
-    }
+    tracing::error!(file = %path.display(), "job left queued after an error: {failed}");
+    Handled::Failed(failed.to_string())
 }
 
-async fn handle_named(
+/// The driver: claim, take over, check, run, judge and publish, remove, let go.
+async fn handle_claimed(
     settings: &Settings,
     state: &StateDir,
     path: &Path,
-    name: &OsStr,
     extras: &Extras,
     link: &mut WorkerLink,
-) -> io::Result<Handled> {
+) -> Result<Handled, LifecycleError> {
+    let name = path.file_name().ok_or_else(|| LifecycleError::NoFileName {
+        path: path.to_path_buf(),
+    })?;
     let fsync = settings.config.fsync;
     state_dir::create_dir(&state.claims())?;
     let (mut claim, previous) = match acquire_claim(state, name, fsync).await? {
         Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
         Acquired::Claimed { claim, previous } => (claim, previous),
     };
-    let meta = match fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            finish_previous_publish(&previous, fsync)?;
-            claim.release()?;
-            return Ok(Handled::Gone);
-        }
-        Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot stat {}: {e}", path.display()),
-            ));
-        }
+    // Before the claim says running, an error leaves the earlier record as it was.
+    let (interruptions, identity) = match take_over(state, path, name, &previous, fsync) {
+        Ok(next) => next,
+        Err(exit) => return end_unstarted(claim, exit),
     };
-    let identity = FileIdentity::of(&meta);
-    let interruptions = match recover(&previous, identity, path, fsync)? {
-        Recovery::Done => {
-            remove_job(path)?;
-            claim.release()?;
-            return Ok(Handled::AlreadyPublished);
-        }
-        Recovery::Interruptions(n) => n,
-    };
-    if !meta.file_type().is_file() || !owned_by_me(&meta) {
-        reject(state, path, name, &meta)?;
-        claim.release()?;
-        return Ok(Handled::Rejected);
-    }
     if let Err(e) = claim.start_running(interruptions, identity) {
         // A record we could not write (disk full) must not later read as a crash.
         let _ = claim.release();
-        return Err(e);
+        return Err(e.into());
     }
     crate::support::failpoint::crash("after_claim");
     let started = Instant::now();
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
-        Ok(Claimed::Verdict(verdict)) => verdict,
-        Ok(Claimed::Stopped) => return Ok(Handled::Stopped),
-        Ok(Claimed::Unsettled) => {
-            claim.release()?;
-            return Ok(Handled::Unsettled);
-        }
-        Ok(Claimed::NotAJob) => {
-            // Swapped for a symlink, FIFO, folder or another user's file after the
-            // checks: not a job.
-            if let Ok(meta) = fs::symlink_metadata(path) {
-                reject(state, path, name, &meta)?;
-            }
-            claim.release()?;
-            return Ok(Handled::Rejected);
-        }
-        Err(e) => {
-            // Not judged (a full disk, say): queued again, not counted as an interruption.
-            let _ = claim.requeue();
-            return Err(e);
-        }
+        Ok(verdict) => verdict,
+        Err(exit) => return end_started(claim, exit),
     };
-    remove_judged_job(path, claim.record().job)?;
+    remove_judged_job(path, claim.record().and_then(|r| r.job))?;
     crate::support::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
@@ -172,10 +167,77 @@ async fn handle_named(
     })
 }
 
+/// A job that ended before this holder started it: let the claim go.
+fn end_unstarted(claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
+    match exit {
+        Exit::Ended(handled) => {
+            claim.release()?;
+            Ok(handled)
+        }
+        Exit::Failed(e) => Err(e),
+    }
+}
+
+/// A job that ended while running: stopped or failed, it is queued again (not an
+/// interruption); otherwise the claim is let go.
+fn end_started(mut claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
+    match exit {
+        Exit::Ended(Handled::Stopped) => {
+            claim.requeue()?;
+            Ok(Handled::Stopped)
+        }
+        Exit::Ended(handled) => {
+            claim.release()?;
+            Ok(handled)
+        }
+        Exit::Failed(e) => {
+            // Not judged (a full disk, say): queued again, not counted as an interruption.
+            let _ = claim.requeue();
+            Err(e)
+        }
+    }
+}
+
+/// What the earlier holder left, and whether the file is a job at all: the
+/// interruptions so far and the file's identity, or how the job ended here.
+fn take_over(
+    state: &StateDir,
+    path: &Path,
+    name: &OsStr,
+    previous: &Previous,
+    fsync: bool,
+) -> Step<(u32, FileIdentity)> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            finish_previous_publish(previous, fsync)?;
+            return Err(Exit::Ended(Handled::Gone));
+        }
+        Err(source) => {
+            let path = path.to_path_buf();
+            return Err(LifecycleError::Stat { path, source }.into());
+        }
+    };
+    let identity = FileIdentity::of(&meta);
+    let Some(interruptions) = recover(previous, identity, path, fsync)?.interruptions() else {
+        remove_job(path)?;
+        return Err(Exit::Ended(Handled::AlreadyPublished));
+    };
+    if !meta.file_type().is_file() || !owned_by_me(&meta) {
+        reject(state, path, name, &meta)?;
+        return Err(Exit::Ended(Handled::Rejected));
+    }
+    Ok((interruptions, identity))
+}
+
 /// Claims a job. A claim whose recorded holder is dead can stay locked for a moment
 /// (a runner forked by a judge that was just killed keeps its files until it
 /// execs): wait for it, briefly, instead of leaving the job for the next rescan.
-async fn acquire_claim(state: &StateDir, name: &OsStr, fsync: bool) -> io::Result<Acquired> {
+async fn acquire_claim(
+    state: &StateDir,
+    name: &OsStr,
+    fsync: bool,
+) -> Result<Acquired, ClaimError> {
     let deadline = Instant::now() + std::time::Duration::from_secs(3);
     loop {
         let acquired = claim::acquire(&state.claims(), name, fsync)?;
@@ -190,20 +252,39 @@ async fn acquire_claim(state: &StateDir, name: &OsStr, fsync: bool) -> io::Resul
     }
 }
 
-/// How judging a claimed job ended (built once per job: boxing buys nothing).
-#[allow(clippy::large_enum_variant)]
-enum Claimed {
-    /// Published.
-    Verdict(Verdict),
-    /// Shutdown stopped it (the claim is marked queued).
-    Stopped,
-    /// The file was no regular file, or not ours, when opened.
-    NotAJob,
-    /// The file is still being written in place: nothing was published.
-    Unsettled,
+/// Reads and parses the claimed job: the parsed job, or the judge error its verdict
+/// reports; or how it ended (not a job, still being written in place).
+fn read_claimed(
+    settings: &Settings,
+    state: &StateDir,
+    path: &Path,
+    name: &OsStr,
+    claimed: Option<FileIdentity>,
+    settle: Option<Duration>,
+) -> Step<Result<Job, JobError>> {
+    let stem = stem_of(name);
+    let (bytes, after) = match read_job(path, settings.config.max_job_bytes) {
+        Err(NotAJob) => {
+            // Swapped for a symlink, FIFO, folder or another user's file after the
+            // checks: not a job.
+            if let Ok(meta) = fs::symlink_metadata(path) {
+                reject(state, path, name, &meta)?;
+            }
+            return Err(Exit::Ended(Handled::Rejected));
+        }
+        Ok(Err(unreadable)) => return Ok(Err(unreadable)),
+        Ok(Ok(read)) => read,
+    };
+    let parsed = parse_job(&bytes, &stem, settings.config.timeouts());
+    if let Some(settle) = settle
+        && still_being_written(claimed, &bytes, &after, parsed.is_err(), settle)
+    {
+        return Err(Exit::Ended(Handled::Unsettled));
+    }
+    Ok(parsed)
 }
 
-/// Reads, judges and publishes a claimed job; `Err`: nothing was published.
+/// Reads, judges and publishes a claimed job (running, under `claim`).
 async fn judge_claimed(
     settings: &Settings,
     state: &StateDir,
@@ -212,22 +293,17 @@ async fn judge_claimed(
     claim: &mut Claim,
     extras: &Extras,
     link: &mut WorkerLink,
-) -> io::Result<Claimed> {
-    let interruptions = claim.record().interruptions;
-    let stem = stem_of(name);
-    let parsed = match read_job(path, settings.config.max_job_bytes) {
-        Err(ReadFailure::NotAJob) => return Ok(Claimed::NotAJob),
-        Err(ReadFailure::Job(e)) => Err(e),
-        Ok((bytes, after)) => {
-            let parsed = parse_job(&bytes, &stem, settings.config.timeouts());
-            if let Some(settle) = link.settle
-                && still_being_written(claim.record().job, &bytes, &after, parsed.is_err(), settle)
-            {
-                return Ok(Claimed::Unsettled);
+) -> Step<Verdict> {
+    let (interruptions, tag, identity) = match claim.record() {
+        Some(r) => (r.interruptions, r.tag.clone(), r.job),
+        None => {
+            return Err(ClaimError::NotStarted {
+                path: claim.path().to_path_buf(),
             }
-            parsed
+            .into());
         }
     };
+    let parsed = read_claimed(settings, state, path, name, identity, link.settle)?;
     if let Ok(job) = &parsed {
         claim.name_job(&job.id, &job.hook)?;
     }
@@ -246,15 +322,11 @@ async fn judge_claimed(
             error_verdict(&as_error(&job, reason), now_unix())
         }
         Ok(job) => {
-            let tag = claim.record().tag.clone();
-            match decide(settings, &job, &tag, claim, link.cancel.take(), extras).await {
-                Some(verdict) => verdict,
-                None => {
-                    claim.requeue()?;
-                    tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
-                    return Ok(Claimed::Stopped);
-                }
-            }
+            let decided = decide(settings, &job, &tag, claim, link.cancel.take(), extras).await;
+            decided.ok_or_else(|| {
+                tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
+                Exit::Ended(Handled::Stopped)
+            })?
         }
     };
     if let Some(release) = link.release_slot.take() {
@@ -263,18 +335,39 @@ async fn judge_claimed(
         // runs while that runner does.
         tokio::task::yield_now().await;
     }
-    let fsync = settings.config.fsync;
-    // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
-    // fsyncs of jobs finishing together overlap (and the journal commits them together).
-    // Counted before the rename, so `status` never lags a verdict someone already read.
+    publish_counted(
+        state,
+        claim,
+        path,
+        name,
+        &verdict,
+        settings.config.fsync,
+        extras,
+    )?;
+    Ok(verdict)
+}
+
+/// Publishes the verdict, counted in the daemon's tally before the rename (so `status`
+/// never lags a verdict someone already read) and uncounted if the publish fails.
+fn publish_counted(
+    state: &StateDir,
+    claim: &mut Claim,
+    path: &Path,
+    name: &OsStr,
+    verdict: &Verdict,
+    fsync: bool,
+    extras: &Extras,
+) -> Result<(), LifecycleError> {
     let tally = extras.tally.as_deref();
     if let Some(t) = tally {
         t.add(verdict.outcome);
     }
+    // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
+    // fsyncs of jobs finishing together overlap (and the journal commits them together).
     // Without fsyncs the publish is a few small writes and a rename, the same kind of
     // work as the claim's: handing the worker thread off (block_in_place) would cost
     // more than it saves (a state folder on a slow network filesystem stalls a worker).
-    let mut publish_now = || publish(state, claim, path, name, &verdict, fsync);
+    let mut publish_now = || publish(state, claim, path, name, verdict, fsync);
     let published = if fsync {
         crate::support::runtime::blocking(publish_now)
     } else {
@@ -283,8 +376,7 @@ async fn judge_claimed(
     if let (Err(_), Some(t)) = (&published, tally) {
         t.undo(verdict.outcome);
     }
-    published?;
-    Ok(Claimed::Verdict(verdict))
+    published
 }
 
 /// The verdict of a parsed job: from the cache, from an identical job running now,
@@ -398,7 +490,7 @@ fn publish(
     name: &OsStr,
     verdict: &Verdict,
     fsync: bool,
-) -> io::Result<()> {
+) -> Result<(), LifecycleError> {
     let dir = state.verdict_dir(&verdict.transcript);
     let file_name = state_dir::verdict_name(name);
     let target = dir.join(&file_name);
@@ -410,12 +502,9 @@ fn publish(
     claim.publishing(temp.path.clone(), target.clone())?;
     let temp = temp.keep();
     crate::support::failpoint::crash("publishing_recorded");
-    if let Err(e) = fs::rename(&temp, &target) {
+    if let Err(source) = fs::rename(&temp, &target) {
         let _ = fs::remove_file(&temp);
-        return Err(io::Error::new(
-            e.kind(),
-            format!("cannot rename {} into place: {e}", temp.display()),
-        ));
+        return Err(LifecycleError::Rename { temp, source });
     }
     crate::support::failpoint::crash("verdict_renamed");
     // Published now, whatever happens next: a failed folder sync must not requeue it.
@@ -428,7 +517,7 @@ fn publish(
 
 /// Removes the job file we judged; a newer file of the same name (the producer
 /// enqueued the same id again meanwhile) is another job and stays.
-fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> io::Result<()> {
+fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> Result<(), LifecycleError> {
     let now = fs::symlink_metadata(path)
         .ok()
         .map(|m| FileIdentity::of(&m));
@@ -439,31 +528,20 @@ fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> io::Result<()
     remove_job(path)
 }
 
-fn remove_job(path: &Path) -> io::Result<()> {
+fn remove_job(path: &Path) -> Result<(), LifecycleError> {
     match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
-            e.kind(),
-            format!("cannot remove job file {}: {e}", path.display()),
-        )),
+        Err(source) if source.kind() != io::ErrorKind::NotFound => Err(LifecycleError::RemoveJob {
+            path: path.to_path_buf(),
+            source,
+        }),
         _ => Ok(()),
     }
 }
 
-/// Why a job file gave no bytes (built once per job at most).
-#[allow(clippy::large_enum_variant)]
-enum ReadFailure {
-    /// A symlink, FIFO, folder or other non-regular file, or a file of another user
-    /// (swapped in after the checks): it goes to `rejected/` like any of them.
-    NotAJob,
-    /// A judge error for the verdict.
-    Job(JobError),
-}
-
-impl From<JobError> for ReadFailure {
-    fn from(e: JobError) -> Self {
-        ReadFailure::Job(e)
-    }
-}
+/// A symlink, FIFO, folder or other non-regular file, or a file of another user
+/// (swapped in after the checks): it goes to `rejected/` like any of them.
+#[derive(Debug)]
+struct NotAJob;
 
 /// True when a producer is still writing the job file in place (it broke the publish-
 /// by-rename protocol): the file changed since the claim looked at it (identity) or
@@ -496,40 +574,54 @@ fn modified_within(meta: &fs::Metadata, settle: Duration) -> bool {
     }
 }
 
+/// A job file's bytes and its metadata after the read, or the judge error to report.
+type JobBytes = Result<(Vec<u8>, fs::Metadata), JobError>;
+
 /// Reads a job file without following symlinks or blocking on FIFOs; also returns the
 /// file's metadata after the read (to tell whether it changed meanwhile).
-fn read_job(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, fs::Metadata), ReadFailure> {
+fn read_job(path: &Path, max_bytes: u64) -> Result<JobBytes, NotAJob> {
     let stem = stem_of(path.file_name().unwrap_or_default());
     let unreadable =
         |e: io::Error| unreadable_job(&stem, &format!("job file could not be read: {e}"));
     let file: File = match state_dir::open_nofollow(path) {
         Ok(file) => file,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(ReadFailure::NotAJob),
-        Err(e) => return Err(unreadable(e).into()),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(NotAJob),
+        Err(e) => return Ok(Err(unreadable(e))),
     };
-    let meta = file.metadata().map_err(unreadable)?;
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return Ok(Err(unreadable(e))),
+    };
     if !meta.is_file() || !owned_by_me(&meta) {
-        return Err(ReadFailure::NotAJob);
+        return Err(NotAJob);
     }
-    let too_large = || {
-        unreadable_job(
+    Ok(read_bytes(&file, &meta, max_bytes).map_err(|e| match e {
+        Some(e) => unreadable(e),
+        None => unreadable_job(
             &stem,
             &format!("job file is larger than max_job_bytes ({max_bytes} bytes)"),
-        )
-    };
+        ),
+    }))
+}
+
+/// At most `max_bytes` of `file`, and its metadata after the read; `Err(None)` when
+/// it is larger.
+fn read_bytes(
+    mut file: &File,
+    meta: &fs::Metadata,
+    max_bytes: u64,
+) -> Result<(Vec<u8>, fs::Metadata), Option<io::Error>> {
     if meta.len() > max_bytes {
-        return Err(too_large().into());
+        return Err(None);
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    (&file)
+    file.by_ref()
         .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max_bytes {
-        return Err(too_large().into());
+        return Err(None);
     }
-    let after = file.metadata().map_err(unreadable)?;
-    Ok((bytes, after))
+    Ok((bytes, file.metadata()?))
 }
 
 fn as_error(job: &Job, reason: String) -> JobError {
@@ -553,7 +645,12 @@ fn owned_by_me(meta: &fs::Metadata) -> bool {
 
 /// Moves a non-job (non-regular, or another user's) out of the inbox without opening
 /// or following it.
-fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> io::Result<()> {
+fn reject(
+    state: &StateDir,
+    path: &Path,
+    name: &OsStr,
+    meta: &fs::Metadata,
+) -> Result<(), LifecycleError> {
     let dir = state.rejected();
     state_dir::create_dir(&dir)?;
     let mut target = dir.join(name);
@@ -564,7 +661,10 @@ fn reject(state: &StateDir, path: &Path, name: &OsStr, meta: &fs::Metadata) -> i
         target = dir.join(alt);
         n += 1;
     }
-    fs::rename(path, &target)?;
+    fs::rename(path, &target).map_err(|source| LifecycleError::Reject {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if meta.file_type().is_file() && !owned_by_me(meta) {
         use std::os::unix::fs::MetadataExt;
         tracing::warn!(
@@ -610,25 +710,18 @@ mod tests {
         std::fs::write(&target, b"{\"prompt\": \"p\"}").unwrap();
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(matches!(
-            read_job(&link, 1 << 20),
-            Err(ReadFailure::NotAJob)
-        ));
+        assert!(matches!(read_job(&link, 1 << 20), Err(NotAJob)));
         let fifo = dir.path().join("fifo.json");
         let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid C string; mkfifo only creates a file.
         assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
-        assert!(matches!(
-            read_job(&fifo, 1 << 20),
-            Err(ReadFailure::NotAJob)
-        ));
+        assert!(matches!(read_job(&fifo, 1 << 20), Err(NotAJob)));
         let folder = dir.path().join("dir.json");
         std::fs::create_dir(&folder).unwrap();
-        assert!(matches!(
-            read_job(&folder, 1 << 20),
-            Err(ReadFailure::NotAJob)
-        ));
-        assert!(matches!(read_job(&target, 1 << 20), Ok((bytes, _)) if bytes.starts_with(b"{")));
+        assert!(matches!(read_job(&folder, 1 << 20), Err(NotAJob)));
+        assert!(
+            matches!(read_job(&target, 1 << 20), Ok(Ok((bytes, _))) if bytes.starts_with(b"{"))
+        );
     }
 
     /// A regular job file of another user (swapped in after the daemon's ownership
@@ -644,6 +737,6 @@ mod tests {
             eprintln!("note: cannot give a file to uid {other} (not root); nothing to check");
             return;
         }
-        assert!(matches!(read_job(&job, 1 << 20), Err(ReadFailure::NotAJob)));
+        assert!(matches!(read_job(&job, 1 << 20), Err(NotAJob)));
     }
 }

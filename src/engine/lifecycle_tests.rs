@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
 use crate::core::config::Settings;
+use crate::core::job_life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Extras;
 use crate::engine::flight::Flights;
@@ -18,7 +19,7 @@ use crate::engine::lifecycle::{Handled, WorkerLink, handle};
 use crate::engine::spawner::{BoxFuture, Spawner};
 use crate::process::spawn::{RunOutput, RunSpec, stopped};
 use crate::store::cache::Cache;
-use crate::store::claim::{self, Acquired, FileIdentity};
+use crate::store::claim::{self, Acquired};
 use crate::store::state_dir::StateDir;
 
 /// What the scripted runner does on one start.

@@ -8,62 +8,47 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::core::job_life::{ClaimRecord, FileIdentity, Previous, Stage, TakeOver, take_over};
 use crate::process::os::{kill_recorded_group, kill_tagged};
-use crate::store::claim::{self, Acquired, ClaimState, FileIdentity, Previous};
+use crate::store::claim::{self, Acquired};
 use crate::store::state_dir::{self, StateDir, transcript_hash};
 
-/// What the previous holder's record means for this one.
-pub enum Recovery {
-    /// Its verdict was already published: nothing to judge.
-    Done,
-    /// Judge it; this many interruptions so far.
-    Interruptions(u32),
-}
-
-/// Reads what the previous holder of a claim left: stops its runners, finishes its
-/// publish, and counts the interruptions.
+/// Acts on what the previous holder of a claim left (`core::job_life::take_over`):
+/// stops its runners, finishes its publish, logs an interruption. Returns the take-over.
 pub fn recover(
     previous: &Previous,
     identity: FileIdentity,
     path: &Path,
     fsync: bool,
-) -> io::Result<Recovery> {
-    let record = match previous {
-        Previous::Nothing => return Ok(Recovery::Interruptions(0)),
-        Previous::Torn => {
+) -> io::Result<TakeOver> {
+    if let Previous::Record(record) = previous {
+        stop_leftovers(record);
+    }
+    let take = take_over(previous, identity);
+    match take {
+        TakeOver::Torn => {
             tracing::warn!(file = %path.display(), "claim record was cut short by a crash; counting one interruption");
-            return Ok(Recovery::Interruptions(1));
         }
-        Previous::Record(record) => record,
-    };
-    stop_leftovers(record);
-    let same_job = record.job == Some(identity);
-    match record.state {
-        ClaimState::Publishing if same_job => {
+        TakeOver::OtherJob => finish_previous_publish(previous, fsync)?,
+        TakeOver::AlreadyPublished => {
             finish_previous_publish(previous, fsync)?;
             tracing::info!(file = %path.display(), "recovered: verdict was already published; removing the job");
-            Ok(Recovery::Done)
         }
-        _ if !same_job => {
-            finish_previous_publish(previous, fsync)?;
-            Ok(Recovery::Interruptions(0))
+        TakeOver::Interrupted { interruptions } => {
+            tracing::warn!(file = %path.display(), interruptions, "recovered: judge was interrupted while running this job");
         }
-        ClaimState::Queued => Ok(Recovery::Interruptions(record.interruptions)),
-        ClaimState::Running | ClaimState::Publishing => {
-            let n = record.interruptions + 1;
-            tracing::warn!(file = %path.display(), interruptions = n, "recovered: judge was interrupted while running this job");
-            Ok(Recovery::Interruptions(n))
-        }
+        TakeOver::Fresh | TakeOver::Requeued { .. } => {}
     }
+    Ok(take)
 }
 
 /// Stops runner processes a crashed holder left behind.
-pub fn stop_leftovers(record: &claim::ClaimRecord) {
+pub fn stop_leftovers(record: &ClaimRecord) {
     let mut stopped = 0;
     if !record.tag.is_empty() {
         stopped += kill_tagged(&record.tag);
     }
-    if let Some(r) = &record.runner
+    if let Some(r) = record.stage.runner()
         && kill_recorded_group(r.pgid, r.start_time)
     {
         stopped += 1;
@@ -76,15 +61,21 @@ pub fn stop_leftovers(record: &claim::ClaimRecord) {
 /// Completes a publish an earlier holder started: a temp file still there was not
 /// yet renamed; a missing one was (and may already have been drained).
 pub fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<()> {
-    let Previous::Record(record) = previous else {
+    let Previous::Record(ClaimRecord {
+        stage:
+            Stage::Publishing {
+                verdict_temp,
+                verdict_path,
+                ..
+            },
+        ..
+    }) = previous
+    else {
         return Ok(());
     };
-    if let (ClaimState::Publishing, Some(temp), Some(target)) =
-        (record.state, &record.verdict_temp, &record.verdict_path)
-        && temp.exists()
-    {
-        state_dir::commit(temp, target, fsync)?;
-        tracing::info!(verdict = %target.display(), "recovered: finished publishing a verdict");
+    if verdict_temp.exists() {
+        state_dir::commit(verdict_temp, verdict_path, fsync)?;
+        tracing::info!(verdict = %verdict_path.display(), "recovered: finished publishing a verdict");
     }
     Ok(())
 }
@@ -173,16 +164,17 @@ fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
             }
         };
         if let Previous::Record(record) = &previous {
-            if record.state != ClaimState::Queued {
+            if record.stage != Stage::Queued {
                 stop_leftovers(record);
             }
-            if let (ClaimState::Publishing, Some(temp)) = (record.state, &record.verdict_temp) {
-                referenced.insert(temp.clone());
+            if let Stage::Publishing { verdict_temp, .. } = &record.stage {
+                referenced.insert(verdict_temp.clone());
             }
         }
         if state.jobs().join(&name).symlink_metadata().is_err() {
-            if let Err(e) = finish_previous_publish(&previous, fsync).and_then(|()| claim.release())
-            {
+            if let Err(e) = finish_previous_publish(&previous, fsync) {
+                tracing::error!("recovery: {e}");
+            } else if let Err(e) = claim.release() {
                 tracing::error!("recovery: {e}");
             }
             dropped += 1;
