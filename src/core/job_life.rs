@@ -224,11 +224,11 @@ pub fn take_over(previous: &Previous, job: FileIdentity) -> TakeOver {
 mod path_bytes {
     use std::ffi::OsString;
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(path: &PathBuf, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
         match path.to_str() {
             Some(text) => s.serialize_str(text),
             None => s.serialize_bytes(path.as_os_str().as_bytes()),
