@@ -397,6 +397,33 @@ fn a_second_signal_stops_at_once() {
     wait_for("runner stopped", DEADLINE, || !is_alive(pid));
 }
 
+/// A stop signal while runners are already being stopped (in their kill grace) kills
+/// them at once: a runner that shrugs off SIGTERM, under an hour's kill grace, still
+/// ends and the daemon exits (nextest does the same).
+#[test]
+fn a_stop_signal_during_the_kill_grace_kills_at_once() {
+    let w = World::new();
+    w.config("shutdown_grace_seconds = 0.1\nkill_grace_seconds = 3600");
+    let runner = w.runner(
+        "deaf",
+        "trap 'echo term >> $W/got-term' TERM\n\
+         hostpid >> $W/runner.pids\n\
+         while :; do sleep 0.05; done",
+    );
+    let (mut d, pid) = start_with_running_job(&w, runner);
+    d.signal("TERM");
+    wait_for("the runner got SIGTERM", DEADLINE, || {
+        w.read("got-term").contains("term")
+    });
+    d.signal("TERM");
+    let status = d.wait_exit(DEADLINE);
+    assert!(status.success(), "{status:?}");
+    wait_for("runner killed", DEADLINE, || !is_alive(pid));
+    assert!(w.log().contains("killing runners now"), "{}", w.log());
+    assert_eq!(w.jobs_left(), ["j.json"], "left queued");
+    assert!(w.verdicts().is_empty());
+}
+
 #[test]
 fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
     let w = World::new();

@@ -28,10 +28,11 @@ use crate::daemon::inbox::{Hint, InboxWatcher};
 use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
 use crate::engine::attempts::Extras;
+use crate::engine::events::Control;
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
-use crate::store::status_file::{QueueStatus, RunningJob, StatusRecord};
+use crate::store::status_file::{QueueStatus, RunningJob, StatusRecord, Tally};
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Status writes are at most this frequent.
@@ -119,7 +120,10 @@ struct Daemon {
     /// The queue and the running jobs, shared with the slots.
     board: Arc<Board>,
     slots: SharedSlots,
-    cancel_tx: watch::Sender<bool>,
+    /// Tells running jobs to stop (`Control::Stop`), then to stop now.
+    control: watch::Sender<Control>,
+    /// The outcome counts `status` reads; slots bump them as verdicts publish.
+    tally: Option<Arc<Tally>>,
     started_at: f64,
     draining: bool,
     status_dirty: bool,
@@ -136,9 +140,7 @@ impl Daemon {
         slots: SharedSlots,
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
-        let tally = match crate::store::status_file::Tally::create(
-            &crate::store::status_file::tally_path(&state),
-        ) {
+        let tally = match Tally::create(&crate::store::status_file::tally_path(&state)) {
             Ok(t) => Some(Arc::new(t)),
             Err(e) => {
                 tracing::warn!("cannot create the outcome tally: {e}");
@@ -147,12 +149,11 @@ impl Daemon {
         };
         let extras = Extras {
             flights: settings.config.single_flight.then(Arc::default),
-            tally,
             ..Extras::for_state(&settings, &state)
         };
-        let cancel_tx = watch::channel(false).0;
+        let control = watch::channel(Control::Run).0;
         let settings = Arc::new(settings);
-        let board = Board::new(job_context(&settings, &extras, &state, &cancel_tx));
+        let board = Board::new(job_context(&settings, &extras, &state, &control, &tally));
         Daemon {
             extras,
             codex: CodexModels::new(&settings),
@@ -163,7 +164,8 @@ impl Daemon {
             state,
             board,
             slots,
-            cancel_tx,
+            control,
+            tally,
             started_at: now_unix(),
             draining: false,
             status_dirty: true,
@@ -181,7 +183,6 @@ impl Daemon {
         Extras {
             limits: self.extras.limits.clone(),
             flights,
-            tally: self.extras.tally.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }
@@ -345,7 +346,13 @@ impl Daemon {
         };
         self.board
             .set_gate(open, self.draining, &self.settings, || {
-                job_context(&self.settings, &self.extras, &self.state, &self.cancel_tx)
+                job_context(
+                    &self.settings,
+                    &self.extras,
+                    &self.state,
+                    &self.control,
+                    &self.tally,
+                )
             });
         lock_slots(&self.slots).grow(open, &self.board);
     }
@@ -388,6 +395,14 @@ impl Daemon {
         stop_at: &mut Option<tokio::time::Instant>,
         stop_deadline: &mut Option<tokio::time::Instant>,
     ) {
+        if *self.control.borrow() >= Control::Stop {
+            tracing::warn!(
+                signal = name,
+                "stop signal during the kill grace: killing runners now"
+            );
+            let _ = self.control.send(Control::StopNow);
+            return;
+        }
         if self.draining {
             tracing::warn!(signal = name, "second stop signal: stopping runners now");
             self.stop_runners(stop_at, stop_deadline);
@@ -415,7 +430,7 @@ impl Daemon {
     ) {
         self.draining = true;
         *stop_at = None;
-        let _ = self.cancel_tx.send(true);
+        let _ = self.control.send(Control::Stop);
         let longest = self
             .board
             .kill_grace_seen()
@@ -470,7 +485,7 @@ impl Daemon {
                 .iter()
                 .map(|name| self.running_job(name))
                 .collect(),
-            outcomes: match &self.extras.tally {
+            outcomes: match &self.tally {
                 Some(t) => t.counts(),
                 None => board.outcomes,
             },
@@ -527,13 +542,15 @@ fn job_context(
     settings: &Arc<Settings>,
     extras: &Extras,
     state: &StateDir,
-    cancel: &watch::Sender<bool>,
+    control: &watch::Sender<Control>,
+    tally: &Option<Arc<Tally>>,
 ) -> JobContext {
     JobContext {
         settings: settings.clone(),
         extras: extras.clone(),
         state: state.clone(),
-        cancel: cancel.subscribe(),
+        cancel: control.subscribe(),
+        tally: tally.clone(),
     }
 }
 

@@ -15,9 +15,10 @@ use tokio::sync::{Notify, oneshot, watch};
 use crate::core::config::Settings;
 use crate::daemon::inbox::Queue;
 use crate::engine::attempts::Extras;
+use crate::engine::events::{Control, JobEvent, JobEvents};
 use crate::engine::lifecycle::{self, Handled};
 use crate::store::state_dir::StateDir;
-use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats};
+use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats, Tally};
 
 /// What a slot needs to run a job; the daemon loop replaces it on reload.
 #[derive(Clone)]
@@ -28,8 +29,10 @@ pub struct JobContext {
     pub extras: Extras,
     /// The state folder.
     pub state: StateDir,
-    /// Fires when runners must stop (shutdown past its grace).
-    pub cancel: watch::Receiver<bool>,
+    /// `Stop` when runners must stop (shutdown past its grace), `StopNow` after.
+    pub cancel: watch::Receiver<Control>,
+    /// The daemon's outcome counts, bumped before each verdict is published.
+    pub tally: Option<Arc<Tally>>,
 }
 
 /// The queue and the running jobs, shared by the daemon loop and the slots.
@@ -419,16 +422,17 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
     };
     // Marked in this task, before its own `finish`: no other job of the same name can
     // be running in between.
-    let board = report.board.clone();
-    let publishing = name.clone();
+    let events = SlotEvents {
+        board: report.board.clone(),
+        name: name.clone(),
+        free: Mutex::new(Some(free)),
+        tally: context.tally.clone(),
+    };
     let settle_seconds = context.settings.config.job_settle_seconds;
     let settle = (settle_seconds > 0.0).then(|| Duration::from_secs_f64(settle_seconds));
     let link = lifecycle::WorkerLink {
         cancel: Some(context.cancel.clone()),
-        release_slot: Some(Box::new(move || {
-            board.publishing(&publishing);
-            let _ = free.send(());
-        })),
+        events: Some(Box::new(events)),
         settle,
     };
     let path = context.state.jobs().join(&name);
@@ -448,6 +452,40 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
     if let (true, Some(wait)) = (unsettled, settle) {
         tokio::time::sleep(wait).await;
         board.retry(name);
+    }
+}
+
+/// A running job's events: publishing gives its slot back and counts the outcome.
+struct SlotEvents {
+    board: Arc<Board>,
+    name: OsString,
+    free: Mutex<Option<oneshot::Sender<()>>>,
+    tally: Option<Arc<Tally>>,
+}
+
+impl JobEvents for SlotEvents {
+    fn send(&self, event: JobEvent) {
+        match event {
+            JobEvent::Publishing { outcome } => {
+                if let Some(t) = &self.tally {
+                    t.add(outcome);
+                }
+                self.board.publishing(&self.name);
+                let free = self
+                    .free
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(free) = free {
+                    let _ = free.send(());
+                }
+            }
+            JobEvent::PublishFailed { outcome } => {
+                if let Some(t) = &self.tally {
+                    t.undo(outcome);
+                }
+            }
+        }
     }
 }
 
@@ -549,7 +587,8 @@ mod tests {
                 ..Extras::default()
             },
             state,
-            cancel: watch::channel(false).1,
+            cancel: watch::channel(Control::Run).1,
+            tally: None,
         }
     }
 

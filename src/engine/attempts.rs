@@ -92,8 +92,6 @@ pub struct Extras {
     pub limits: Arc<RunnerLimits>,
     /// Identical jobs running at once share one set of runner starts (daemon only).
     pub flights: Option<Arc<Flights>>,
-    /// The daemon's outcome counts, bumped before each verdict is published (daemon only).
-    pub tally: Option<Arc<crate::store::status_file::Tally>>,
     /// Starts the runner attempts: real processes, or a script in the lifecycle tests.
     pub spawner: Arc<dyn Spawner>,
 }
@@ -105,7 +103,6 @@ impl Default for Extras {
             cache: None,
             limits: Arc::default(),
             flights: None,
-            tally: None,
             spawner: Arc::new(Processes),
         }
     }

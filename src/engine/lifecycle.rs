@@ -16,6 +16,7 @@ use crate::core::job::{Job, JobError, Mode, cut_short, parse_job, unreadable_job
 use crate::core::job_life::{FileIdentity, Previous};
 use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::Extras;
+use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::process::os::start_time;
@@ -72,16 +73,16 @@ pub enum LifecycleError {
 }
 
 /// Stops a job early (daemon shutdown): its runners are stopped and the job queued.
-pub type Cancel = crate::process::spawn::StopSignal;
+pub type Cancel = StopSignal;
 
-/// How a daemon worker steers a job; `run` uses the default (no cancel, no slot).
+/// How a daemon worker steers a job and hears from it; `run` uses the default.
 #[derive(Default)]
 pub struct WorkerLink {
-    /// Fires on shutdown past the grace.
+    /// The daemon's `Control`: `Stop` on shutdown past the grace, `StopNow` after.
     pub cancel: Option<Cancel>,
-    /// Called once the runners are done, before the verdict is published, so the
-    /// worker slot serves the next job while this one's fsyncs complete.
-    pub release_slot: Option<Box<dyn FnOnce() + Send>>,
+    /// Gets `JobEvent::Publishing` once the runners are done, so the worker slot
+    /// serves the next job while this one's fsyncs complete.
+    pub events: Option<Box<dyn JobEvents>>,
     /// The daemon's `job_settle_seconds`: a job file that changed while it was read,
     /// or is cut short and was modified less than this long ago, is a producer still
     /// writing it in place; it is not judged (`Handled::Unsettled`). `run` judges
@@ -329,54 +330,43 @@ async fn judge_claimed(
             })?
         }
     };
-    if let Some(release) = link.release_slot.take() {
-        release();
+    let outcome = verdict.outcome;
+    if let Some(events) = &link.events {
+        // Before the rename, so `status` never lags a verdict someone already read.
+        events.send(JobEvent::Publishing { outcome });
         // The slot's next job claims and starts its runner first; this publish then
         // runs while that runner does.
         tokio::task::yield_now().await;
     }
-    publish_counted(
-        state,
-        claim,
-        path,
-        name,
-        &verdict,
-        settings.config.fsync,
-        extras,
-    )?;
+    let fsync = settings.config.fsync;
+    let published = publish_blocking(state, claim, path, name, &verdict, fsync);
+    if let (Err(_), Some(events)) = (&published, &link.events) {
+        events.send(JobEvent::PublishFailed { outcome });
+    }
+    published?;
     Ok(verdict)
 }
 
-/// Publishes the verdict, counted in the daemon's tally before the rename (so `status`
-/// never lags a verdict someone already read) and uncounted if the publish fails.
-fn publish_counted(
+/// Publishes the verdict, off the runtime's thread when it fsyncs.
+fn publish_blocking(
     state: &StateDir,
     claim: &mut Claim,
     path: &Path,
     name: &OsStr,
     verdict: &Verdict,
     fsync: bool,
-    extras: &Extras,
 ) -> Result<(), LifecycleError> {
-    let tally = extras.tally.as_deref();
-    if let Some(t) = tally {
-        t.add(verdict.outcome);
-    }
     // fsyncs block: let the runtime move other tasks off this thread meanwhile, so the
     // fsyncs of jobs finishing together overlap (and the journal commits them together).
     // Without fsyncs the publish is a few small writes and a rename, the same kind of
     // work as the claim's: handing the worker thread off (block_in_place) would cost
     // more than it saves (a state folder on a slow network filesystem stalls a worker).
     let mut publish_now = || publish(state, claim, path, name, verdict, fsync);
-    let published = if fsync {
+    if fsync {
         crate::support::runtime::blocking(publish_now)
     } else {
         publish_now()
-    };
-    if let (Err(_), Some(t)) = (&published, tally) {
-        t.undo(verdict.outcome);
     }
-    published
 }
 
 /// The verdict of a parsed job: from the cache, from an identical job running now,

@@ -14,6 +14,7 @@ use crate::core::config::Settings;
 use crate::core::job_life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Extras;
+use crate::engine::events::Control;
 use crate::engine::flight::Flights;
 use crate::engine::lifecycle::{Handled, WorkerLink, handle};
 use crate::engine::spawner::{BoxFuture, Spawner};
@@ -229,7 +230,7 @@ async fn interruptions_are_counted_and_the_third_ends_the_job() {
 async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
     let b = Bench::new(vec![Act::Hang]);
     let path = b.job("s", &question("p"));
-    let (stop, cancel) = watch::channel(false);
+    let (stop, cancel) = watch::channel(Control::Run);
     let link = WorkerLink {
         cancel: Some(cancel),
         ..WorkerLink::default()
@@ -238,7 +239,7 @@ async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
     let running = b.handle(&path, &extras, link);
     let stopper = async {
         b.spawner.started.notified().await;
-        let _ = stop.send(true);
+        let _ = stop.send(Control::Stop);
     };
     let (handled, ()) = bounded("handle", async { tokio::join!(running, stopper) }).await;
     assert_eq!(handled, Handled::Stopped);
@@ -266,7 +267,7 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
         flights: Some(Arc::new(Flights::default())),
         ..b.extras()
     };
-    let (stop, cancel) = watch::channel(false);
+    let (stop, cancel) = watch::channel(Control::Run);
     let leader = b.handle(
         &lead,
         &extras,
@@ -281,7 +282,7 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
         let follower = b.handle(&follow, &extras, WorkerLink::default());
         let stopper = async {
             tokio::task::yield_now().await;
-            let _ = stop.send(true);
+            let _ = stop.send(Control::Stop);
         };
         tokio::join!(follower, stopper).0
     };

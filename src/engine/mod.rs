@@ -4,6 +4,7 @@
 
 pub mod attempts;
 pub mod codex_catalog;
+pub mod events;
 pub mod flight;
 pub mod lifecycle;
 pub mod limits;

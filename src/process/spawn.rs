@@ -31,19 +31,37 @@ const PIPE_DRAIN: Duration = Duration::from_secs(2);
 /// runner's group was SIGKILLed (its sweep included).
 const REPORT_WAIT: Duration = Duration::from_secs(10);
 
-/// Fires (turns `true`) when the daemon stops past its shutdown grace: the runner is
-/// stopped the same way as at its timeout.
-pub type StopSignal = tokio::sync::watch::Receiver<bool>;
+/// What the daemon tells running jobs; it only ever moves forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Control {
+    /// Go on.
+    #[default]
+    Run,
+    /// Shutdown past its grace: stop the runner as at its timeout (SIGTERM, kill
+    /// grace, SIGKILL).
+    Stop,
+    /// Another stop during the kill grace: SIGKILL now.
+    StopNow,
+}
 
-/// Resolves once `stop` fires; never without one (or once its sender is gone unfired).
-pub async fn stopped(stop: Option<&StopSignal>) {
+/// A job's view of the daemon's `Control`.
+pub type StopSignal = tokio::sync::watch::Receiver<Control>;
+
+/// Resolves once `stop` reaches `at_least`; never without one (or once its sender is
+/// gone without getting there).
+async fn reached(stop: Option<&StopSignal>, at_least: Control) {
     let Some(stop) = stop else {
         return std::future::pending().await;
     };
     let mut stop = stop.clone();
-    if stop.wait_for(|s| *s).await.is_err() {
+    if stop.wait_for(|c| *c >= at_least).await.is_err() {
         std::future::pending::<()>().await;
     }
+}
+
+/// Resolves once the job is told to stop.
+pub async fn stopped(stop: Option<&StopSignal>) {
+    reached(stop, Control::Stop).await;
 }
 
 /// What to run.
@@ -320,7 +338,7 @@ impl Attempt {
             },
             () = stopped(spec.stop) => false,
         };
-        self.terminate(spec.kill_grace).await;
+        self.terminate(spec.kill_grace, spec.stop).await;
         if timed_out {
             RunEnd::TimedOut {
                 seconds: spec.timeout.as_secs_f64(),
@@ -330,11 +348,16 @@ impl Attempt {
         }
     }
 
-    /// The one kill path: SIGTERM to the runner's group, the grace, SIGKILL. The
-    /// supervisor then stops whatever else is left of its tree.
-    async fn terminate(&mut self, grace: Duration) {
+    /// The one kill path: SIGTERM to the runner's group, the grace (cut short by
+    /// `Control::StopNow`), SIGKILL. The supervisor then stops whatever else is left of
+    /// its tree.
+    async fn terminate(&mut self, grace: Duration, stop: Option<&StopSignal>) {
         self.signal_runner(Signal::TERM);
-        if self.exit_within(grace).await.is_none() {
+        let ended = tokio::select! {
+            end = self.exit_within(grace) => end.is_some(),
+            () = reached(stop, Control::StopNow) => false,
+        };
+        if !ended {
             self.signal_runner(Signal::KILL);
             let _ = self.exit_within(REPORT_WAIT).await;
         }
