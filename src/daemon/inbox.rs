@@ -54,11 +54,6 @@ impl Queue {
         self.order.len()
     }
 
-    /// The mtime of the oldest waiting job.
-    pub fn oldest(&self) -> Option<SystemTime> {
-        self.order.first().map(|(t, _)| *t)
-    }
-
     /// Offers each of `names` (a listing of `jobs_dir`); returns how many were new.
     pub fn offer_all(&mut self, jobs_dir: &Path, names: Vec<OsString>) -> usize {
         names

@@ -13,9 +13,8 @@ mod inbox_watch;
 pub mod sd_notify;
 pub mod slots;
 
-use std::ffi::OsString;
 use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -31,7 +30,7 @@ use crate::engine::attempts::Extras;
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
-use crate::store::status_file::{QueueStatus, RunningJob, StatusRecord};
+use crate::store::status_file::StatusRecord;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Status writes are at most this frequent.
@@ -458,18 +457,6 @@ impl Daemon {
             updated_at: now_unix(),
             workers: self.workers(),
             draining: self.draining,
-            queue: QueueStatus {
-                waiting: board.waiting,
-                oldest_mtime: board
-                    .oldest
-                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .map(|d| d.as_secs_f64()),
-            },
-            running: board
-                .running
-                .iter()
-                .map(|name| self.running_job(name))
-                .collect(),
             outcomes: match &self.extras.tally {
                 Some(t) => t.counts(),
                 None => board.outcomes,
@@ -498,21 +485,6 @@ impl Daemon {
     fn notify(&self, message: &str) {
         if let Some(n) = &self.notifier {
             n.send(message);
-        }
-    }
-
-    /// What the claim of a running job says about it.
-    fn running_job(&self, name: &OsString) -> RunningJob {
-        let record = crate::store::state_dir::read_nofollow(&self.state.claims().join(name))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<crate::store::claim::ClaimRecord>(&b).ok())
-            .unwrap_or_default();
-        RunningJob {
-            file: name.to_string_lossy().into_owned(),
-            id: record.id,
-            hook: record.hook,
-            runner: record.runner.map(|r| r.name),
-            claimed_at: record.claimed_at,
         }
     }
 }
