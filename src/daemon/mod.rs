@@ -95,7 +95,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     }
 }
 
-fn check_folders(state: &StateDir) -> Result<(), String> {
+fn check_folders(state: &StateDir) -> Result<(), crate::store::permissions::PermissionError> {
     for dir in [&state.root, &state.jobs()] {
         if let Some(warning) = crate::store::permissions::check_private(dir)? {
             tracing::warn!("{warning}");
