@@ -682,6 +682,7 @@ proptest! {
         match check_investigate_table(&[runner(argv.clone())]) {
             Ok(()) => assert_safe(&argv),
             Err(e) => {
+                let e = e.to_string();
                 prop_assert!(e.contains("investigate runner \"r\" is unsafe"), "{}", e);
             }
         }
@@ -721,7 +722,7 @@ fn one_unsafe_runner_refuses_the_table() {
         ..runner(bad)
     };
     for table in [vec![good.clone(), bad.clone()], vec![bad, good]] {
-        let e = check_investigate_table(&table).unwrap_err();
+        let e = check_investigate_table(&table).unwrap_err().to_string();
         assert!(
             e.contains("\"bad\"") && e.contains("--dangerously-skip-permissions"),
             "{e}"

@@ -52,20 +52,25 @@ pub fn main(
         rule_id: None,
         rule: HitRule::AllTrue(Vec::new()),
     };
-    let verdict = match open_state(settings, false).and_then(|_| runtime()) {
-        Ok(rt) => rt.block_on(crate::engine::attempts::judge(
-            settings,
-            &job,
-            &crate::store::claim::new_tag(),
-            &crate::engine::attempts::Extras::default(),
-            None,
-            |_, _| {},
-        )),
+    if let Err(e) = open_state(settings, false) {
+        say_err!("llm-judge: {e}");
+        return EXIT_FAILURE;
+    }
+    let rt = match runtime() {
+        Ok(rt) => rt,
         Err(e) => {
             say_err!("llm-judge: {e}");
             return EXIT_FAILURE;
         }
     };
+    let verdict = rt.block_on(crate::engine::attempts::judge(
+        settings,
+        &job,
+        &crate::store::claim::new_tag(),
+        &crate::engine::attempts::Extras::default(),
+        None,
+        |_, _| {},
+    ));
     // Without a stop signal the runners always end in a verdict.
     let Some(verdict) = verdict else {
         say_err!("llm-judge ask: stopped before any runner answered");
@@ -86,14 +91,25 @@ pub fn main(
     if answered { EXIT_OK } else { EXIT_FAILURE }
 }
 
+/// `--prompt-file` cannot be read; names the file.
+#[derive(Debug, thiserror::Error)]
+#[error("--prompt-file {}: {source}", path.display())]
+struct PromptFileError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
 /// The prompt from FILE, or stdin for `-`.
-fn read_prompt(source: &std::path::Path) -> Result<String, String> {
+fn read_prompt(source: &std::path::Path) -> Result<String, PromptFileError> {
     let mut text = String::new();
     let read = if source == std::path::Path::new("-") {
         std::io::stdin().read_to_string(&mut text)
     } else {
         std::fs::File::open(source).and_then(|mut f| f.read_to_string(&mut text))
     };
-    read.map_err(|e| format!("--prompt-file {}: {e}", source.display()))?;
+    read.map_err(|e| PromptFileError {
+        path: source.to_path_buf(),
+        source: e,
+    })?;
     Ok(text)
 }

@@ -10,7 +10,7 @@ use crate::core::job::Mode;
 use crate::core::runner_table::RUNNERS_VAR;
 use crate::core::safety::check_investigate_table;
 use crate::process::spawn::resolve_program;
-use crate::store::config_file::Sources;
+use crate::store::config_file::{LoadError, Sources};
 use crate::store::state_dir::StateDir;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
@@ -87,7 +87,7 @@ pub fn main(settings: &Settings) -> i32 {
 }
 
 /// Doctor when the config itself failed to load: report it and what can still be checked.
-pub fn config_failed(sources: &Sources, error: &str) -> i32 {
+pub fn config_failed(sources: &Sources, error: &LoadError) -> i32 {
     let mut report = Report::new();
     report.add(Level::Fail, format!("config: {error}"));
     if let Some(dir) = &sources.state_dir_flag {
@@ -168,7 +168,7 @@ fn check_tables(settings: &Settings, report: &mut Report) {
                 Level::Ok,
                 "investigate table passes the read-only safety check",
             ),
-            Err(e) => report.add(Level::Fail, e),
+            Err(e) => report.add(Level::Fail, e.to_string()),
         }
     }
 }

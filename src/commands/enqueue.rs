@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::{Map, Value};
+use thiserror::Error;
 
 use crate::commands::ModeArg;
 use crate::core::config::Settings;
@@ -146,6 +147,63 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     }
 }
 
+/// Why no job was written; each names the flag, key or file.
+#[derive(Debug, Error)]
+enum EnqueueError {
+    /// Two flags both read stdin.
+    #[error("--json - and --prompt-file - cannot both read stdin")]
+    BothStdin,
+    /// `--json` or `--prompt-file` cannot be read.
+    #[error("{flag} {}: {source}", path.display())]
+    Read {
+        flag: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `--json` holds JSON that is not an object.
+    #[error("--json must hold one JSON object")]
+    JsonNotObject,
+    /// `--json` is not JSON.
+    #[error("--json is not valid JSON: {0}")]
+    JsonInvalid(#[source] serde_json::Error),
+    /// `--timeout` not above 0.
+    #[error("--timeout {value} must be a number of seconds above 0")]
+    Timeout { value: f64 },
+    /// `--cwd` cannot be made absolute.
+    #[error("--cwd {}: {source}", path.display())]
+    Cwd {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A `--hit-if-any-true` without `=`.
+    #[error("--hit-if-any-true {pair:?} must be KEY=NOTICE")]
+    HitPair { pair: String },
+    /// An `id` key that is not a string.
+    #[error("\"id\" must be a string")]
+    IdNotString,
+    /// No random id without `/dev/urandom`.
+    #[error("cannot read /dev/urandom for a job id: {0}; pass --id")]
+    NoRandom(#[source] std::io::Error),
+    /// The job cannot be serialized (not expected for a JSON map).
+    #[error("{0}")]
+    Serialize(#[source] serde_json::Error),
+    /// Over `max_job_bytes`.
+    #[error("the job is {bytes} bytes, over max_job_bytes ({max}); shorten the prompt")]
+    TooLarge { bytes: usize, max: u64 },
+    /// The judge's own parser refuses it.
+    #[error("invalid job: {why}")]
+    Invalid { why: String },
+    /// The state folder cannot be created.
+    #[error("state folder {}: {source}", path.display())]
+    StateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The job file cannot be published.
+    #[error("{0}")]
+    Publish(#[source] std::io::Error),
+}
+
 /// A job ready to write.
 struct NewJob {
     id: String,
@@ -153,17 +211,17 @@ struct NewJob {
     bytes: Vec<u8>,
 }
 
-fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
+fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, EnqueueError> {
     if args.json.as_deref() == Some(Path::new("-"))
         && args.prompt_file.as_deref() == Some(Path::new("-"))
     {
-        return Err("--json - and --prompt-file - cannot both read stdin".into());
+        return Err(EnqueueError::BothStdin);
     }
     let mut job = match &args.json {
         Some(source) => match serde_json::from_str(&read_source(source, "--json")?) {
             Ok(Value::Object(obj)) => obj,
-            Ok(_) => return Err("--json must hold one JSON object".into()),
-            Err(e) => return Err(format!("--json is not valid JSON: {e}")),
+            Ok(_) => return Err(EnqueueError::JsonNotObject),
+            Err(e) => return Err(EnqueueError::JsonInvalid(e)),
         },
         None => Map::new(),
     };
@@ -190,12 +248,15 @@ fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
     }
     if let Some(t) = args.timeout {
         if !(t.is_finite() && t > 0.0) {
-            return Err(format!("--timeout {t} must be a number of seconds above 0"));
+            return Err(EnqueueError::Timeout { value: t });
         }
         set("timeout_seconds", Some(Value::from(t)));
     }
     if let Some(cwd) = &args.cwd {
-        let abs = std::path::absolute(cwd).map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
+        let abs = std::path::absolute(cwd).map_err(|source| EnqueueError::Cwd {
+            path: cwd.clone(),
+            source,
+        })?;
         set(
             "cwd",
             Some(Value::String(abs.to_string_lossy().into_owned())),
@@ -212,7 +273,7 @@ fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
         for pair in &args.hit_if_any_true {
             let (key, notice) = pair
                 .split_once('=')
-                .ok_or_else(|| format!("--hit-if-any-true {pair:?} must be KEY=NOTICE"))?;
+                .ok_or_else(|| EnqueueError::HitPair { pair: pair.clone() })?;
             notices.insert(key.to_string(), Value::String(notice.to_string()));
         }
         set("hit_if_any_true", Some(Value::Object(notices)));
@@ -220,36 +281,40 @@ fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, String> {
     Ok(job)
 }
 
-fn read_source(source: &Path, flag: &str) -> Result<String, String> {
+fn read_source(source: &Path, flag: &'static str) -> Result<String, EnqueueError> {
     let mut text = String::new();
     let read = if source == Path::new("-") {
         std::io::stdin().read_to_string(&mut text)
     } else {
         std::fs::File::open(source).and_then(|mut f| f.read_to_string(&mut text))
     };
-    read.map_err(|e| format!("{flag} {}: {e}", source.display()))?;
+    read.map_err(|e| EnqueueError::Read {
+        flag,
+        path: source.to_path_buf(),
+        source: e,
+    })?;
     Ok(text)
 }
 
 /// Checks the job with the judge's own parser, so nothing it would refuse is written.
-fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, String> {
+fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, EnqueueError> {
     let id = match job.get("id") {
         Some(Value::String(id)) => id.clone(),
-        Some(_) => return Err("\"id\" must be a string".into()),
+        Some(_) => return Err(EnqueueError::IdNotString),
         None => random_id()?,
     };
     job.insert("id".into(), Value::String(id.clone()));
-    let bytes = serde_json::to_vec(&Value::Object(job)).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > settings.config.max_job_bytes {
-        return Err(format!(
-            "the job is {} bytes, over max_job_bytes ({}); shorten the prompt",
-            bytes.len(),
-            settings.config.max_job_bytes
-        ));
+    let bytes = serde_json::to_vec(&Value::Object(job)).map_err(EnqueueError::Serialize)?;
+    let max = settings.config.max_job_bytes;
+    if bytes.len() as u64 > max {
+        return Err(EnqueueError::TooLarge {
+            bytes: bytes.len(),
+            max,
+        });
     }
     let parsed = parse_job(&bytes, &id, settings.config.timeouts()).map_err(|e| {
         let why = e.reason.strip_prefix("judge error: ").unwrap_or(&e.reason);
-        format!("invalid job: {why}")
+        EnqueueError::Invalid { why: why.into() }
     })?;
     Ok(NewJob {
         id,
@@ -321,20 +386,21 @@ fn subagent_first_line(path: &Path) -> bool {
     }
 }
 
-fn random_id() -> Result<String, String> {
+fn random_id() -> Result<String, EnqueueError> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("cannot read /dev/urandom for a job id: {e}; pass --id"))?;
+        .map_err(EnqueueError::NoRandom)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), String> {
-    state
-        .create()
-        .map_err(|e| format!("state folder {}: {e}", state.root.display()))?;
+fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), EnqueueError> {
+    state.create().map_err(|source| EnqueueError::StateDir {
+        path: state.root.clone(),
+        source,
+    })?;
     let target = state.jobs().join(format!("{}.json", job.id));
-    state_dir::publish(&target, &job.bytes, settings.config.fsync).map_err(|e| e.to_string())
+    state_dir::publish(&target, &job.bytes, settings.config.fsync).map_err(EnqueueError::Publish)
 }
 
 /// Waits for the job's verdict without busy polling: a watch on its verdict folder

@@ -5,26 +5,42 @@ use std::path::{Path, PathBuf};
 use crate::core::config::Settings;
 use crate::core::runner_table::RUNNERS_VAR;
 use crate::engine::lifecycle::{self, Handled};
-use crate::store::config_file::Sources;
+use crate::store::config_file::{LoadError, Sources};
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::support::runtime::runtime;
 
 /// Judges the job file; exit 0 whatever the outcome (and when someone else has it).
 pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
-    let result = open_state(settings, false).and_then(|state| {
-        let rt = runtime()?;
-        let extras = crate::engine::attempts::Extras::for_state(settings, &state);
-        Ok(rt.block_on(lifecycle::handle(
-            settings,
-            &state,
-            &job_file,
-            &extras,
-            lifecycle::WorkerLink::default(),
-        )))
-    });
-    match result {
-        Ok(Handled::Busy { holder_pid }) => {
+    let state = match open_state(settings, false) {
+        Ok(state) => state,
+        Err(e) => return failed(&e),
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return failed(&e),
+    };
+    let extras = crate::engine::attempts::Extras::for_state(settings, &state);
+    let handled = rt.block_on(lifecycle::handle(
+        settings,
+        &state,
+        &job_file,
+        &extras,
+        lifecycle::WorkerLink::default(),
+    ));
+    report(handled, &job_file)
+}
+
+/// A command-level failure: said on stderr, exit 1.
+fn failed(e: &dyn std::error::Error) -> i32 {
+    say_err!("llm-judge: {e}");
+    EXIT_FAILURE
+}
+
+/// Says what became of the job; exit 1 only when judging itself failed.
+fn report(handled: Handled, job_file: &Path) -> i32 {
+    match handled {
+        Handled::Busy { holder_pid } => {
             let holder =
                 holder_pid.map_or("another process".to_string(), |p| format!("process {p}"));
             say_err!(
@@ -33,32 +49,28 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
             );
             EXIT_OK
         }
-        Ok(Handled::Gone) => {
+        Handled::Gone => {
             say_err!(
                 "llm-judge: {} does not exist (already judged?)",
                 job_file.display()
             );
             EXIT_OK
         }
-        Ok(Handled::Failed(e)) => {
+        Handled::Failed(e) => {
             say_err!("llm-judge: {}: {e}", job_file.display());
             EXIT_FAILURE
         }
-        Ok(_) => EXIT_OK,
-        Err(e) => {
-            say_err!("llm-judge: {e}");
-            EXIT_FAILURE
-        }
+        _ => EXIT_OK,
     }
 }
 
 /// `run` when the config failed to load. A bad `CATSTACK_LLM_JUDGE_RUNNERS` still
 /// judges the job, as an `unchecked` judge error naming the variable (SPEC 9), so a
 /// hook's job is never left queued by a typo; any other config error is exit 2.
-pub fn config_failed(sources: &Sources, job_file: &Path, error: &str) -> i32 {
-    if !error.starts_with(RUNNERS_VAR) {
+pub fn config_failed(sources: &Sources, job_file: &Path, error: &LoadError) -> i32 {
+    let LoadError::Override(bad) = error else {
         return EXIT_USAGE;
-    }
+    };
     let without = Sources {
         env: sources
             .env
@@ -71,7 +83,7 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &str) -> i32 {
     match crate::store::config_file::load(&without) {
         Ok(settings) => {
             let settings = Settings {
-                runner_error: Some(error.to_string()),
+                runner_error: Some(bad.to_string()),
                 ..settings
             };
             main(&settings, job_file.to_path_buf())

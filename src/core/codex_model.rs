@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use thiserror::Error;
 
 use crate::core::config::Settings;
 use crate::core::runner_table::Runner;
@@ -27,12 +28,29 @@ pub struct Substitution {
     pub to: String,
 }
 
+/// A `codex debug models` output that names no usable model.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CatalogError {
+    /// Empty output.
+    #[error("`codex debug models` printed nothing")]
+    Empty,
+    /// Only hidden models, or none.
+    #[error("`codex debug models` listed no model")]
+    NoModel,
+    /// A JSON object without a `models`/`data` array.
+    #[error("`codex debug models` JSON has no `models` array")]
+    NoModelsArray,
+    /// JSON that is a string, number or the like.
+    #[error("`codex debug models` JSON is neither an array nor an object")]
+    NotACatalog,
+}
+
 /// Parses `codex debug models` output: JSON (an array, or an object with `models`/`data`,
 /// items being strings or objects with `slug`/`id`/`model`/`name`) or one slug per line.
-pub fn parse_catalog(text: &str) -> Result<Catalog, String> {
+pub fn parse_catalog(text: &str) -> Result<Catalog, CatalogError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("`codex debug models` printed nothing".into());
+        return Err(CatalogError::Empty);
     }
     let entries: Vec<(String, bool)> = match serde_json::from_str::<Value>(trimmed) {
         Ok(value) => models_from_json(&value)?,
@@ -48,21 +66,21 @@ pub fn parse_catalog(text: &str) -> Result<Catalog, String> {
         .find(|(_, hidden)| !hidden)
         .map(|(m, _)| m.clone());
     if first.is_none() {
-        return Err("`codex debug models` listed no model".into());
+        return Err(CatalogError::NoModel);
     }
     let models = entries.into_iter().map(|(m, _)| m).collect();
     Ok(Catalog { models, first })
 }
 
 /// (slug, hidden) pairs of a JSON catalog.
-fn models_from_json(value: &Value) -> Result<Vec<(String, bool)>, String> {
+fn models_from_json(value: &Value) -> Result<Vec<(String, bool)>, CatalogError> {
     let items = match value {
         Value::Array(items) => items,
         Value::Object(map) => match ["models", "data"].iter().find_map(|k| map.get(*k)) {
             Some(Value::Array(items)) => items,
-            _ => return Err("`codex debug models` JSON has no `models` array".into()),
+            _ => return Err(CatalogError::NoModelsArray),
         },
-        _ => return Err("`codex debug models` JSON is neither an array nor an object".into()),
+        _ => return Err(CatalogError::NotACatalog),
     };
     Ok(items
         .iter()

@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use thiserror::Error;
 
 use crate::core::job::{Mode, TimeoutRules};
-use crate::core::runner_table::{Runner, check_table};
-use crate::core::safety::check_investigate_table;
+use crate::core::runner_table::{Runner, TableError, check_table};
+use crate::core::safety::{SafetyError, check_investigate_table};
 
 /// The documented default config, compiled in.
 pub const DEFAULT_TOML: &str = include_str!("../../config/llm-judge.toml");
@@ -20,6 +21,61 @@ pub const STATE_DIR_VAR: &str = "CATSTACK_LLM_JUDGE_STATE_DIR";
 /// The largest duration any key may give (about 31 years): larger ones are refused,
 /// never turned into a `Duration` that overflows.
 pub const MAX_SECONDS: f64 = 1e9;
+
+/// A config that cannot be used; each names the key and how to fix it.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ConfigError {
+    /// Not TOML (the parser's message, with line and column).
+    #[error("{message}")]
+    Toml { message: String },
+    /// An unknown key or a value of the wrong type.
+    #[error("{message}; remove or rename that key")]
+    Key { message: String },
+    /// A duration that must be above 0.
+    #[error(
+        "key {key} is {value}; give a number of seconds above 0 and at most {}",
+        MAX_SECONDS
+    )]
+    NotPositive { key: &'static str, value: f64 },
+    /// A duration below 0 or too large.
+    #[error(
+        "key {key} is out of range; give a number of 0 or more (at most {} seconds)",
+        MAX_SECONDS
+    )]
+    OutOfRange { key: &'static str },
+    /// The backoff's cap below its start.
+    #[error("key health.backoff_max_seconds is below health.backoff_start_seconds; raise it")]
+    BackoffBelowStart,
+    /// The default timeout above the largest.
+    #[error("key default_timeout_seconds is above max_timeout_seconds; lower it")]
+    DefaultAboveMax,
+    /// `max_job_bytes = 0`.
+    #[error("key max_job_bytes is 0; give the largest job file size in bytes")]
+    NoJobBytes,
+    /// `output_cap_bytes` above 1 GiB.
+    #[error("key output_cap_bytes is above 1 GiB; give a smaller cap")]
+    OutputCapTooLarge,
+    /// `output_cap_bytes` below 1024.
+    #[error("key output_cap_bytes is below 1024; give 1024 or more")]
+    OutputCapTooSmall,
+    /// `workers = 0`.
+    #[error("key workers is 0; give 1 or more")]
+    NoWorkers,
+    /// A runner table entry that cannot run.
+    #[error(transparent)]
+    Table(#[from] TableError),
+    /// An investigate runner that could write.
+    #[error(transparent)]
+    Unsafe(#[from] SafetyError),
+}
+
+impl ConfigError {
+    fn toml(e: toml::de::Error) -> Self {
+        ConfigError::Toml {
+            message: e.to_string(),
+        }
+    }
+}
 
 /// Every config key (SPEC section 8).
 #[derive(Debug, Clone, Deserialize)]
@@ -130,7 +186,7 @@ impl Settings {
 }
 
 /// Parses the embedded default with an optional file's text over it, then checks it.
-pub fn parse_config(file_text: Option<&str>) -> Result<Config, String> {
+pub fn parse_config(file_text: Option<&str>) -> Result<Config, ConfigError> {
     parse_config_with(file_text, Vec::new())
 }
 
@@ -138,10 +194,10 @@ pub fn parse_config(file_text: Option<&str>) -> Result<Config, String> {
 pub fn parse_config_with(
     file_text: Option<&str>,
     sets: Vec<toml::Table>,
-) -> Result<Config, String> {
-    let mut merged: toml::Table = DEFAULT_TOML.parse().map_err(|e| format!("{e}"))?;
+) -> Result<Config, ConfigError> {
+    let mut merged: toml::Table = DEFAULT_TOML.parse().map_err(ConfigError::toml)?;
     if let Some(text) = file_text {
-        let file: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
+        let file: toml::Table = text.parse().map_err(ConfigError::toml)?;
         merge(&mut merged, file);
     }
     for set in sets {
@@ -149,8 +205,8 @@ pub fn parse_config_with(
     }
     let config: Config = toml::Value::Table(merged)
         .try_into()
-        .map_err(|e: toml::de::Error| {
-            format!("{}; remove or rename that key", e.message().trim())
+        .map_err(|e: toml::de::Error| ConfigError::Key {
+            message: e.message().trim().to_string(),
         })?;
     check(&config)?;
     Ok(config)
@@ -172,7 +228,7 @@ fn merge(base: &mut toml::Table, file: toml::Table) {
     }
 }
 
-fn check(config: &Config) -> Result<(), String> {
+fn check(config: &Config) -> Result<(), ConfigError> {
     let positive = [
         ("default_timeout_seconds", config.default_timeout_seconds),
         ("max_timeout_seconds", config.max_timeout_seconds),
@@ -180,9 +236,7 @@ fn check(config: &Config) -> Result<(), String> {
     ];
     for (key, value) in positive {
         if !(value > 0.0 && value <= MAX_SECONDS) {
-            return Err(format!(
-                "key {key} is {value}; give a number of seconds above 0 and at most {MAX_SECONDS}"
-            ));
+            return Err(ConfigError::NotPositive { key, value });
         }
     }
     let non_negative = [
@@ -203,34 +257,31 @@ fn check(config: &Config) -> Result<(), String> {
     ];
     for (key, value) in non_negative {
         if !(0.0..=MAX_SECONDS).contains(&value) {
-            return Err(format!(
-                "key {key} is out of range; give a number of 0 or more (at most {MAX_SECONDS} seconds)"
-            ));
+            return Err(ConfigError::OutOfRange { key });
         }
     }
     if config.health.backoff_max_seconds < config.health.backoff_start_seconds {
-        return Err(
-            "key health.backoff_max_seconds is below health.backoff_start_seconds; raise it".into(),
-        );
+        return Err(ConfigError::BackoffBelowStart);
     }
     if config.default_timeout_seconds > config.max_timeout_seconds {
-        return Err("key default_timeout_seconds is above max_timeout_seconds; lower it".into());
+        return Err(ConfigError::DefaultAboveMax);
     }
     if config.max_job_bytes == 0 {
-        return Err("key max_job_bytes is 0; give the largest job file size in bytes".into());
+        return Err(ConfigError::NoJobBytes);
     }
     if config.output_cap_bytes > 1 << 30 {
-        return Err("key output_cap_bytes is above 1 GiB; give a smaller cap".into());
+        return Err(ConfigError::OutputCapTooLarge);
     }
     if config.workers == 0 {
-        return Err("key workers is 0; give 1 or more".into());
+        return Err(ConfigError::NoWorkers);
     }
     if config.output_cap_bytes < 1024 {
-        return Err("key output_cap_bytes is below 1024; give 1024 or more".into());
+        return Err(ConfigError::OutputCapTooSmall);
     }
     check_table("default", &config.runners.default)?;
     check_table("investigate", &config.runners.investigate)?;
-    check_investigate_table(&config.runners.investigate)
+    check_investigate_table(&config.runners.investigate)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -324,18 +375,20 @@ mod tests {
         assert!(
             parse_config(Some("[cache]\nttl = 5\n"))
                 .unwrap_err()
+                .to_string()
                 .contains("ttl")
         );
     }
 
     #[test]
     fn unknown_keys_are_named() {
-        let e = parse_config(Some("wrokers = 2\n")).unwrap_err();
+        let e = parse_config(Some("wrokers = 2\n")).unwrap_err().to_string();
         assert!(e.contains("wrokers"), "{e}");
         let e = parse_config(Some(
             "[[runners.default]]\nname = \"a\"\nargv = [\"a\"]\nshell = true\n",
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("shell"), "{e}");
     }
 
@@ -344,12 +397,14 @@ mod tests {
         assert!(
             parse_config(Some("workers = 0"))
                 .unwrap_err()
+                .to_string()
                 .contains("workers")
         );
         assert!(parse_config(Some("workers = \"4\"")).is_err());
         assert!(
             parse_config(Some("rescan_seconds = -1"))
                 .unwrap_err()
+                .to_string()
                 .contains("rescan_seconds")
         );
         assert!(parse_config(Some("not toml [")).is_err());
@@ -364,7 +419,10 @@ mod tests {
         ] {
             let key = huge.split(' ').next().unwrap_or_default();
             assert!(
-                parse_config(Some(huge)).unwrap_err().contains(key),
+                parse_config(Some(huge))
+                    .unwrap_err()
+                    .to_string()
+                    .contains(key),
                 "{huge}"
             );
         }
@@ -381,7 +439,9 @@ mod tests {
         assert_eq!((c.kill_grace_seconds, c.workers), (1.0, 2));
         assert!(!c.health.enabled);
         assert_eq!(c.health.backoff_start_seconds, 60.0);
-        let e = parse_config_with(None, vec![set("default_timeout_seconds = 0")]).unwrap_err();
+        let e = parse_config_with(None, vec![set("default_timeout_seconds = 0")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("default_timeout_seconds"), "{e}");
     }
 
@@ -390,7 +450,7 @@ mod tests {
         let e = parse_config(Some(
             "[[runners.investigate]]\nname = \"cur\"\nargv = [\"cursor-agent\", \"-p\", \"--\", \"{prompt}\"]\n",
         ))
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(e.contains("investigate runner \"cur\""), "{e}");
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::result_large_err)]
 
 use serde_json::{Map, Value};
+use thiserror::Error;
 
 /// Which runner table a job asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -198,7 +199,7 @@ fn job_from_object(
             &id,
         ));
     }
-    let rule = hit_rule(&obj).map_err(|why| fail(why, &id))?;
+    let rule = hit_rule(&obj).map_err(|why| fail(why.to_string(), &id))?;
     let (mode, mode_warning) = mode_of(obj.get("mode"));
     Ok(Job {
         id,
@@ -230,21 +231,37 @@ pub fn check_id(id: &str) -> Result<(), &'static str> {
     }
 }
 
-fn hit_rule(obj: &Map<String, Value>) -> Result<HitRule, String> {
+/// A hit rule of the wrong shape; names the key and the JSON type found.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HitRuleError {
+    /// `hit_if_any_true` is not an object.
+    #[error("\"hit_if_any_true\" is a {found}, not an object of key to notice text")]
+    AnyNotObject { found: &'static str },
+    /// A notice that is not a string.
+    #[error("\"hit_if_any_true\" key {key:?} has a {found}, not a notice string")]
+    NoticeNotString { key: String, found: &'static str },
+    /// A key list item that is not a string.
+    #[error("\"hit_if_all_true\" holds a {found}, not only strings")]
+    KeyNotString { found: &'static str },
+    /// `hit_if_all_true` is not a list.
+    #[error("\"hit_if_all_true\" is a {found}, not a list of strings")]
+    AllNotList { found: &'static str },
+}
+
+fn hit_rule(obj: &Map<String, Value>) -> Result<HitRule, HitRuleError> {
     if let Some(any) = obj.get("hit_if_any_true").filter(|v| !v.is_null()) {
         let Value::Object(map) = any else {
-            return Err(format!(
-                "\"hit_if_any_true\" is a {}, not an object of key to notice text",
-                json_type(any)
-            ));
+            return Err(HitRuleError::AnyNotObject {
+                found: json_type(any),
+            });
         };
         let mut pairs = Vec::with_capacity(map.len());
         for (key, notice) in map {
             let Value::String(text) = notice else {
-                return Err(format!(
-                    "\"hit_if_any_true\" key {key:?} has a {}, not a notice string",
-                    json_type(notice)
-                ));
+                return Err(HitRuleError::NoticeNotString {
+                    key: key.clone(),
+                    found: json_type(notice),
+                });
             };
             pairs.push((key.clone(), text.clone()));
         }
@@ -256,19 +273,17 @@ fn hit_rule(obj: &Map<String, Value>) -> Result<HitRule, String> {
             let mut keys = Vec::with_capacity(items.len());
             for item in items {
                 let Value::String(key) = item else {
-                    return Err(format!(
-                        "\"hit_if_all_true\" holds a {}, not only strings",
-                        json_type(item)
-                    ));
+                    return Err(HitRuleError::KeyNotString {
+                        found: json_type(item),
+                    });
                 };
                 keys.push(key.clone());
             }
             Ok(HitRule::AllTrue(keys))
         }
-        Some(other) => Err(format!(
-            "\"hit_if_all_true\" is a {}, not a list of strings",
-            json_type(other)
-        )),
+        Some(other) => Err(HitRuleError::AllNotList {
+            found: json_type(other),
+        }),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use thiserror::Error;
 
 /// The argv item replaced by the prompt.
 pub const PROMPT_SLOT: &str = "{prompt}";
@@ -91,40 +92,144 @@ pub fn names_and_argv(table: &[Runner]) -> Vec<(&str, &[String])> {
         .collect()
 }
 
+/// Why an argv's program could come from the job.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProgramError {
+    /// The prompt slot where the program goes.
+    #[error(
+        "\"argv\" starts with \"{}\"; the first item must be the program",
+        PROMPT_SLOT
+    )]
+    PromptFirst,
+    /// A relative path, which would be found in the job's cwd.
+    #[error(
+        "program {program:?} is a relative path; give a bare name found on PATH or an absolute path"
+    )]
+    RelativePath { program: String },
+    /// Nothing would be left to run once the prompt moves to stdin.
+    #[error("\"argv\" would be empty once a long prompt moves to stdin; give the program first")]
+    EmptyOnStdin,
+}
+
+/// A bad `CATSTACK_LLM_JUDGE_RUNNERS`; the message names the variable and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "{} is not a JSON list of [name, [argv...]] pairs: {problem}; fix it or unset it \
+     (example: [[\"fake\", [\"/path/to/fake-runner\", \"{{prompt}}\"]]])",
+    RUNNERS_VAR
+)]
+pub struct OverrideError {
+    /// What is wrong, naming the item and runner.
+    pub problem: OverrideProblem,
+}
+
+/// What is wrong with the override variable's value.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum OverrideProblem {
+    /// Not JSON at all (serde_json's message).
+    #[error("{message}")]
+    Json { message: String },
+    /// JSON, but not a list.
+    #[error("it is not a list")]
+    NotAList,
+    /// An item that is not `[name, [argv...]]`.
+    #[error("item {index}: not a [name, [argv...]] pair")]
+    NotAPair { index: usize },
+    /// A runner with no argv.
+    #[error("item {index}: runner {runner:?} has an empty argv")]
+    EmptyArgv { index: usize, runner: String },
+    /// A runner whose argv holds a non-string.
+    #[error("item {index}: runner {runner:?} has an argv item that is not a string")]
+    NotAString { index: usize, runner: String },
+    /// A runner whose program is refused.
+    #[error("item {index}: runner {runner:?}: {source}")]
+    Program {
+        index: usize,
+        runner: String,
+        source: ProgramError,
+    },
+}
+
+/// A configured runner table entry that cannot run; names `runners.TABLE[INDEX]`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TableError {
+    /// A runner without a name.
+    #[error("runners.{table}[{index}]: \"name\" is empty; give the runner a name")]
+    EmptyName { table: String, index: usize },
+    /// A runner without a program.
+    #[error(
+        "runners.{table}[{index}] ({runner:?}): \"argv\" is empty or has an empty program; \
+         give the program and its arguments"
+    )]
+    EmptyArgv {
+        table: String,
+        index: usize,
+        runner: String,
+    },
+    /// A runner whose program is refused.
+    #[error("runners.{table}[{index}] ({runner:?}): {source}")]
+    Program {
+        table: String,
+        index: usize,
+        runner: String,
+        source: ProgramError,
+    },
+    /// `max_concurrent = 0`, which would never run.
+    #[error(
+        "runners.{table}[{index}] ({runner:?}): \"max_concurrent\" is 0; remove it or give 1 or more"
+    )]
+    NoConcurrency {
+        table: String,
+        index: usize,
+        runner: String,
+    },
+}
+
 /// Parses `CATSTACK_LLM_JUDGE_RUNNERS`: a JSON list of `[name, [argv...]]` pairs.
-pub fn parse_override(text: &str) -> Result<Vec<Runner>, String> {
-    let bad = |why: String| {
-        format!(
-            "{RUNNERS_VAR} is not a JSON list of [name, [argv...]] pairs: {why}; \
-             fix it or unset it (example: [[\"fake\", [\"/path/to/fake-runner\", \"{{prompt}}\"]]])"
-        )
-    };
-    let value: Value = serde_json::from_str(text).map_err(|e| bad(format!("{e}")))?;
+pub fn parse_override(text: &str) -> Result<Vec<Runner>, OverrideError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| OverrideProblem::Json {
+        message: e.to_string(),
+    })?;
     let Value::Array(items) = value else {
-        return Err(bad("it is not a list".into()));
+        return Err(OverrideProblem::NotAList.into());
     };
     items
         .iter()
         .enumerate()
-        .map(|(i, item)| override_entry(item).map_err(|why| bad(format!("item {i}: {why}"))))
+        .map(|(index, item)| override_entry(index, item).map_err(OverrideError::from))
         .collect()
 }
 
-fn override_entry(item: &Value) -> Result<Runner, String> {
-    let Some([Value::String(name), Value::Array(argv)]) = item.as_array().map(Vec::as_slice) else {
-        return Err("not a [name, [argv...]] pair".into());
-    };
-    if argv.is_empty() {
-        return Err(format!("runner {name:?} has an empty argv"));
+impl From<OverrideProblem> for OverrideError {
+    fn from(problem: OverrideProblem) -> Self {
+        OverrideError { problem }
     }
-    let argv = argv
+}
+
+fn override_entry(index: usize, item: &Value) -> Result<Runner, OverrideProblem> {
+    let Some([Value::String(name), Value::Array(argv)]) = item.as_array().map(Vec::as_slice) else {
+        return Err(OverrideProblem::NotAPair { index });
+    };
+    let runner = name.clone();
+    if argv.is_empty() {
+        return Err(OverrideProblem::EmptyArgv { index, runner });
+    }
+    let Some(argv) = argv
         .iter()
         .map(|a| a.as_str().map(str::to_string))
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| format!("runner {name:?} has an argv item that is not a string"))?;
-    check_program(&argv).map_err(|why| format!("runner {name:?}: {why}"))?;
+    else {
+        return Err(OverrideProblem::NotAString { index, runner });
+    };
+    if let Err(source) = check_program(&argv) {
+        return Err(OverrideProblem::Program {
+            index,
+            runner,
+            source,
+        });
+    }
     Ok(Runner {
-        name: name.clone(),
+        name: runner,
         argv,
         max_concurrent: None,
     })
@@ -133,52 +238,53 @@ fn override_entry(item: &Value) -> Result<Runner, String> {
 /// Refuses an argv whose program could come from the job: a relative path (it would
 /// be found in the job's cwd), the prompt slot itself, or nothing left once the
 /// prompt moves to stdin.
-fn check_program(argv: &[String]) -> Result<(), String> {
+fn check_program(argv: &[String]) -> Result<(), ProgramError> {
     let program = argv.first().map(String::as_str).unwrap_or("");
     if program == PROMPT_SLOT {
-        return Err(format!(
-            "\"argv\" starts with \"{PROMPT_SLOT}\"; the first item must be the program"
-        ));
+        return Err(ProgramError::PromptFirst);
     }
     if program.contains('/') && !program.starts_with('/') {
-        return Err(format!(
-            "program {program:?} is a relative path; give a bare name found on PATH or an absolute path"
-        ));
+        return Err(ProgramError::RelativePath {
+            program: program.to_string(),
+        });
     }
     if without_prompt_slot(argv)
         .first()
         .is_none_or(|p| p != program)
     {
-        return Err(
-            "\"argv\" would be empty once a long prompt moves to stdin; give the program first"
-                .into(),
-        );
+        return Err(ProgramError::EmptyOnStdin);
     }
     Ok(())
 }
 
 /// Checks a configured table: every runner has a name and a non-empty argv.
-pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), String> {
-    for (i, r) in runners.iter().enumerate() {
+pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
+    for (index, r) in runners.iter().enumerate() {
+        let (table, runner) = (table.to_string(), r.name.clone());
         if r.name.is_empty() {
-            return Err(format!(
-                "runners.{table}[{i}]: \"name\" is empty; give the runner a name"
-            ));
+            return Err(TableError::EmptyName { table, index });
         }
         if r.argv.first().is_none_or(|p| p.is_empty()) {
-            return Err(format!(
-                "runners.{table}[{i}] ({:?}): \"argv\" is empty or has an empty program; \
-                 give the program and its arguments",
-                r.name
-            ));
+            return Err(TableError::EmptyArgv {
+                table,
+                index,
+                runner,
+            });
         }
-        check_program(&r.argv)
-            .map_err(|why| format!("runners.{table}[{i}] ({:?}): {why}", r.name))?;
+        if let Err(source) = check_program(&r.argv) {
+            return Err(TableError::Program {
+                table,
+                index,
+                runner,
+                source,
+            });
+        }
         if r.max_concurrent == Some(0) {
-            return Err(format!(
-                "runners.{table}[{i}] ({:?}): \"max_concurrent\" is 0; remove it or give 1 or more",
-                r.name
-            ));
+            return Err(TableError::NoConcurrency {
+                table,
+                index,
+                runner,
+            });
         }
     }
     Ok(())
@@ -248,7 +354,7 @@ mod tests {
             r#"[["a", ["bin/fake", "{prompt}"]]]"#,
             r#"[["a", ["./fake"]]]"#,
         ] {
-            let e = parse_override(bad).unwrap_err();
+            let e = parse_override(bad).unwrap_err().to_string();
             assert!(e.starts_with(RUNNERS_VAR), "{bad}: {e}");
         }
     }
@@ -264,16 +370,19 @@ mod tests {
         assert!(
             check_table("default", &[r("", &["x"], None)])
                 .unwrap_err()
+                .to_string()
                 .contains("name")
         );
         assert!(
             check_table("default", &[r("a", &[], None)])
                 .unwrap_err()
+                .to_string()
                 .contains("argv")
         );
         assert!(
             check_table("default", &[r("a", &["x"], Some(0))])
                 .unwrap_err()
+                .to_string()
                 .contains("max_concurrent")
         );
         for (argv, words) in [
@@ -282,7 +391,9 @@ mod tests {
             (&["bin/claude", "{prompt}"][..], "relative path"),
             (&["./claude"][..], "relative path"),
         ] {
-            let e = check_table("default", &[r("a", argv, None)]).unwrap_err();
+            let e = check_table("default", &[r("a", argv, None)])
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(words), "{argv:?}: {e}");
         }
         assert!(check_table("default", &[r("a", &["/bin/x", "--", "{prompt}"], None)]).is_ok());

@@ -1,20 +1,120 @@
 //! The investigate safety invariant (SPEC section 4): an allowlist check of every
 //! investigate runner argv. Pure.
 
+use thiserror::Error;
+
 use crate::core::runner_table::{PROMPT_SLOT, Runner};
 
 const READ_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 const MUST_DENY: [&str; 4] = ["Write", "Edit", "NotebookEdit", "Bash"];
 
+/// An investigate runner refused by the allowlist, named with what makes it unsafe.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error(
+    "investigate runner {runner:?} is unsafe: {why}; investigate runners may only read \
+     (see README, \"Investigate safety\")"
+)]
+pub struct SafetyError {
+    /// The runner's name.
+    pub runner: String,
+    /// The flag or program that is not allowed.
+    pub why: Unsafe,
+}
+
+/// What makes one investigate argv unsafe; each names the flag, tool or program.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum Unsafe {
+    /// No program at all.
+    #[error("its argv is empty")]
+    EmptyArgv,
+    /// A program without read-only switches.
+    #[error("program {program:?} is not allowed (only claude and codex have read-only switches)")]
+    Program { program: String },
+    /// The argv does not end with `-- {prompt}`.
+    #[error("argv must end with \"--\" and \"{}\"", PROMPT_SLOT)]
+    NoFinalPrompt,
+    /// `{prompt}` or `--` before the final pair.
+    #[error(
+        "\"{}\" or \"--\" appears before the final \"-- {}\"",
+        PROMPT_SLOT,
+        PROMPT_SLOT
+    )]
+    EarlyPrompt,
+    /// A flag outside the program's grammar (`item` as given, with any `=value`).
+    #[error("flag {item:?} is not allowed")]
+    FlagNotAllowed { item: String },
+    /// The same flag twice.
+    #[error("flag {flag:?} is given twice")]
+    FlagTwice { flag: String },
+    /// A flag given both in its short and its long form.
+    #[error("flag {flag:?} is given twice (as {short} and {flag})")]
+    FlagTwiceAs { flag: String, short: String },
+    /// `--flag=value` on a flag that takes none.
+    #[error("flag {flag:?} takes no value")]
+    TakesNoValue { flag: String },
+    /// A value-taking flag at the end.
+    #[error("flag {flag:?} needs a value")]
+    NeedsValue { flag: String },
+    /// A value that claude would read as the value although it looks like a flag.
+    #[error(
+        "flag {flag:?} has the value {value:?}, which begins with '-' (claude would take it \
+         as the value, not as a flag)"
+    )]
+    DashValue { flag: String, value: String },
+    /// An empty value where empty does not mean "none".
+    #[error("flag {flag:?} has an empty value")]
+    EmptyValue { flag: String },
+    /// A required tool list is absent.
+    #[error("flag {flag:?} is missing (it must name only Read, Grep, Glob)")]
+    ToolsMissing { flag: String },
+    /// A tool list names a tool that is not read-only.
+    #[error("flag {flag:?} names tool {tool:?} (only Read, Grep, Glob)")]
+    WriteTool { flag: String, tool: String },
+    /// The deny list lacks a write tool.
+    #[error(
+        "flag \"--disallowedTools\" must name Write, Edit, NotebookEdit and Bash; {tool:?} is missing"
+    )]
+    NotDenied { tool: String },
+    /// No `--strict-mcp-config`.
+    #[error("flag \"--strict-mcp-config\" is missing (user MCP servers could add write tools)")]
+    StrictMcpMissing,
+    /// `--setting-sources` absent or not `""`.
+    #[error(
+        "flag \"--setting-sources\" must be given as \"\" (no settings files: a \
+         folder's .claude/settings.json can run commands)"
+    )]
+    SettingSources,
+    /// `--settings` does more than turn hooks off and narrow reads.
+    #[error(
+        "flag \"--settings\" may only be {{\"disableAllHooks\": true}}, optionally with \
+         \"permissions\" holding only \"blockReadsOutsideWorkingDirectories\": true, \
+         \"additionalDirectories\" (absolute paths) and \"deny\" (rules), not {value:?}: {problem} \
+         (settings can define hooks, apiKeyHelper, env and permissions)"
+    )]
+    Settings { value: String, problem: String },
+    /// A codex argv that is not `codex exec`.
+    #[error("argv must start with \"codex exec\"")]
+    NotCodexExec,
+    /// A sandbox other than read-only.
+    #[error("flag {flag:?} must be \"read-only\", not {values:?}")]
+    Sandbox { flag: String, values: Vec<String> },
+    /// No sandbox flag.
+    #[error("flag \"--sandbox read-only\" is missing")]
+    SandboxMissing,
+    /// A `-c` other than `notify=[]`.
+    #[error("flag \"-c\" may only be \"notify=[]\", not {values:?}")]
+    ConfigOverride { values: Vec<String> },
+    /// No `--ignore-user-config`.
+    #[error("flag \"--ignore-user-config\" is missing (user MCP servers run outside the sandbox)")]
+    IgnoreUserConfigMissing,
+}
+
 /// Refuses an investigate table with any runner outside the allowlist.
-pub fn check_investigate_table(runners: &[Runner]) -> Result<(), String> {
+pub fn check_investigate_table(runners: &[Runner]) -> Result<(), SafetyError> {
     for runner in runners {
-        check_runner(runner).map_err(|why| {
-            format!(
-                "investigate runner {:?} is unsafe: {why}; investigate runners may only read \
-                 (see README, \"Investigate safety\")",
-                runner.name
-            )
+        check_runner(runner).map_err(|why| SafetyError {
+            runner: runner.name.clone(),
+            why,
         })?;
     }
     Ok(())
@@ -26,31 +126,29 @@ pub fn is_read_only(runner: &Runner) -> bool {
     check_runner(runner).is_ok()
 }
 
-fn check_runner(runner: &Runner) -> Result<(), String> {
+fn check_runner(runner: &Runner) -> Result<(), Unsafe> {
     let Some((program, args)) = runner.argv.split_first() else {
-        return Err("its argv is empty".into());
+        return Err(Unsafe::EmptyArgv);
     };
     let args = args_before_prompt(args)?;
     match program.rsplit('/').next().unwrap_or(program) {
         "claude" => check_claude(args),
         "codex" => check_codex(args),
-        other => Err(format!(
-            "program {other:?} is not allowed (only claude and codex have read-only switches)"
-        )),
+        other => Err(Unsafe::Program {
+            program: other.to_string(),
+        }),
     }
 }
 
 /// Splits off the required trailing `-- {prompt}` and refuses any other prompt slot.
-fn args_before_prompt(args: &[String]) -> Result<&[String], String> {
+fn args_before_prompt(args: &[String]) -> Result<&[String], Unsafe> {
     let n = args.len();
     if n < 2 || args[n - 2] != "--" || args[n - 1] != PROMPT_SLOT {
-        return Err(format!("argv must end with \"--\" and \"{PROMPT_SLOT}\""));
+        return Err(Unsafe::NoFinalPrompt);
     }
     let head = &args[..n - 2];
     if head.iter().any(|a| a == PROMPT_SLOT || a == "--") {
-        return Err(format!(
-            "\"{PROMPT_SLOT}\" or \"--\" appears before the final \"-- {PROMPT_SLOT}\""
-        ));
+        return Err(Unsafe::EarlyPrompt);
     }
     Ok(head)
 }
@@ -59,6 +157,12 @@ fn args_before_prompt(args: &[String]) -> Result<&[String], String> {
 struct Flag<'a> {
     name: &'a str,
     values: Vec<&'a str>,
+}
+
+impl Flag<'_> {
+    fn owned_values(&self) -> Vec<String> {
+        self.values.iter().map(|v| v.to_string()).collect()
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -79,7 +183,7 @@ struct Grammar {
 /// one, and none may begin with `-`: claude's parser takes the next item as a value
 /// whatever it looks like, so `--tools --disallowedTools ...` would hand claude the
 /// deny list as its tools. A list runs until the next item that begins with `-`.
-fn parse_flags<'a>(args: &'a [String], grammar: &Grammar) -> Result<Vec<Flag<'a>>, String> {
+fn parse_flags<'a>(args: &'a [String], grammar: &Grammar) -> Result<Vec<Flag<'a>>, Unsafe> {
     let mut flags: Vec<Flag<'a>> = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -88,14 +192,18 @@ fn parse_flags<'a>(args: &'a [String], grammar: &Grammar) -> Result<Vec<Flag<'a>
             Some((n, v)) if n.starts_with("--") => (n, Some(v)),
             _ => (item, None),
         };
-        let kind = (grammar.arity)(name).ok_or_else(|| format!("flag {item:?} is not allowed"))?;
+        let kind = (grammar.arity)(name).ok_or_else(|| Unsafe::FlagNotAllowed {
+            item: item.to_string(),
+        })?;
         if flags.iter().any(|f| f.name == name) {
-            return Err(format!("flag {name:?} is given twice"));
+            return Err(Unsafe::FlagTwice { flag: name.into() });
         }
         i += 1;
         let mut values: Vec<&str> = inline.into_iter().collect();
         match kind {
-            Arity::None if inline.is_some() => return Err(format!("flag {name:?} takes no value")),
+            Arity::None if inline.is_some() => {
+                return Err(Unsafe::TakesNoValue { flag: name.into() });
+            }
             Arity::None => {}
             Arity::One if inline.is_none() => {
                 if let Some(v) = args.get(i) {
@@ -123,18 +231,17 @@ fn parse_flags<'a>(args: &'a [String], grammar: &Grammar) -> Result<Vec<Flag<'a>
     Ok(flags)
 }
 
-fn check_values(name: &str, values: &[&str], empty_ok: bool) -> Result<(), String> {
+fn check_values(name: &str, values: &[&str], empty_ok: bool) -> Result<(), Unsafe> {
+    let flag = name.to_string();
     if values.is_empty() {
-        return Err(format!("flag {name:?} needs a value"));
+        return Err(Unsafe::NeedsValue { flag });
     }
     if let Some(v) = values.iter().find(|v| v.starts_with('-')) {
-        return Err(format!(
-            "flag {name:?} has the value {v:?}, which begins with '-' (claude would take it \
-             as the value, not as a flag)"
-        ));
+        let value = v.to_string();
+        return Err(Unsafe::DashValue { flag, value });
     }
     if !empty_ok && values.iter().any(|v| v.is_empty()) {
-        return Err(format!("flag {name:?} has an empty value"));
+        return Err(Unsafe::EmptyValue { flag });
     }
     Ok(())
 }
@@ -150,6 +257,17 @@ fn tools<'a>(flag: &Flag<'a>) -> Vec<&'a str> {
 
 fn find<'f, 'a>(flags: &'f [Flag<'a>], names: &[&str]) -> Option<&'f Flag<'a>> {
     flags.iter().find(|f| names.contains(&f.name))
+}
+
+/// Refuses a short and a long form of the same flag together (`pair`: short, long).
+fn refuse_both_forms(flags: &[Flag<'_>], pair: [&str; 2]) -> Result<(), Unsafe> {
+    if find(flags, &[pair[0]]).is_some() && find(flags, &[pair[1]]).is_some() {
+        return Err(Unsafe::FlagTwiceAs {
+            flag: pair[1].into(),
+            short: pair[0].into(),
+        });
+    }
+    Ok(())
 }
 
 const CLAUDE_GRAMMAR: Grammar = Grammar {
@@ -168,53 +286,25 @@ const CLAUDE_GRAMMAR: Grammar = Grammar {
     empty_ok: &["--tools", "--setting-sources"],
 };
 
-fn check_claude(args: &[String]) -> Result<(), String> {
+fn check_claude(args: &[String]) -> Result<(), Unsafe> {
     let flags = parse_flags(args, &CLAUDE_GRAMMAR)?;
-    if find(&flags, &["-p"]).is_some() && find(&flags, &["--print"]).is_some() {
-        return Err("flag \"--print\" is given twice (as -p and --print)".into());
-    }
-    let only_read_tools = |flag: &str, required: bool| -> Result<(), String> {
-        let Some(f) = find(&flags, &[flag]) else {
-            return if required {
-                Err(format!(
-                    "flag {flag:?} is missing (it must name only Read, Grep, Glob)"
-                ))
-            } else {
-                Ok(())
-            };
-        };
-        match tools(f).into_iter().find(|t| !READ_TOOLS.contains(t)) {
-            Some(t) => Err(format!(
-                "flag {flag:?} names tool {t:?} (only Read, Grep, Glob)"
-            )),
-            None => Ok(()),
-        }
-    };
-    only_read_tools("--tools", true)?;
-    only_read_tools("--allowedTools", false)?;
+    refuse_both_forms(&flags, ["-p", "--print"])?;
+    only_read_tools(&flags, "--tools", true)?;
+    only_read_tools(&flags, "--allowedTools", false)?;
     let denied = find(&flags, &["--disallowedTools"])
         .map(tools)
         .unwrap_or_default();
     if let Some(t) = MUST_DENY.iter().find(|t| !denied.contains(t)) {
-        return Err(format!(
-            "flag \"--disallowedTools\" must name Write, Edit, NotebookEdit and Bash; {t:?} is missing"
-        ));
+        return Err(Unsafe::NotDenied {
+            tool: t.to_string(),
+        });
     }
     if find(&flags, &["--strict-mcp-config"]).is_none() {
-        return Err(
-            "flag \"--strict-mcp-config\" is missing (user MCP servers could add write tools)"
-                .into(),
-        );
+        return Err(Unsafe::StrictMcpMissing);
     }
     match find(&flags, &["--setting-sources"]) {
         Some(f) if f.values == [""] => {}
-        _ => {
-            return Err(
-                "flag \"--setting-sources\" must be given as \"\" (no settings files: a \
-                 folder's .claude/settings.json can run commands)"
-                    .into(),
-            );
-        }
+        _ => return Err(Unsafe::SettingSources),
     }
     if let Some(f) = find(&flags, &["--settings"]) {
         check_settings(f.values[0])?;
@@ -222,25 +312,39 @@ fn check_claude(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// A tool list flag names only read tools; `required`: it must be given.
+fn only_read_tools(flags: &[Flag<'_>], flag: &str, required: bool) -> Result<(), Unsafe> {
+    let Some(f) = find(flags, &[flag]) else {
+        return if required {
+            Err(Unsafe::ToolsMissing { flag: flag.into() })
+        } else {
+            Ok(())
+        };
+    };
+    match tools(f).into_iter().find(|t| !READ_TOOLS.contains(t)) {
+        Some(t) => Err(Unsafe::WriteTool {
+            flag: flag.into(),
+            tool: t.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// `--settings` may only turn hooks off and narrow reads: settings can define hooks,
 /// `apiKeyHelper` (a shell command), `env` and permissions that allow tools.
-fn check_settings(value: &str) -> Result<(), String> {
+fn check_settings(value: &str) -> Result<(), Unsafe> {
     let parsed: Option<serde_json::Map<String, serde_json::Value>> =
         serde_json::from_str(value).ok();
     match parsed.as_ref().map(settings_problem) {
         Some(None) => Ok(()),
-        problem => Err(format!(
-            "flag \"--settings\" may only be {{\"disableAllHooks\": true}}, optionally with \
-             \"permissions\" holding only \"blockReadsOutsideWorkingDirectories\": true, \
-             \"additionalDirectories\" (absolute paths) and \"deny\" (rules), not {value:?}: {} \
-             (settings can define hooks, apiKeyHelper, env and permissions)",
-            problem
+        problem => Err(Unsafe::Settings {
+            value: value.to_string(),
+            problem: problem
                 .flatten()
-                .unwrap_or_else(|| "not a JSON object".to_string())
-        )),
+                .unwrap_or_else(|| "not a JSON object".to_string()),
+        }),
     }
 }
-
 /// What makes a settings object unsafe, if anything: any key but `disableAllHooks`
 /// (true) and `permissions`, whose keys may only narrow what the tools read.
 fn settings_problem(map: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
@@ -292,40 +396,30 @@ const CODEX_GRAMMAR: Grammar = Grammar {
     empty_ok: &[],
 };
 
-fn check_codex(args: &[String]) -> Result<(), String> {
+fn check_codex(args: &[String]) -> Result<(), Unsafe> {
     let Some(("exec", rest)) = args.split_first().map(|(a, r)| (a.as_str(), r)) else {
-        return Err("argv must start with \"codex exec\"".into());
+        return Err(Unsafe::NotCodexExec);
     };
     let flags = parse_flags(rest, &CODEX_GRAMMAR)?;
-    for pair in [["-m", "--model"], ["-s", "--sandbox"]] {
-        if find(&flags, &[pair[0]]).is_some() && find(&flags, &[pair[1]]).is_some() {
-            return Err(format!(
-                "flag {:?} is given twice (as {} and {})",
-                pair[1], pair[0], pair[1]
-            ));
-        }
-    }
+    refuse_both_forms(&flags, ["-m", "--model"])?;
+    refuse_both_forms(&flags, ["-s", "--sandbox"])?;
     match find(&flags, &["-s", "--sandbox"]) {
         Some(f) if f.values == ["read-only"] => {}
         Some(f) => {
-            return Err(format!(
-                "flag {:?} must be \"read-only\", not {:?}",
-                f.name, f.values
-            ));
+            return Err(Unsafe::Sandbox {
+                flag: f.name.into(),
+                values: f.owned_values(),
+            });
         }
-        None => return Err("flag \"--sandbox read-only\" is missing".into()),
+        None => return Err(Unsafe::SandboxMissing),
     }
     if let Some(f) = find(&flags, &["-c"]).filter(|f| f.values != ["notify=[]"]) {
-        return Err(format!(
-            "flag \"-c\" may only be \"notify=[]\", not {:?}",
-            f.values
-        ));
+        return Err(Unsafe::ConfigOverride {
+            values: f.owned_values(),
+        });
     }
     if find(&flags, &["--ignore-user-config"]).is_none() {
-        return Err(
-            "flag \"--ignore-user-config\" is missing (user MCP servers run outside the sandbox)"
-                .into(),
-        );
+        return Err(Unsafe::IgnoreUserConfigMissing);
     }
     Ok(())
 }
@@ -339,7 +433,7 @@ mod tests {
     }
 
     fn check(argv: &[&str]) -> Result<(), String> {
-        check_investigate_table(&[runner(argv)])
+        check_investigate_table(&[runner(argv)]).map_err(|e| e.to_string())
     }
 
     const CLAUDE: &[&str] = &[

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::core::codex_model::{self, Catalog, ModelInUse};
 use crate::core::config::Settings;
-use crate::engine::codex_catalog;
+use crate::engine::codex_catalog::{self, CatalogReadError};
 
 use super::Daemon;
 
@@ -18,7 +18,7 @@ pub const REFRESH_EVERY: Duration = Duration::from_secs(3600);
 
 /// What one catalog read found: `None` when no table has a codex runner with `-m`
 /// or codex is not installed.
-pub type CatalogRead = Option<Result<Catalog, String>>;
+pub type CatalogRead = Option<Result<Catalog, CatalogReadError>>;
 
 /// The catalog lookups of one daemon.
 pub struct CodexModels {

@@ -10,10 +10,38 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
+use thiserror::Error;
 use tokio::sync::{Notify, mpsc};
 
 use crate::daemon::inbox_watch;
 use crate::store::state_dir::is_job_name;
+
+/// Why jobs/ is not watched (the daemon then relies on rescans); names the folder.
+#[derive(Debug, Error)]
+pub enum WatchError {
+    /// jobs/ cannot be created (`state_dir::create_dir` names the folder itself).
+    #[error("{source}")]
+    Folder { path: PathBuf, source: io::Error },
+    /// The watch cannot be set up; `hint` says which limit to raise, if one was hit.
+    #[cfg(target_os = "linux")]
+    #[error("cannot watch {}: {source}{hint}", path.display())]
+    Watch {
+        path: PathBuf,
+        source: io::Error,
+        hint: &'static str,
+    },
+    /// notify's watcher cannot start (beyond Linux).
+    #[cfg(not(target_os = "linux"))]
+    #[error("cannot start the inbox watcher: {0}")]
+    Start(notify::Error),
+    /// notify cannot watch the folder (beyond Linux).
+    #[cfg(not(target_os = "linux"))]
+    #[error("cannot watch {}: {source}", path.display())]
+    Notify {
+        path: PathBuf,
+        source: notify::Error,
+    },
+}
 
 /// Job files known to wait, oldest first. Holds names only: jobs are read when run.
 #[derive(Default)]
@@ -52,11 +80,6 @@ impl Queue {
     /// Jobs waiting (not running).
     pub fn waiting(&self) -> usize {
         self.order.len()
-    }
-
-    /// The mtime of the oldest waiting job.
-    pub fn oldest(&self) -> Option<SystemTime> {
-        self.order.first().map(|(t, _)| *t)
     }
 
     /// Offers each of `names` (a listing of `jobs_dir`); returns how many were new.
@@ -157,10 +180,15 @@ impl InboxWatcher {
     }
 
     /// (Re)starts watching jobs/, creating it if it is missing. Runs in the runtime.
-    pub fn watch(&mut self) -> Result<(), String> {
+    pub fn watch(&mut self) -> Result<(), WatchError> {
         use std::os::unix::fs::MetadataExt;
         self.watch = None;
-        crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|e| e.to_string())?;
+        crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|source| {
+            WatchError::Folder {
+                path: self.jobs_dir.clone(),
+                source,
+            }
+        })?;
         // Cleared first: a loss the new watch reports must stay raised.
         self.lost.store(false, Ordering::SeqCst);
         let watch = inbox_watch::start(&self.jobs_dir, self.sink())?;

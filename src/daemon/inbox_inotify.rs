@@ -15,7 +15,7 @@ use rustix::io::Errno;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use crate::daemon::inbox::Sink;
+use crate::daemon::inbox::{Sink, WatchError};
 
 /// Room for a few hundred events per read.
 const EVENT_BUFFER: usize = 16 * 1024;
@@ -32,9 +32,12 @@ impl Drop for Watch {
 }
 
 /// Watches `jobs_dir` for `sink`. Must be called inside the daemon's runtime.
-pub fn start(jobs_dir: &Path, sink: Sink) -> Result<Watch, String> {
-    let cannot =
-        |e: std::io::Error, hint: &str| format!("cannot watch {}: {e}{hint}", jobs_dir.display());
+pub fn start(jobs_dir: &Path, sink: Sink) -> Result<Watch, WatchError> {
+    let cannot = |source: std::io::Error, hint: &'static str| WatchError::Watch {
+        path: jobs_dir.to_path_buf(),
+        source,
+        hint,
+    };
     let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)
         .map_err(|e| cannot(e.into(), limit_hint(e)))?;
     let wanted = WatchFlags::CREATE

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::daemon::inbox::Sink;
+use crate::daemon::inbox::{Sink, WatchError};
 
 /// A running watch; dropping it stops it.
 pub struct Watch {
@@ -12,12 +12,15 @@ pub struct Watch {
 }
 
 /// Watches `jobs_dir` for `sink`.
-pub fn start(jobs_dir: &Path, sink: Sink) -> Result<Watch, String> {
+pub fn start(jobs_dir: &Path, sink: Sink) -> Result<Watch, WatchError> {
     let mut watcher = notify::recommended_watcher(handler(jobs_dir.to_path_buf(), sink))
-        .map_err(|e| format!("cannot start the inbox watcher: {e}"))?;
+        .map_err(WatchError::Start)?;
     watcher
         .watch(jobs_dir, RecursiveMode::NonRecursive)
-        .map_err(|e| format!("cannot watch {}: {e}", jobs_dir.display()))?;
+        .map_err(|source| WatchError::Notify {
+            path: jobs_dir.to_path_buf(),
+            source,
+        })?;
     Ok(Watch { _watcher: watcher })
 }
 

@@ -13,9 +13,8 @@ mod inbox_watch;
 pub mod sd_notify;
 pub mod slots;
 
-use std::ffi::OsString;
 use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -32,7 +31,7 @@ use crate::engine::events::Control;
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
-use crate::store::status_file::{QueueStatus, RunningJob, StatusRecord, Tally};
+use crate::store::status_file::{StatusRecord, Tally};
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Status writes are at most this frequent.
@@ -97,7 +96,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     }
 }
 
-fn check_folders(state: &StateDir) -> Result<(), String> {
+fn check_folders(state: &StateDir) -> Result<(), crate::store::permissions::PermissionError> {
     for dir in [&state.root, &state.jobs()] {
         if let Some(warning) = crate::store::permissions::check_private(dir)? {
             tracing::warn!("{warning}");
@@ -473,18 +472,6 @@ impl Daemon {
             updated_at: now_unix(),
             workers: self.workers(),
             draining: self.draining,
-            queue: QueueStatus {
-                waiting: board.waiting,
-                oldest_mtime: board
-                    .oldest
-                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .map(|d| d.as_secs_f64()),
-            },
-            running: board
-                .running
-                .iter()
-                .map(|name| self.running_job(name))
-                .collect(),
             outcomes: match &self.tally {
                 Some(t) => t.counts(),
                 None => board.outcomes,
@@ -513,21 +500,6 @@ impl Daemon {
     fn notify(&self, message: &str) {
         if let Some(n) = &self.notifier {
             n.send(message);
-        }
-    }
-
-    /// What the claim of a running job says about it.
-    fn running_job(&self, name: &OsString) -> RunningJob {
-        let record = crate::store::state_dir::read_nofollow(&self.state.claims().join(name))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<crate::core::job_life::ClaimRecord>(&b).ok())
-            .unwrap_or_default();
-        RunningJob {
-            file: name.to_string_lossy().into_owned(),
-            id: record.id,
-            hook: record.hook,
-            runner: record.stage.runner().map(|r| r.name.clone()),
-            claimed_at: record.claimed_at,
         }
     }
 }

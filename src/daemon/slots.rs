@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, oneshot, watch};
 
@@ -75,8 +75,6 @@ struct Inner {
 pub struct Snapshot {
     /// Jobs waiting.
     pub waiting: usize,
-    /// The mtime of the oldest waiting job.
-    pub oldest: Option<SystemTime>,
     /// Names of the jobs being judged (not those only publishing their verdict, so
     /// there are at most `workers`).
     pub running: Vec<OsString>,
@@ -183,7 +181,6 @@ impl Board {
         inner.told = false;
         Snapshot {
             waiting: inner.queue.waiting(),
-            oldest: inner.queue.oldest(),
             running: inner
                 .running
                 .difference(&inner.publishing)
@@ -595,7 +592,7 @@ mod tests {
     fn job(context: &JobContext, name: &str, age_seconds: u64) -> OsString {
         let path = context.state.jobs().join(name);
         std::fs::write(&path, format!("{{\"prompt\": \"{name}\"}}")).expect("write job");
-        let mtime = SystemTime::now() - Duration::from_secs(age_seconds);
+        let mtime = std::time::SystemTime::now() - Duration::from_secs(age_seconds);
         let file = std::fs::File::options()
             .write(true)
             .open(&path)

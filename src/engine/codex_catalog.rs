@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::core::codex_model::{self, Catalog};
+use thiserror::Error;
+
+use crate::core::codex_model::{self, Catalog, CatalogError};
 use crate::core::config::Settings;
 use crate::process::probe;
 use crate::process::spawn::resolve_program;
@@ -12,22 +14,39 @@ use crate::process::spawn::resolve_program;
 /// How long `codex debug models` may take (SPEC 4).
 pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Why the login's catalog could not be read.
+#[derive(Debug, Error)]
+pub enum CatalogReadError {
+    /// The probe could not start or ran past its deadline (`process::probe`'s words).
+    #[error("{0}")]
+    Probe(String),
+    /// `codex debug models` failed.
+    #[error("`{} debug models` exited with {status}", program.display())]
+    Exit {
+        program: std::path::PathBuf,
+        status: std::process::ExitStatus,
+    },
+    /// Its output names no model.
+    #[error(transparent)]
+    Parse(#[from] CatalogError),
+}
+
 /// Runs `<program> debug models` with a deadline and parses its stdout.
-pub fn read_catalog(program: &Path, timeout: Duration) -> Result<Catalog, String> {
-    let run = probe::run(program, &["debug", "models"], timeout)?;
+pub fn read_catalog(program: &Path, timeout: Duration) -> Result<Catalog, CatalogReadError> {
+    let run =
+        probe::run(program, &["debug", "models"], timeout).map_err(CatalogReadError::Probe)?;
     if !run.status.success() {
-        return Err(format!(
-            "`{} debug models` exited with {}",
-            program.display(),
-            run.status
-        ));
+        return Err(CatalogReadError::Exit {
+            program: program.to_path_buf(),
+            status: run.status,
+        });
     }
-    codex_model::parse_catalog(&run.stdout)
+    Ok(codex_model::parse_catalog(&run.stdout)?)
 }
 
 /// The login's catalog, when some table has a codex runner with `-m` and codex is
 /// installed; `None` when there is nothing to look up.
-pub fn lookup(settings: &Settings) -> Option<Result<Catalog, String>> {
+pub fn lookup(settings: &Settings) -> Option<Result<Catalog, CatalogReadError>> {
     let program = resolve_program(&codex_model::codex_program(settings)?)?;
     Some(read_catalog(&program, CATALOG_TIMEOUT))
 }

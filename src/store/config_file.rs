@@ -4,8 +4,74 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::core::config::{CONFIG_VAR, Config, STATE_DIR_VAR, Settings, parse_config_with};
-use crate::core::runner_table::{RUNNERS_VAR, parse_override};
+use thiserror::Error;
+
+use crate::core::config::{
+    CONFIG_VAR, Config, ConfigError, STATE_DIR_VAR, Settings, parse_config_with,
+};
+use crate::core::runner_table::{OverrideError, RUNNERS_VAR, parse_override};
+
+/// Why the settings could not be loaded; each names the file, flag or variable.
+#[derive(Debug, Error)]
+pub enum LoadError {
+    /// The config file named by flag, variable or XDG path cannot be read.
+    #[error(
+        "cannot read config file {}: {source}; fix the path or drop --config/{}",
+        path.display(),
+        CONFIG_VAR
+    )]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A `--set` flag that is not `KEY=VALUE`.
+    #[error(transparent)]
+    Set(#[from] SetError),
+    /// The config (file or embedded default, with the `--set` keys) is refused.
+    #[error("{}{}: {source}", origin(path.as_deref()), with_sets(sets))]
+    Config {
+        /// The file read; `None` for the embedded default.
+        path: Option<PathBuf>,
+        /// The `--set` flags applied over it.
+        sets: Vec<String>,
+        // Boxed: a refused runner's names make it the largest error by far.
+        source: Box<ConfigError>,
+    },
+    /// `CATSTACK_LLM_JUDGE_RUNNERS` is bad (`run` still judges the job; SPEC 9).
+    #[error(transparent)]
+    Override(#[from] OverrideError),
+}
+
+/// A `--set` flag that cannot be read; names the flag.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SetError {
+    /// No `=` in it.
+    #[error("--set {flag}: no `=`; {}", SET_USAGE)]
+    NoEquals { flag: String },
+    /// Nothing before the `=`.
+    #[error("--set {flag}: no key before `=`; {}", SET_USAGE)]
+    NoKey { flag: String },
+    /// The value is not TOML (the parser's message).
+    #[error("--set {flag}: {message}; {}", SET_USAGE)]
+    Toml { flag: String, message: String },
+}
+
+const SET_USAGE: &str = "give KEY=VALUE with a TOML value (example: --set kill_grace_seconds=1)";
+
+fn origin(path: Option<&Path>) -> String {
+    match path {
+        Some(path) => format!("config file {}", path.display()),
+        None => "embedded default config".to_string(),
+    }
+}
+
+fn with_sets(sets: &[String]) -> String {
+    if sets.is_empty() {
+        String::new()
+    } else {
+        format!(" with --set {}", sets.join(" --set "))
+    }
+}
 
 /// What the command line and environment give.
 #[derive(Debug, Default, Clone)]
@@ -42,15 +108,15 @@ impl Sources {
 }
 
 /// Loads and checks the settings. Errors name the file, key or variable.
-pub fn load(sources: &Sources) -> Result<Settings, String> {
+pub fn load(sources: &Sources) -> Result<Settings, LoadError> {
     let config_path = config_path(sources);
     let file_text = match &config_path {
-        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read config file {}: {e}; fix the path or drop --config/{CONFIG_VAR}",
-                path.display()
-            )
-        })?),
+        Some(path) => Some(
+            std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+                path: path.clone(),
+                source,
+            })?,
+        ),
         None => None,
     };
     let sets = sources
@@ -58,17 +124,12 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
         .iter()
         .map(|flag| parse_set(flag))
         .collect::<Result<Vec<_>, _>>()?;
-    let config = parse_config_with(file_text.as_deref(), sets).map_err(|e| {
-        let with_sets = if sources.sets.is_empty() {
-            String::new()
-        } else {
-            format!(" with --set {}", sources.sets.join(" --set "))
-        };
-        match &config_path {
-            Some(path) => format!("config file {}{with_sets}: {e}", path.display()),
-            None => format!("embedded default config{with_sets}: {e}"),
-        }
-    })?;
+    let config =
+        parse_config_with(file_text.as_deref(), sets).map_err(|source| LoadError::Config {
+            path: config_path.clone(),
+            sets: sources.sets.clone(),
+            source: Box::new(source),
+        })?;
     let runner_override = match sources.var(RUNNERS_VAR) {
         Some(text) => Some(parse_override(text)?),
         None => None,
@@ -92,17 +153,19 @@ pub fn load(sources: &Sources) -> Result<Settings, String> {
 }
 
 /// One `--set KEY=VALUE` as a table (`KEY = VALUE` in TOML; dotted keys nest).
-fn parse_set(flag: &str) -> Result<toml::Table, String> {
-    let usage = "give KEY=VALUE with a TOML value (example: --set kill_grace_seconds=1)";
+fn parse_set(flag: &str) -> Result<toml::Table, SetError> {
     let Some((key, value)) = flag.split_once('=') else {
-        return Err(format!("--set {flag}: no `=`; {usage}"));
+        return Err(SetError::NoEquals { flag: flag.into() });
     };
     if key.trim().is_empty() {
-        return Err(format!("--set {flag}: no key before `=`; {usage}"));
+        return Err(SetError::NoKey { flag: flag.into() });
     }
     format!("{} = {}", key.trim(), value.trim())
         .parse()
-        .map_err(|e: toml::de::Error| format!("--set {flag}: {}; {usage}", e.message().trim()))
+        .map_err(|e: toml::de::Error| SetError::Toml {
+            flag: flag.into(),
+            message: e.message().trim().to_string(),
+        })
 }
 
 fn config_path(sources: &Sources) -> Option<PathBuf> {
@@ -176,7 +239,8 @@ mod tests {
         assert_eq!(s.table(Mode::Default)[0].name, "f");
         assert_eq!(s.table(Mode::Investigate)[0].name, "f");
         let e = load(&sources(&[(RUNNERS_VAR, "{")])).unwrap_err();
-        assert!(e.contains(RUNNERS_VAR), "{e}");
+        assert!(matches!(e, LoadError::Override(_)), "{e:?}");
+        assert!(e.to_string().contains(RUNNERS_VAR), "{e}");
     }
 
     #[test]
@@ -197,7 +261,7 @@ mod tests {
             ("kill_grace_seconds=-1", "--set kill_grace_seconds=-1"),
         ] {
             src.sets = vec![flag.into()];
-            let e = load(&src).unwrap_err();
+            let e = load(&src).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("--set"), "{flag}: {e}");
         }
     }
@@ -206,6 +270,11 @@ mod tests {
     fn missing_config_file_is_named() {
         let mut src = sources(&[]);
         src.config_flag = Some("/no/such/file.toml".into());
-        assert!(load(&src).unwrap_err().contains("/no/such/file.toml"));
+        assert!(
+            load(&src)
+                .unwrap_err()
+                .to_string()
+                .contains("/no/such/file.toml")
+        );
     }
 }

@@ -14,17 +14,32 @@ pub mod permissions;
 pub mod state_dir;
 pub mod status_file;
 
+use std::path::PathBuf;
+
+use thiserror::Error;
+
 use crate::core::config::Settings;
 use state_dir::StateDir;
 
+/// The state folder cannot be created or used.
+#[derive(Debug, Error)]
+#[error(
+    "state folder {}: {source}; fix its permissions or pass --state-dir",
+    path.display()
+)]
+pub struct StateError {
+    /// The state folder.
+    pub path: PathBuf,
+    /// Why (`state_dir::StateDir::create`'s error).
+    pub source: std::io::Error,
+}
+
 /// Creates the state folder and starts judge.log; says why on failure.
-pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, String> {
+pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, StateError> {
     let state = StateDir::new(&settings.state_dir);
-    state.create().map_err(|e| {
-        format!(
-            "state folder {}: {e}; fix its permissions or pass --state-dir",
-            state.root.display()
-        )
+    state.create().map_err(|source| StateError {
+        path: state.root.clone(),
+        source,
     })?;
     judge_log::init(&state.log(), settings.config.log_max_bytes, also_stderr);
     if settings.runner_override.is_some() {

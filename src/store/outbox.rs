@@ -10,6 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use thiserror::Error;
 
 use crate::process::os::{is_alive, start_time};
 use crate::store::state_dir::{now_unix, oldest_first};
@@ -136,18 +137,31 @@ fn recover_claims(dir: &Path, claim_dir: &OsStr) {
     let _ = fs::remove_dir(&folder);
 }
 
+/// Why a verdict file could not be taken as a verdict (its text goes in the stand-in).
+#[derive(Debug, Error)]
+enum VerdictError {
+    /// Not readable (a symlink, FIFO or I/O error).
+    #[error("{0}")]
+    Read(#[from] std::io::Error),
+    /// Valid JSON, but not an object.
+    #[error("not a JSON object")]
+    NotObject,
+    /// Not JSON.
+    #[error("not valid JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+}
+
 /// Reads a verdict without following symlinks or blocking on FIFOs.
-fn read_verdict(path: &Path) -> Result<Value, String> {
-    let bytes = crate::store::state_dir::read_nofollow(path).map_err(|e| e.to_string())?;
+fn read_verdict(path: &Path) -> Result<Value, VerdictError> {
+    let bytes = crate::store::state_dir::read_nofollow(path)?;
     let text = String::from_utf8_lossy(&bytes);
-    match serde_json::from_str(&text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("not a JSON object".into()),
-        Err(e) => Err(format!("not valid JSON: {e}")),
+    match serde_json::from_str(&text)? {
+        v @ Value::Object(_) => Ok(v),
+        _ => Err(VerdictError::NotObject),
     }
 }
 
-fn unreadable(path: &Path, name: &OsStr, error: &str) -> Value {
+fn unreadable(path: &Path, name: &OsStr, error: &VerdictError) -> Value {
     let name = name.to_string_lossy();
     json!({
         "id": name.strip_suffix(".json").unwrap_or(&name),

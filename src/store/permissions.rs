@@ -1,40 +1,106 @@
 //! Start-up checks of who may write the state folder (SPEC section 6).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+/// Why a state folder is refused; each names the folder and the command that fixes it.
+#[derive(Debug, Error)]
+pub enum PermissionError {
+    /// The folder cannot be looked at.
+    #[error("cannot stat {}: {source}", path.display())]
+    Stat {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A symlink or a file where a folder belongs.
+    #[error(
+        "{0} is a symlink or not a folder; the judge never follows links inside its \
+         state folder: replace it with a real folder (`rm {0} && mkdir -m 700 {0}`)",
+        path.display()
+    )]
+    NotAFolder { path: PathBuf },
+    /// Owned by another user.
+    #[error(
+        "{0} is owned by uid {owner}, not by you (uid {me}); another user could plant jobs: \
+         fix with `chown {me} {0}` or use another --state-dir",
+        path.display()
+    )]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
+    /// Writable by others.
+    #[error(
+        "{0} is writable by others (mode {mode:o}); anyone could plant jobs: fix with `chmod o-w {0}`",
+        path.display()
+    )]
+    WorldWritable { path: PathBuf, mode: u32 },
+    /// An ACL lets another user or group write.
+    #[error(
+        "{0} has an ACL that lets {who} {grants} (`getfacl {0}` lists it); another \
+         user could plant or change jobs: remove the ACL with `setfacl -b {0}`",
+        path.display()
+    )]
+    AclGrant {
+        path: PathBuf,
+        who: String,
+        grants: &'static str,
+    },
+    /// An ACL whose bytes cannot be read.
+    #[cfg(target_os = "linux")]
+    #[error(
+        "cannot read the ACL of {0}: {source}; remove it with `setfacl -b {0}`",
+        path.display()
+    )]
+    AclMalformed {
+        path: PathBuf,
+        source: AclFormatError,
+    },
+    /// The ACL attribute cannot be read.
+    #[cfg(target_os = "linux")]
+    #[error(
+        "cannot read the ACL of {0}: {source}; check the folder (`getfacl {0}`)",
+        path.display()
+    )]
+    AclUnreadable {
+        path: PathBuf,
+        source: rustix::io::Errno,
+    },
+}
+
+/// ACL bytes that are not a version 2 POSIX ACL.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AclFormatError {
+    /// Fewer than 4 bytes.
+    #[error("it is shorter than its header")]
+    Short,
+    /// A header other than version 2.
+    #[error("unknown ACL version {0}")]
+    Version(u32),
+    /// A torn last entry.
+    #[error("{0} bytes of entries, not whole 8-byte entries")]
+    Torn(usize),
+}
 
 /// Refuses a folder owned by another user or writable by others; returns a warning
 /// for a group-writable one.
-pub fn check_private(dir: &Path) -> Result<Option<String>, String> {
-    let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+pub fn check_private(dir: &Path) -> Result<Option<String>, PermissionError> {
+    let path = dir.to_path_buf();
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| PermissionError::Stat {
+        path: path.clone(),
+        source,
+    })?;
     if !meta.is_dir() {
         // Checking a link's target would vouch for a folder anyone could swap in.
-        return Err(format!(
-            "{} is a symlink or not a folder; the judge never follows links inside its \
-             state folder: replace it with a real folder (`rm {} && mkdir -m 700 {}`)",
-            dir.display(),
-            dir.display(),
-            dir.display()
-        ));
+        return Err(PermissionError::NotAFolder { path });
     }
     let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {
-        return Err(format!(
-            "{} is owned by uid {}, not by you (uid {me}); another user could plant jobs: \
-             fix with `chown {me} {}` or use another --state-dir",
-            dir.display(),
-            meta.uid(),
-            dir.display()
-        ));
+        let owner = meta.uid();
+        return Err(PermissionError::NotOwned { path, owner, me });
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o002 != 0 {
-        return Err(format!(
-            "{} is writable by others (mode {mode:o}); anyone could plant jobs: fix with `chmod o-w {}`",
-            dir.display(),
-            dir.display()
-        ));
+        return Err(PermissionError::WorldWritable { path, mode });
     }
     // With an ACL the mode's group bits are only its mask: `setfacl -m u:other:rwx`
     // shows as group-writable, yet lets that user plant jobs. A default ACL hands its
@@ -47,13 +113,7 @@ pub fn check_private(dir: &Path) -> Result<Option<String>, String> {
         ),
     ] {
         if let Some(who) = acl_writer(dir, xattr, me)? {
-            return Err(format!(
-                "{} has an ACL that lets {who} {grants} (`getfacl {}` lists it); another \
-                 user could plant or change jobs: remove the ACL with `setfacl -b {}`",
-                dir.display(),
-                dir.display(),
-                dir.display()
-            ));
+            return Err(PermissionError::AclGrant { path, who, grants });
         }
     }
     if mode & 0o020 != 0 {
@@ -73,34 +133,26 @@ const DEFAULT_ACL_XATTR: &str = "system.posix_acl_default";
 
 /// Who other than the owner (`me`) may write through `dir`'s ACL named `xattr`, if anyone.
 #[cfg(target_os = "linux")]
-fn acl_writer(dir: &Path, xattr: &str, me: u32) -> Result<Option<String>, String> {
+fn acl_writer(dir: &Path, xattr: &str, me: u32) -> Result<Option<String>, PermissionError> {
     use rustix::io::Errno;
     // XATTR_SIZE_MAX: no value is longer.
     let mut buf = vec![0u8; 65536];
+    let path = dir.to_path_buf();
     match rustix::fs::lgetxattr(dir, xattr, &mut buf[..]) {
         Ok(len) => {
             let acl = buf.get(..len).unwrap_or_default();
-            acl_write_grant(acl, me).map_err(|e| {
-                format!(
-                    "cannot read the ACL of {}: {e}; remove it with `setfacl -b {}`",
-                    dir.display(),
-                    dir.display()
-                )
-            })
+            acl_write_grant(acl, me)
+                .map_err(|source| PermissionError::AclMalformed { path, source })
         }
         // No ACL, or a filesystem without ACLs (or xattrs): the mode tells it all.
         Err(e) if e == Errno::NODATA || e == Errno::OPNOTSUPP || e == Errno::NOSYS => Ok(None),
-        Err(e) => Err(format!(
-            "cannot read the ACL of {}: {e}; check the folder (`getfacl {}`)",
-            dir.display(),
-            dir.display()
-        )),
+        Err(source) => Err(PermissionError::AclUnreadable { path, source }),
     }
 }
 
 /// macOS ACLs are not read (docs/security.md, "Not defended").
 #[cfg(not(target_os = "linux"))]
-fn acl_writer(_dir: &Path, _xattr: &str, _me: u32) -> Result<Option<String>, String> {
+fn acl_writer(_dir: &Path, _xattr: &str, _me: u32) -> Result<Option<String>, PermissionError> {
     Ok(None)
 }
 
@@ -110,26 +162,20 @@ fn acl_writer(_dir: &Path, _xattr: &str, _me: u32) -> Result<Option<String>, Str
 /// masked off. The owner's own entries and `other` (the mode shows it) do not count.
 /// Pure, so every shape is a unit test.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn acl_write_grant(acl: &[u8], me: u32) -> Result<Option<String>, String> {
+fn acl_write_grant(acl: &[u8], me: u32) -> Result<Option<String>, AclFormatError> {
     const VERSION: u32 = 2;
     const USER: u16 = 0x02;
     const GROUP: u16 = 0x08;
     const MASK: u16 = 0x10;
     const WRITE: u16 = 0x02;
     let Some((header, entries)) = acl.split_first_chunk::<4>() else {
-        return Err("it is shorter than its header".into());
+        return Err(AclFormatError::Short);
     };
     if u32::from_le_bytes(*header) != VERSION {
-        return Err(format!(
-            "unknown ACL version {}",
-            u32::from_le_bytes(*header)
-        ));
+        return Err(AclFormatError::Version(u32::from_le_bytes(*header)));
     }
     if entries.len() % 8 != 0 {
-        return Err(format!(
-            "{} bytes of entries, not whole 8-byte entries",
-            entries.len()
-        ));
+        return Err(AclFormatError::Torn(entries.len()));
     }
     let parsed: Vec<(u16, u16, u32)> = entries
         .chunks_exact(8)
@@ -182,11 +228,21 @@ mod tests {
                 .contains("chmod g-w")
         );
         set(0o777);
-        assert!(check_private(dir.path()).unwrap_err().contains("chmod o-w"));
+        assert!(
+            check_private(dir.path())
+                .unwrap_err()
+                .to_string()
+                .contains("chmod o-w")
+        );
         set(0o700);
         let link = dir.path().join("jobs");
         std::os::unix::fs::symlink(dir.path(), &link).unwrap();
-        assert!(check_private(&link).unwrap_err().contains("symlink"));
+        assert!(
+            check_private(&link)
+                .unwrap_err()
+                .to_string()
+                .contains("symlink")
+        );
     }
 
     /// ACL bytes: the version 2 header, then (tag, perm, id) entries.
@@ -236,15 +292,26 @@ mod tests {
 
     #[test]
     fn a_malformed_acl_is_an_error_not_a_pass() {
-        assert!(acl_write_grant(b"", 0).unwrap_err().contains("header"));
+        assert!(
+            acl_write_grant(b"", 0)
+                .unwrap_err()
+                .to_string()
+                .contains("header")
+        );
         assert!(
             acl_write_grant(&1u32.to_le_bytes(), 0)
                 .unwrap_err()
+                .to_string()
                 .contains("version 1")
         );
         let mut torn = acl(&[(0x01, 7, ANY)]);
         torn.pop();
-        assert!(acl_write_grant(&torn, 0).unwrap_err().contains("8-byte"));
+        assert!(
+            acl_write_grant(&torn, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("8-byte")
+        );
     }
 
     #[cfg(target_os = "linux")]
@@ -273,7 +340,7 @@ mod tests {
             assert_eq!(e, rustix::io::Errno::OPNOTSUPP, "{e}");
             return;
         }
-        let err = check_private(dir.path()).unwrap_err();
+        let err = check_private(dir.path()).unwrap_err().to_string();
         assert!(
             err.contains("uid 65534") && err.contains("setfacl -b"),
             "{err}"

@@ -20,8 +20,6 @@ pub struct StatusRecord {
     pub updated_at: f64,
     pub workers: usize,
     pub draining: bool,
-    pub queue: QueueStatus,
-    pub running: Vec<RunningJob>,
     pub outcomes: OutcomeCounts,
     pub runners: BTreeMap<String, RunnerStats>,
     /// The state folder the daemon resolved (so `doctor` can compare with the hooks').
@@ -33,24 +31,6 @@ pub struct StatusRecord {
     /// The model each codex runner with `-m` is started with (SPEC 4 "Codex model").
     #[serde(default)]
     pub codex_models: Vec<crate::core::codex_model::ModelInUse>,
-}
-
-/// Jobs waiting.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct QueueStatus {
-    pub waiting: usize,
-    /// The oldest waiting job's mtime (Unix seconds).
-    pub oldest_mtime: Option<f64>,
-}
-
-/// One job being judged.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RunningJob {
-    pub file: String,
-    pub id: String,
-    pub hook: serde_json::Value,
-    pub runner: Option<String>,
-    pub claimed_at: f64,
 }
 
 /// Outcomes since the daemon started.

@@ -9,10 +9,15 @@ pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
+/// The async runtime could not start (a thread or descriptor limit).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the async runtime: {0}")]
+pub struct RuntimeError(#[source] pub std::io::Error);
+
 /// A single-threaded async runtime for one-shot commands.
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, RuntimeError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(RuntimeError)
 }

@@ -5,6 +5,33 @@
 use std::io::Write as _;
 use std::process::{Command, ExitStatus, Stdio};
 
+use thiserror::Error;
+
+/// A service manager command that could not be started; names the command.
+#[derive(Debug, Error)]
+pub(crate) enum CallError {
+    /// The program is not on `PATH`: this system does not run that manager.
+    #[error(
+        "`{program}` is not on PATH: this system does not seem to run {}; run `llm-judge daemon` under your own supervisor",
+        manager_of(program)
+    )]
+    NotOnPath { program: &'static str },
+    /// Any other spawn failure.
+    #[error("cannot run `{shown}`: {source}")]
+    Spawn {
+        shown: String,
+        source: std::io::Error,
+    },
+}
+
+fn manager_of(program: &str) -> &'static str {
+    if program == "launchctl" {
+        "launchd"
+    } else {
+        "systemd"
+    }
+}
+
 /// One command of the service manager.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Call {
@@ -56,31 +83,28 @@ fn command(call: &Call) -> Command {
 }
 
 /// Runs `call` with the terminal's output; its exit status.
-pub(crate) fn status(call: &Call) -> Result<ExitStatus, String> {
+pub(crate) fn status(call: &Call) -> Result<ExitStatus, CallError> {
     let _ = std::io::stdout().flush();
-    command(call).status().map_err(|e| spawn_error(call, &e))
+    command(call).status().map_err(|e| spawn_error(call, e))
 }
 
 /// Runs `call` quietly; its exit status and output (stdout, then stderr).
-pub(crate) fn quiet(call: &Call) -> Result<(ExitStatus, String), String> {
-    let out = command(call).output().map_err(|e| spawn_error(call, &e))?;
+pub(crate) fn quiet(call: &Call) -> Result<(ExitStatus, String), CallError> {
+    let out = command(call).output().map_err(|e| spawn_error(call, e))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok((out.status, text))
 }
 
-fn spawn_error(call: &Call, e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!(
-            "`{}` is not on PATH: this system does not seem to run {}; run `llm-judge daemon` under your own supervisor",
-            call.program,
-            if call.program == "launchctl" {
-                "launchd"
-            } else {
-                "systemd"
-            }
-        )
+fn spawn_error(call: &Call, source: std::io::Error) -> CallError {
+    if source.kind() == std::io::ErrorKind::NotFound {
+        CallError::NotOnPath {
+            program: call.program,
+        }
     } else {
-        format!("cannot run `{}`: {e}", call.shown())
+        CallError::Spawn {
+            shown: call.shown(),
+            source,
+        }
     }
 }

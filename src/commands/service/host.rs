@@ -5,6 +5,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use thiserror::Error;
+
 use super::call::{Call, quiet};
 use super::launchd::LABEL;
 use super::spec::{Manager, ServiceSpec, service_path, stop_timeout_seconds};
@@ -16,6 +18,57 @@ use crate::support::exit::{EXIT_FAILURE, EXIT_USAGE};
 
 /// Picks the service manager instead of the platform's own.
 pub(crate) const MANAGER_VAR: &str = "LLM_JUDGE_SERVICE_MANAGER";
+
+/// What `service` cannot learn about this machine; names the variable or path.
+#[derive(Debug, Error)]
+pub(crate) enum HostError {
+    /// `LLM_JUDGE_SERVICE_MANAGER` names no manager.
+    #[error(
+        "{}={value:?} is not a service manager; set it to systemd or launchd, or unset it",
+        MANAGER_VAR
+    )]
+    UnknownManager { value: String },
+    /// Neither Linux nor macOS.
+    #[error(
+        "no supported service manager on this system (systemd on Linux, launchd on macOS); \
+         run `llm-judge daemon` under your own supervisor, or set {}=systemd|launchd",
+        MANAGER_VAR
+    )]
+    NoManager,
+    /// `HOME` unset or relative.
+    #[error("HOME is not set to an absolute path, so the service file has no place; set HOME")]
+    NoHome,
+    /// The config path cannot be made absolute.
+    #[error(
+        "cannot make the config path {} absolute ({source}); pass --config with an absolute path",
+        path.display()
+    )]
+    ConfigPath {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// This binary's path is unknown.
+    #[error(
+        "cannot find this binary's path ({0}); run llm-judge by its absolute path and try again"
+    )]
+    NoBinary(#[source] std::io::Error),
+    /// This binary was replaced or removed while running.
+    #[error(
+        "this binary ({}) was replaced or removed while running; run the installed llm-judge again",
+        exe.display()
+    )]
+    BinaryGone { exe: PathBuf },
+}
+
+impl HostError {
+    /// The exit code: a bad variable is a usage error (2), anything else 1.
+    pub(crate) fn exit_code(&self) -> i32 {
+        match self {
+            HostError::UnknownManager { .. } => EXIT_USAGE,
+            _ => EXIT_FAILURE,
+        }
+    }
+}
 
 /// The user's side of the machine: where things go and who we are.
 #[derive(Debug, Clone)]
@@ -29,38 +82,19 @@ pub(crate) struct Host {
 
 impl Host {
     /// Reads the host from the environment; an exit code and message if it cannot.
-    pub(crate) fn from_env() -> Result<Host, (i32, String)> {
+    pub(crate) fn from_env() -> Result<Host, HostError> {
         let manager = match std::env::var(MANAGER_VAR).ok().filter(|v| !v.is_empty()) {
             Some(v) if v == "systemd" => Manager::Systemd,
             Some(v) if v == "launchd" => Manager::Launchd,
-            Some(v) => {
-                return Err((
-                    EXIT_USAGE,
-                    format!(
-                        "{MANAGER_VAR}={v:?} is not a service manager; set it to systemd or launchd, or unset it"
-                    ),
-                ));
-            }
+            Some(value) => return Err(HostError::UnknownManager { value }),
             None if cfg!(target_os = "macos") => Manager::Launchd,
             None if cfg!(target_os = "linux") => Manager::Systemd,
-            None => {
-                return Err((
-                    EXIT_FAILURE,
-                    format!(
-                        "no supported service manager on this system (systemd on Linux, launchd on macOS); \
-                         run `llm-judge daemon` under your own supervisor, or set {MANAGER_VAR}=systemd|launchd"
-                    ),
-                ));
-            }
+            None => return Err(HostError::NoManager),
         };
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute())
-            .ok_or((
-                EXIT_FAILURE,
-                "HOME is not set to an absolute path, so the service file has no place; set HOME"
-                    .to_string(),
-            ))?;
+            .ok_or(HostError::NoHome)?;
         let xdg_config_home = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute());
@@ -134,7 +168,7 @@ pub(crate) fn linger(host: &Host) -> Linger {
     let answer = match quiet(&call) {
         Ok((status, out)) if status.success() => parse_linger(&out),
         Ok((_, out)) => Linger::Unknown(out.trim().to_string()),
-        Err(e) => Linger::Unknown(e),
+        Err(e) => Linger::Unknown(e.to_string()),
     };
     if let Linger::Unknown(_) = &answer
         && let Some(user) = &host.user
@@ -168,12 +202,15 @@ pub(crate) struct InstallFacts {
 }
 
 /// Reads the facts install plans from.
-pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallFacts, String> {
+pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallFacts, HostError> {
     let bin = this_binary()?;
     let config = match &settings.config_path {
-        Some(p) => Some(std::path::absolute(p).map_err(|e| {
-            format!("cannot make the config path {} absolute ({e}); pass --config with an absolute path", p.display())
-        })?),
+        Some(p) => Some(
+            std::path::absolute(p).map_err(|source| HostError::ConfigPath {
+                path: p.clone(),
+                source,
+            })?,
+        ),
         None => None,
     };
     let (path, dropped_path) = service_path(
@@ -190,7 +227,9 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
     };
     let state = StateDir::new(&spec.state_dir);
     let state_dir_error = if state.root.exists() {
-        crate::store::permissions::check_private(&state.root).err()
+        crate::store::permissions::check_private(&state.root)
+            .err()
+            .map(|e| e.to_string())
     } else {
         None
     };
@@ -240,17 +279,10 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
 
 /// This binary's absolute path, preferring the path it was started by (a stable
 /// symlink such as Homebrew's) when that is the same file.
-fn this_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| {
-        format!(
-            "cannot find this binary's path ({e}); run llm-judge by its absolute path and try again"
-        )
-    })?;
+fn this_binary() -> Result<PathBuf, HostError> {
+    let exe = std::env::current_exe().map_err(HostError::NoBinary)?;
     if exe.to_string_lossy().ends_with(" (deleted)") {
-        return Err(format!(
-            "this binary ({}) was replaced or removed while running; run the installed llm-judge again",
-            exe.display()
-        ));
+        return Err(HostError::BinaryGone { exe });
     }
     let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
     let invoked = std::env::args_os()

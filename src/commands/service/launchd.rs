@@ -8,7 +8,7 @@
 //! `StandardOutPath` and `StandardErrorPath` (strings). Comments and every other byte
 //! stay as shipped.
 
-use super::spec::{ServiceSpec, check_plain, text};
+use super::spec::{RenderError, ServiceSpec, check_plain, text};
 
 /// The shipped plist, compiled in: what a person copies and what install starts from.
 pub(crate) const PLIST_TEMPLATE: &str =
@@ -47,14 +47,19 @@ fn xml_escape(s: &str) -> String {
 /// Where the value element of `<key>{key}</key>` sits in `plist` (start and end byte),
 /// and the indentation of the key's line; fails unless the key appears exactly once
 /// and its value is a `<{element}>` with no nested element of the same name.
-fn value_span(plist: &str, key: &str, element: &str) -> Result<(usize, usize, String), String> {
+fn value_span(
+    plist: &str,
+    key: &'static str,
+    element: &'static str,
+) -> Result<(usize, usize, String), RenderError> {
     let needle = format!("<key>{key}</key>");
     let hits: Vec<usize> = plist.match_indices(&needle).map(|(i, _)| i).collect();
     let [at] = hits[..] else {
-        return Err(format!(
-            "internal error: the plist template launchd/{LABEL}.plist has {} <key>{key}</key>; it needs exactly one",
-            hits.len()
-        ));
+        return Err(RenderError::PlistKeys {
+            label: LABEL,
+            key,
+            count: hits.len(),
+        });
     };
     let line_start = plist[..at].rfind('\n').map_or(0, |i| i + 1);
     let indent: String = plist[line_start..at]
@@ -78,10 +83,10 @@ fn value_span(plist: &str, key: &str, element: &str) -> Result<(usize, usize, St
     }
     let open = format!("<{element}>");
     let close = format!("</{element}>");
-    let bad = || {
-        format!(
-            "internal error: in the plist template launchd/{LABEL}.plist the value of {key} is not one <{element}>"
-        )
+    let bad = || RenderError::PlistValue {
+        label: LABEL,
+        key,
+        element,
     };
     if !plist[start..].starts_with(&open) {
         return Err(bad());
@@ -94,7 +99,7 @@ fn value_span(plist: &str, key: &str, element: &str) -> Result<(usize, usize, St
 }
 
 /// `template` with the values of the install keys set from `spec`.
-pub(crate) fn render(template: &str, spec: &ServiceSpec) -> Result<String, String> {
+pub(crate) fn render(template: &str, spec: &ServiceSpec) -> Result<String, RenderError> {
     check_plain(&spec.path, "PATH")?;
     let argv = spec.argv()?;
     let log = xml_escape(&text(
@@ -133,7 +138,7 @@ pub(crate) fn render(template: &str, spec: &ServiceSpec) -> Result<String, Strin
 }
 
 /// The launchd agent plist for `spec`: the shipped plist with this machine's values.
-pub(crate) fn render_plist(spec: &ServiceSpec) -> Result<String, String> {
+pub(crate) fn render_plist(spec: &ServiceSpec) -> Result<String, RenderError> {
     render(PLIST_TEMPLATE, spec)
 }
 
@@ -231,10 +236,12 @@ mod tests {
 
     #[test]
     fn a_template_with_a_missing_or_mistyped_value_is_refused() {
-        let e = render("<plist><dict></dict></plist>", &spec()).unwrap_err();
+        let e = render("<plist><dict></dict></plist>", &spec())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("0 <key>ProgramArguments</key>"), "{e}");
         let mistyped = PLIST_TEMPLATE.replace("<integer>45</integer>", "<string>45</string>");
-        let e = render(&mistyped, &spec()).unwrap_err();
+        let e = render(&mistyped, &spec()).unwrap_err().to_string();
         assert!(e.contains("ExitTimeOut is not one <integer>"), "{e}");
     }
 }

@@ -23,12 +23,15 @@ mod plan;
 mod spec;
 mod systemd;
 
+use thiserror::Error;
+
 use crate::core::config::Settings;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
-use call::{Call, systemctl};
-use host::{Host, linger};
+use call::{Call, CallError, systemctl};
+use execute::ExecuteError;
+use host::{Host, HostError, linger};
 use launchd::LABEL;
-use plan::{Plan, linger_warning};
+use plan::{Plan, PlanError, linger_warning};
 use spec::Manager;
 use systemd::UNIT_NAME;
 
@@ -56,19 +59,37 @@ pub enum ServiceAction {
     Status,
 }
 
+/// Why a service action failed; each part names its file, command or variable.
+#[derive(Debug, Error)]
+enum ServiceError {
+    /// The facts could not be read.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// Install has no plan.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A step of the plan failed.
+    #[error(transparent)]
+    Execute(#[from] ExecuteError),
+    /// `service status` could not ask the manager.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// `--dry-run` could not print.
+    #[error("cannot print the plan: stdout is closed")]
+    ClosedStdout,
+}
+
 /// Runs a service action; returns the exit code.
 pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     let host = match Host::from_env() {
         Ok(host) => host,
-        Err((code, e)) => {
+        Err(e) => {
             say_err!("llm-judge: {e}");
-            return code;
+            return e.exit_code();
         }
     };
     let result = match action {
-        ServiceAction::Install { dry_run } => host::install_facts(settings, &host)
-            .and_then(|facts| plan::plan_install(&facts))
-            .and_then(|plan| carry_out_or_print(&plan, dry_run)),
+        ServiceAction::Install { dry_run } => install(settings, &host, dry_run),
         ServiceAction::Uninstall { dry_run } => {
             let plan = plan::plan_uninstall(&host, host.target().exists());
             carry_out_or_print(&plan, dry_run)
@@ -84,12 +105,19 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     }
 }
 
+/// Plans the install from this machine's facts, then prints or carries it out.
+fn install(settings: &Settings, host: &Host, dry_run: bool) -> Result<i32, ServiceError> {
+    let facts = host::install_facts(settings, host)?;
+    let plan = plan::plan_install(&facts)?;
+    carry_out_or_print(&plan, dry_run)
+}
+
 /// `--dry-run` prints the plan; otherwise it is carried out.
-fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, String> {
+fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, ServiceError> {
     if dry_run {
         // A closed stdout ends the command with an error, never a panic.
         if !crate::support::exit::print_stdout(&plan.to_string()) {
-            return Err("cannot print the plan: stdout is closed".into());
+            return Err(ServiceError::ClosedStdout);
         }
         say!("# dry run: nothing was written, started or stopped");
     } else {
@@ -98,7 +126,7 @@ fn carry_out_or_print(plan: &Plan, dry_run: bool) -> Result<i32, String> {
     Ok(EXIT_OK)
 }
 
-fn status(host: &Host) -> Result<i32, String> {
+fn status(host: &Host) -> Result<i32, ServiceError> {
     let target = host.target();
     if target.exists() {
         say!("service file: {}", target.display());

@@ -7,10 +7,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use thiserror::Error;
+
 use super::call::{Call, shell_quote, systemctl};
 use super::host::{Host, InstallFacts, Linger};
 use super::launchd::{LABEL, LAUNCHD_LOG, LAUNCHD_LOG_MAX_BYTES, render_plist};
-use super::spec::{Manager, text};
+use super::spec::{Manager, RenderError, text};
 use super::systemd::{UNIT_NAME, render_unit};
 use crate::core::runner_table::RUNNERS_VAR;
 
@@ -234,10 +236,21 @@ fn failure_hint(host: &Host, target: &Path) -> String {
     }
 }
 
+/// Why install has no plan.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum PlanError {
+    /// The existing state folder would stop the daemon (`permissions`' words).
+    #[error("the daemon would refuse to start: {why}")]
+    StateDir { why: String },
+    /// The service definition cannot take this machine's values.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
 /// The plan of `service install`.
-pub(crate) fn plan_install(facts: &InstallFacts) -> Result<Plan, String> {
-    if let Some(e) = &facts.state_dir_error {
-        return Err(format!("the daemon would refuse to start: {e}"));
+pub(crate) fn plan_install(facts: &InstallFacts) -> Result<Plan, PlanError> {
+    if let Some(why) = &facts.state_dir_error {
+        return Err(PlanError::StateDir { why: why.clone() });
     }
     let host = &facts.host;
     let spec = &facts.spec;
@@ -304,7 +317,7 @@ pub(crate) fn plan_install(facts: &InstallFacts) -> Result<Plan, String> {
                 &[
                     "bootstrap",
                     &host.launchd_domain(),
-                    &text(&target, "the plist path")?,
+                    &text(&target, "the plist path").map_err(RenderError::from)?,
                 ],
             )));
         }
@@ -496,7 +509,7 @@ mod tests {
         let mut f = facts(Manager::Systemd);
         f.state_dir_error = Some("/x is a symlink".into());
         assert_eq!(
-            plan_install(&f).unwrap_err(),
+            plan_install(&f).unwrap_err().to_string(),
             "the daemon would refuse to start: /x is a symlink"
         );
     }

@@ -4,7 +4,56 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use thiserror::Error;
+
 use crate::core::config::Config;
+
+/// A value a service definition cannot hold; `what` names the flag or value.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum SpecError {
+    /// A path that is not UTF-8.
+    #[error(
+        "{what} {} is not UTF-8, which a service definition cannot hold; use a UTF-8 path",
+        path.display()
+    )]
+    NotUtf8 { what: &'static str, path: PathBuf },
+    /// A value with a control character (a newline would start a line of its own).
+    #[error(
+        "{what} {value:?} holds a control character (such as a newline), which a service definition cannot hold; use another path"
+    )]
+    ControlCharacter { what: &'static str, value: String },
+}
+
+/// The shipped unit or plist cannot take this machine's values.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum RenderError {
+    /// A value it cannot hold.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The unit template lacks a line install sets, or has it twice.
+    #[error(
+        "internal error: the unit template systemd/llm-judge.service has {count} lines starting with {prefix}; it needs exactly one"
+    )]
+    UnitLines { count: usize, prefix: &'static str },
+    /// The plist template lacks a key install sets, or has it twice.
+    #[error(
+        "internal error: the plist template launchd/{label}.plist has {count} <key>{key}</key>; it needs exactly one"
+    )]
+    PlistKeys {
+        label: &'static str,
+        key: &'static str,
+        count: usize,
+    },
+    /// A key's value in the plist template is not the one element expected.
+    #[error(
+        "internal error: in the plist template launchd/{label}.plist the value of {key} is not one <{element}>"
+    )]
+    PlistValue {
+        label: &'static str,
+        key: &'static str,
+        element: &'static str,
+    },
+}
 
 /// After the drain grace the daemon stops its runners and waits this long for its
 /// workers (`STOP_WAIT` in the daemon).
@@ -37,7 +86,7 @@ pub(crate) struct ServiceSpec {
 
 impl ServiceSpec {
     /// The daemon's command line, program first.
-    pub(crate) fn argv(&self) -> Result<Vec<String>, String> {
+    pub(crate) fn argv(&self) -> Result<Vec<String>, SpecError> {
         let mut argv = vec![
             text(&self.bin, "this binary's path")?,
             "daemon".to_string(),
@@ -53,23 +102,24 @@ impl ServiceSpec {
 }
 
 /// A path as text that a unit file or plist can hold, or why not.
-pub(crate) fn text(path: &Path, what: &str) -> Result<String, String> {
+pub(crate) fn text(path: &Path, what: &'static str) -> Result<String, SpecError> {
     let Some(s) = path.to_str() else {
-        return Err(format!(
-            "{what} {} is not UTF-8, which a service definition cannot hold; use a UTF-8 path",
-            path.display()
-        ));
+        return Err(SpecError::NotUtf8 {
+            what,
+            path: path.to_path_buf(),
+        });
     };
     check_plain(s, what)?;
     Ok(s.to_string())
 }
 
 /// Refuses control characters: a newline would start a line of its own in a unit file.
-pub(crate) fn check_plain(s: &str, what: &str) -> Result<(), String> {
+pub(crate) fn check_plain(s: &str, what: &'static str) -> Result<(), SpecError> {
     if s.chars().any(char::is_control) {
-        return Err(format!(
-            "{what} {s:?} holds a control character (such as a newline), which a service definition cannot hold; use another path"
-        ));
+        return Err(SpecError::ControlCharacter {
+            what,
+            value: s.to_string(),
+        });
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! `ExecStart=` (this binary and its arguments), `Environment="PATH=..."` and
 //! `TimeoutStopSec=`. Each must appear exactly once in the shipped file.
 
-use super::spec::{ServiceSpec, check_plain};
+use super::spec::{RenderError, ServiceSpec, SpecError, check_plain};
 
 /// The shipped unit, compiled in: what a person copies and what install starts from.
 pub(crate) const UNIT_TEMPLATE: &str = include_str!("../../../systemd/llm-judge.service");
@@ -79,7 +79,7 @@ fn systemd_env(name: &str, value: &str) -> String {
 }
 
 /// The whole new line for `which`, from `spec`.
-fn line_for(which: UnitLine, spec: &ServiceSpec) -> Result<String, String> {
+fn line_for(which: UnitLine, spec: &ServiceSpec) -> Result<String, SpecError> {
     Ok(match which {
         UnitLine::ExecStart => {
             let argv: Vec<String> = spec.argv()?.iter().map(|a| systemd_quote(a)).collect();
@@ -95,17 +95,17 @@ fn line_for(which: UnitLine, spec: &ServiceSpec) -> Result<String, String> {
 
 /// `template` with the values of the install lines set from `spec`; fails unless each
 /// appears exactly once.
-pub(crate) fn render(template: &str, spec: &ServiceSpec) -> Result<String, String> {
+pub(crate) fn render(template: &str, spec: &ServiceSpec) -> Result<String, RenderError> {
     for which in UnitLine::ALL {
         let n = template
             .lines()
             .filter(|l| UnitLine::of(l) == Some(which))
             .count();
         if n != 1 {
-            return Err(format!(
-                "internal error: the unit template systemd/llm-judge.service has {n} lines starting with {}; it needs exactly one",
-                which.prefix()
-            ));
+            return Err(RenderError::UnitLines {
+                count: n,
+                prefix: which.prefix(),
+            });
         }
     }
     let mut out = String::with_capacity(template.len() + 256);
@@ -124,7 +124,7 @@ pub(crate) fn render(template: &str, spec: &ServiceSpec) -> Result<String, Strin
 }
 
 /// The systemd user unit for `spec`: the shipped unit with this machine's values.
-pub(crate) fn render_unit(spec: &ServiceSpec) -> Result<String, String> {
+pub(crate) fn render_unit(spec: &ServiceSpec) -> Result<String, RenderError> {
     render(UNIT_TEMPLATE, spec)
 }
 
@@ -258,7 +258,7 @@ mod tests {
             state_dir: PathBuf::from("/tmp/a\nExecStartPre=/bin/evil"),
             ..spec()
         };
-        let e = render_unit(&s).unwrap_err();
+        let e = render_unit(&s).unwrap_err().to_string();
         assert!(
             e.contains("state folder") && e.contains("control character"),
             "{e}"
@@ -267,17 +267,24 @@ mod tests {
             path: "/bin\n".into(),
             ..spec()
         };
-        assert!(render_unit(&s).unwrap_err().contains("PATH"));
+        assert!(render_unit(&s).unwrap_err().to_string().contains("PATH"));
     }
 
     #[test]
     fn a_template_without_exactly_one_install_line_is_refused() {
-        let e = render("[Service]\nExecStart=/bin/true\n", &spec()).unwrap_err();
+        let e = render("[Service]\nExecStart=/bin/true\n", &spec())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("0 lines starting with Environment=\"PATH="),
             "{e}"
         );
         let twice = "ExecStart=a\nExecStart=b\nEnvironment=\"PATH=/bin\"\nTimeoutStopSec=1s\n";
-        assert!(render(twice, &spec()).unwrap_err().contains("2 lines"));
+        assert!(
+            render(twice, &spec())
+                .unwrap_err()
+                .to_string()
+                .contains("2 lines")
+        );
     }
 }
