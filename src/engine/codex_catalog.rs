@@ -14,7 +14,7 @@ pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Runs `<program> debug models` with a deadline and parses its stdout.
 pub fn read_catalog(program: &Path, timeout: Duration) -> Result<Catalog, String> {
-    let run = probe::run(program, &["debug", "models"], timeout)?;
+    let run = probe::run(program, &["debug", "models"], timeout).map_err(|e| e.to_string())?;
     if !run.status.success() {
         return Err(format!(
             "`{} debug models` exited with {}",

@@ -4,6 +4,7 @@
 //! supervisors and keeps the idle ones (`zygote`, with `fd_passing`), each the init of
 //! its own PID namespace where the system allows (`pid_ns`).
 
+pub mod error;
 #[cfg(target_os = "linux")]
 mod fd_passing;
 pub mod os;
