@@ -106,7 +106,7 @@ impl Default for Extras {
             limits: Arc::default(),
             flights: None,
             tally: None,
-            spawner: Arc::new(Processes),
+            spawner: Arc::new(Processes::default()),
         }
     }
 }

@@ -7,6 +7,22 @@ use std::path::PathBuf;
 /// Something the process layer could not do.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
+    /// The zygote is forked only while the daemon has one thread.
+    #[error("the daemon already runs several threads")]
+    NotSingleThreaded,
+    /// No zygote on this platform.
+    #[error("only on Linux")]
+    NoZygoteHere,
+    /// The zygote's socket pair could not be made.
+    #[error("socketpair: {0}")]
+    SocketPair(io::Error),
+    /// Forking the zygote failed.
+    #[error("fork: {0}")]
+    Fork(io::Error),
+    /// The zygote's socket could not be bounded in time; the zygote (this pid) was
+    /// killed.
+    #[error("socket timeouts: {source}")]
+    SocketTimeouts { pid: i32, source: io::Error },
     /// A bounded helper command did not start.
     #[error("cannot run `{} {args}`: {source}", program.display())]
     CannotRun {
@@ -29,6 +45,31 @@ pub enum ProcessError {
         pid: u32,
         source: io::Error,
     },
+    /// A runner's argument, program or folder cannot be a C string.
+    #[error("{0:?} holds a NUL byte")]
+    NulByte(String),
+    /// One of our own runner variables cannot be a C string.
+    #[error("the runner variable {0} holds a NUL byte: a bug in llm-judge, please report it")]
+    NulInOwnVariable(&'static str),
+    /// A pooled supervisor's request came without its four descriptors.
+    #[error("a supervisor request needs four descriptors")]
+    RequestWithoutFds,
+    /// A pooled supervisor's request was larger than it accepts (this many bytes).
+    #[error("supervisor request too large")]
+    RequestTooLarge(usize),
+}
+
+impl From<ProcessError> for io::Error {
+    /// Keeps the kind an attempt's reason names (`InvalidInput: ...` for bad input).
+    fn from(e: ProcessError) -> Self {
+        let kind = match &e {
+            ProcessError::NulByte(_) | ProcessError::NulInOwnVariable(_) => {
+                io::ErrorKind::InvalidInput
+            }
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
 }
 
 #[cfg(test)]
@@ -46,5 +87,8 @@ mod tests {
             e.to_string(),
             "`/usr/bin/codex debug models` took over 15 s"
         );
+        let io: io::Error = ProcessError::NulByte("a\0b".into()).into();
+        assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(io.to_string(), r#""a\0b" holds a NUL byte"#);
     }
 }

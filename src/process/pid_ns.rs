@@ -49,8 +49,7 @@ pub(crate) fn isolation() -> Isolation {
 /// True in a supervisor that is the init of its own namespace: only there may it
 /// signal "every process" (`kill(-1)`), which outside a namespace means the machine.
 pub(crate) fn is_namespace_init() -> bool {
-    // SAFETY: getpid has no preconditions.
-    unsafe { libc::getpid() == 1 }
+    rustix::process::getpid().is_init()
 }
 
 /// Forks like `fork(2)`, the child isolated as `isolation()` says; 0 in the child.
@@ -159,8 +158,8 @@ static ID_MAPS: OnceLock<IdMaps> = OnceLock::new();
 
 fn id_maps() -> &'static IdMaps {
     ID_MAPS.get_or_init(|| {
-        // SAFETY: geteuid and getegid have no preconditions.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
         IdMaps {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),

@@ -14,8 +14,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
 use crate::core::verdict::RunEnd;
+use crate::process::error::ProcessError;
 use crate::process::os::{TAG_VAR, kill_tagged, signal_group};
-use crate::process::supervisor::{self, Env, Launch, RECORD_BYTES, Report};
+use crate::process::pool::SupervisorPool;
+use crate::process::supervisor::{self, Env, Launch, Lease, RECORD_BYTES, Report};
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
@@ -74,10 +76,14 @@ pub struct RunOutput {
     pub elapsed: Duration,
 }
 
-/// Runs one runner to the end under its own supervisor (see supervisor.rs), so
-/// nothing it started outlives the attempt. `on_spawn` gets the runner's pid (=
-/// process group id).
-pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
+/// Runs one runner to the end under its own supervisor (see supervisor/), so nothing
+/// it started outlives the attempt: a pooled one from `pool` (the daemon), else one
+/// forked here. `on_spawn` gets the runner's pid (= process group id).
+pub async fn run(
+    spec: &RunSpec<'_>,
+    pool: Option<&SupervisorPool>,
+    on_spawn: impl FnOnce(u32),
+) -> RunOutput {
     let started = Instant::now();
     let output = |end, stdout: &Tail, stderr: &Tail| {
         let (stdout, cut) = stdout.text();
@@ -101,17 +107,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
     });
-    // An idle pooled supervisor takes it at once; else, off the async workers, a new
-    // one from the zygote (bounded by its socket timeout) or a fork here.
-    let forked = launch.and_then(supervisor::prepare).and_then(|prepared| {
-        match prepared.offer(crate::process::zygote::supervise_idle) {
-            Ok(started) => started,
-            Err(prepared) => crate::support::runtime::blocking(|| {
-                prepared.start(crate::process::zygote::supervise)
-            }),
-        }
-    });
-    let mut attempt = match forked.and_then(Attempt::new) {
+    let forked = launch
+        .and_then(supervisor::prepare)
+        .and_then(|prepared| start_supervisor(prepared, pool));
+    let mut attempt = match forked.and_then(|started| Attempt::new(started, pool)) {
         Ok(attempt) => attempt,
         Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
     };
@@ -170,6 +169,22 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     output(end, &stdout, &stderr)
 }
 
+/// An idle pooled supervisor takes the attempt at once; else, off the async workers,
+/// a new one from the zygote (bounded by its socket timeout) or a fork here.
+fn start_supervisor(
+    prepared: supervisor::Prepared,
+    pool: Option<&SupervisorPool>,
+) -> std::io::Result<supervisor::Started> {
+    use crate::support::runtime::blocking;
+    let Some(pool) = pool else {
+        return blocking(|| prepared.fork_here());
+    };
+    match pool.offer_idle(prepared) {
+        Ok(started) => started,
+        Err(prepared) => blocking(|| pool.supervise(prepared)),
+    }
+}
+
 /// Our read end of an attempt's pipe, made nonblocking for the reactor with one call
 /// (tokio's checked constructor adds an fstat and a flags read, per pipe and attempt).
 fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
@@ -198,12 +213,8 @@ fn runner_env(tag: &str) -> std::io::Result<Env> {
     let shared = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()).into());
     let mut own = Vec::with_capacity(3);
     for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
-        own.push(CString::new(format!("{key}={value}")).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("the runner variable {key} holds a NUL byte: a bug in llm-judge, please report it"),
-            )
-        })?);
+        let pair = CString::new(format!("{key}={value}"));
+        own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
     }
     Ok(Env {
         shared: shared.clone(),
@@ -237,13 +248,14 @@ fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CStrin
 }
 
 /// One supervised runner seen from the judge: the report pipe and the runner's pipes.
-struct Attempt {
+struct Attempt<'p> {
     supervisor: i32,
     /// Our child (else the zygote's, reaped by the kernel: never waited for).
     ours: bool,
-    /// A pooled supervisor, given back once the attempt is settled and its report
-    /// pipe closed.
-    lease: Option<supervisor::Lease>,
+    /// A pooled supervisor, given back to `pool` once the attempt is settled and its
+    /// report pipe closed.
+    lease: Option<Lease>,
+    pool: Option<&'p SupervisorPool>,
     /// The supervisor reported the attempt's end (`Exited` or `SpawnFailed`).
     settled: bool,
     runner: Option<i32>,
@@ -255,8 +267,11 @@ struct Attempt {
     done: bool,
 }
 
-impl Attempt {
-    fn new(started: supervisor::Started) -> std::io::Result<Self> {
+impl<'p> Attempt<'p> {
+    fn new(
+        started: supervisor::Started,
+        pool: Option<&'p SupervisorPool>,
+    ) -> std::io::Result<Self> {
         let (supervisor, lease) = (started.supervisor, started.lease);
         let ours = lease.is_none();
         let report = match receiver(started.report) {
@@ -275,6 +290,7 @@ impl Attempt {
             supervisor,
             ours,
             lease,
+            pool,
             settled: false,
             runner: None,
             report,
@@ -289,7 +305,7 @@ impl Attempt {
     async fn next_report(&mut self, wait: Duration) -> Option<Report> {
         let mut record = [0u8; RECORD_BYTES];
         let report = match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
-            Ok(Ok(_)) => supervisor::decode(record),
+            Ok(Ok(_)) => Report::decode(record),
             _ => None,
         };
         self.settled |= matches!(report, Some(Report::SpawnFailed(_) | Report::Exited(_)));
@@ -346,7 +362,7 @@ impl Attempt {
         let mut record = [0u8; RECORD_BYTES];
         match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
             Err(_) => None,
-            Ok(Ok(_)) => match supervisor::decode(record) {
+            Ok(Ok(_)) => match Report::decode(record) {
                 Some(Report::Exited(status)) => {
                     // Reaped by the supervisor: its group id may be reused from now on.
                     self.settled = true;
@@ -375,11 +391,12 @@ impl Attempt {
     /// by tag, the only trace left.
     async fn finish(&mut self, tag: &str) {
         let mut rest = Vec::new();
-        let closed = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
-        match (matches!(closed, Ok(Ok(_))), self.settled) {
+        let read = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
+        let closed = matches!(read, Ok(Ok(_)));
+        match (closed, self.settled) {
             (true, true) => {
-                if let Some(lease) = self.lease.take() {
-                    crate::process::zygote::give_back(lease);
+                if let (Some(lease), Some(pool)) = (self.lease.take(), self.pool) {
+                    pool.give_back(lease);
                 }
             }
             (true, false) => {
@@ -410,7 +427,7 @@ impl Attempt {
     }
 }
 
-impl Drop for Attempt {
+impl Drop for Attempt<'_> {
     /// Only a net: an attempt dropped mid-flight (the daemon exiting past its stop
     /// wait, a panic) kills its runner at once; the supervisor sweeps the rest and is
     /// reaped off the async threads. Shutdown normally goes through `terminate`.
