@@ -247,24 +247,83 @@ fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CStrin
     .collect()
 }
 
+/// Who ends an attempt's supervisor.
+#[derive(Debug)]
+enum Owner {
+    /// Forked by this process: ours to reap.
+    Forked,
+    /// Lent by the daemon's pool: the zygote's child, reaped by the kernel and never
+    /// waited for (its pid may be reused); given back once its attempt is over.
+    Pooled(Lease),
+}
+
+/// An attempt's supervisor as the judge sees it: running the attempt, settled (it
+/// reported the end, `Exited` or `SpawnFailed`: the runner's tree is gone), then
+/// finished (reaped, given back, or left to exit on its own).
+#[derive(Debug)]
+enum SupervisorState {
+    Running(Owner),
+    Settled(Owner),
+    Finished,
+}
+
+impl SupervisorState {
+    /// A supervisor just started: pooled with a lease, else forked here.
+    fn new(lease: Option<Lease>) -> Self {
+        SupervisorState::Running(lease.map_or(Owner::Forked, Owner::Pooled))
+    }
+
+    /// The supervisor reported the attempt's end.
+    fn settle(&mut self) {
+        *self = match std::mem::replace(self, SupervisorState::Finished) {
+            SupervisorState::Running(owner) => SupervisorState::Settled(owner),
+            other => other,
+        };
+    }
+
+    /// Still running its attempt (it may be killed to stop the runner).
+    fn is_running(&self) -> bool {
+        matches!(self, SupervisorState::Running(_))
+    }
+
+    fn is_settled(&self) -> bool {
+        matches!(self, SupervisorState::Settled(_))
+    }
+
+    fn is_finished(&self) -> bool {
+        matches!(self, SupervisorState::Finished)
+    }
+
+    /// Forked by us and not yet finished: a reap is still owed.
+    fn owes_reap(&self) -> bool {
+        matches!(
+            self,
+            SupervisorState::Running(Owner::Forked) | SupervisorState::Settled(Owner::Forked)
+        )
+    }
+
+    /// Finished from now on: the owner (for the reap or the give-back) and whether it
+    /// had settled; `None` when it already was finished.
+    fn finish(&mut self) -> Option<(Owner, bool)> {
+        match std::mem::replace(self, SupervisorState::Finished) {
+            SupervisorState::Running(owner) => Some((owner, false)),
+            SupervisorState::Settled(owner) => Some((owner, true)),
+            SupervisorState::Finished => None,
+        }
+    }
+}
+
 /// One supervised runner seen from the judge: the report pipe and the runner's pipes.
 struct Attempt<'p> {
     supervisor: i32,
-    /// Our child (else the zygote's, reaped by the kernel: never waited for).
-    ours: bool,
-    /// A pooled supervisor, given back to `pool` once the attempt is settled and its
-    /// report pipe closed.
-    lease: Option<Lease>,
+    state: SupervisorState,
+    /// Where a pooled supervisor goes back to.
     pool: Option<&'p SupervisorPool>,
-    /// The supervisor reported the attempt's end (`Exited` or `SpawnFailed`).
-    settled: bool,
     runner: Option<i32>,
     report: pipe::Receiver,
     stdin: Option<OwnedFd>,
     stdout: Option<OwnedFd>,
     stderr: Option<OwnedFd>,
-    /// Set once the supervisor was reaped.
-    done: bool,
 }
 
 impl<'p> Attempt<'p> {
@@ -273,14 +332,13 @@ impl<'p> Attempt<'p> {
         pool: Option<&'p SupervisorPool>,
     ) -> std::io::Result<Self> {
         let (supervisor, lease) = (started.supervisor, started.lease);
-        let ours = lease.is_none();
         let report = match receiver(started.report) {
             Ok(report) => report,
             Err(e) => {
                 // No way to hear from it. Its report pipe's read end is closed now, so
                 // it kills the runner's group, sweeps and ends the attempt (a pooled
                 // one then exits: its lease drops here, closing its socket).
-                if ours {
+                if lease.is_none() {
                     reap_in_background(supervisor);
                 }
                 return Err(e);
@@ -288,16 +346,13 @@ impl<'p> Attempt<'p> {
         };
         Ok(Attempt {
             supervisor,
-            ours,
-            lease,
+            state: SupervisorState::new(lease),
             pool,
-            settled: false,
             runner: None,
             report,
             stdin: started.stdin,
             stdout: Some(started.stdout),
             stderr: Some(started.stderr),
-            done: false,
         })
     }
 
@@ -308,7 +363,9 @@ impl<'p> Attempt<'p> {
             Ok(Ok(_)) => Report::decode(record),
             _ => None,
         };
-        self.settled |= matches!(report, Some(Report::SpawnFailed(_) | Report::Exited(_)));
+        if matches!(report, Some(Report::SpawnFailed(_) | Report::Exited(_))) {
+            self.state.settle();
+        }
         report
     }
 
@@ -365,7 +422,7 @@ impl<'p> Attempt<'p> {
             Ok(Ok(_)) => match Report::decode(record) {
                 Some(Report::Exited(status)) => {
                     // Reaped by the supervisor: its group id may be reused from now on.
-                    self.settled = true;
+                    self.state.settle();
                     self.runner = None;
                     Some(exit_end(status))
                 }
@@ -381,7 +438,7 @@ impl<'p> Attempt<'p> {
     fn signal_runner(&self, signal: Signal) {
         if let Some(pgid) = self.runner.and_then(|p| u32::try_from(p).ok()) {
             signal_group(pgid, signal);
-        } else if signal == Signal::KILL && !self.settled {
+        } else if signal == Signal::KILL && self.state.is_running() {
             signal_pid(self.supervisor, Signal::KILL);
         }
     }
@@ -393,12 +450,8 @@ impl<'p> Attempt<'p> {
         let mut rest = Vec::new();
         let read = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
         let closed = matches!(read, Ok(Ok(_)));
-        match (closed, self.settled) {
-            (true, true) => {
-                if let (Some(lease), Some(pool)) = (self.lease.take(), self.pool) {
-                    pool.give_back(lease);
-                }
-            }
+        match (closed, self.state.is_settled()) {
+            (true, true) => {}
             (true, false) => {
                 // The supervisor died before it reported the end (killed from outside):
                 // its sweep did not run, so the runner's tree is found by its tag.
@@ -419,11 +472,19 @@ impl<'p> Attempt<'p> {
                 );
             }
         }
-        let supervisor = self.supervisor;
-        if self.ours {
-            crate::support::runtime::blocking(|| supervisor::reap(supervisor));
+        match self.state.finish() {
+            Some((Owner::Pooled(lease), true)) if closed => {
+                if let Some(pool) = self.pool {
+                    pool.give_back(lease);
+                }
+            }
+            Some((Owner::Forked, _)) => {
+                let supervisor = self.supervisor;
+                crate::support::runtime::blocking(|| supervisor::reap(supervisor));
+            }
+            // A lease not given back closes its socket here: that supervisor exits.
+            Some((Owner::Pooled(_), _)) | None => {}
         }
-        self.done = true;
     }
 }
 
@@ -432,14 +493,13 @@ impl Drop for Attempt<'_> {
     /// wait, a panic) kills its runner at once; the supervisor sweeps the rest and is
     /// reaped off the async threads. Shutdown normally goes through `terminate`.
     fn drop(&mut self) {
-        if self.done {
+        if self.state.is_finished() {
             return;
         }
         self.signal_runner(Signal::KILL);
-        if !self.ours {
-            return;
+        if self.state.owes_reap() {
+            reap_in_background(self.supervisor);
         }
-        reap_in_background(self.supervisor);
     }
 }
 
@@ -562,6 +622,42 @@ async fn read_into(mut pipe: impl AsyncRead + Unpin, tail: Tail) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lease() -> Lease {
+        let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        Lease { pid: 4242, sock }
+    }
+
+    #[test]
+    fn a_forked_supervisor_is_reaped_settled_or_not_and_only_once() {
+        let mut state = SupervisorState::new(None);
+        assert!(state.is_running() && state.owes_reap() && !state.is_settled());
+        state.settle();
+        assert!(state.is_settled() && !state.is_running() && state.owes_reap());
+        state.settle();
+        assert!(state.is_settled(), "settling twice changes nothing");
+        assert!(matches!(state.finish(), Some((Owner::Forked, true))));
+        assert!(state.is_finished() && !state.owes_reap() && !state.is_running());
+        assert!(state.finish().is_none(), "finished once");
+        state.settle();
+        assert!(state.is_finished(), "no way back from finished");
+
+        let mut unsettled = SupervisorState::new(None);
+        assert!(matches!(unsettled.finish(), Some((Owner::Forked, false))));
+    }
+
+    #[test]
+    fn a_pooled_supervisor_hands_its_lease_back_and_is_never_reaped() {
+        let mut state = SupervisorState::new(Some(lease()));
+        assert!(state.is_running() && !state.owes_reap());
+        state.settle();
+        assert!(state.is_settled() && !state.owes_reap());
+        match state.finish() {
+            Some((Owner::Pooled(lease), true)) => assert_eq!(lease.pid, 4242),
+            other => panic!("{other:?}"),
+        }
+        assert!(state.is_finished());
+    }
 
     #[test]
     fn tail_keeps_the_last_bytes() {
