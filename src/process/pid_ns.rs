@@ -59,6 +59,7 @@ pub(crate) fn is_namespace_init() -> bool {
 /// As `fork`: in a multi-threaded process the child may only make async-signal-safe
 /// calls.
 pub(crate) unsafe fn fork() -> io::Result<pid_t> {
+    // SAFETY: the caller keeps fork's rules; `isolation()` ran first, in the parent.
     unsafe { fork_as(isolation()) }
 }
 
@@ -82,8 +83,10 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: in the child, which may only make async-signal-safe calls: these are.
     if pid == 0 && isolation == Isolation::UserAndPidNamespace && !unsafe { map_own_ids() } {
         // Unmapped, it would run as the overflow user: never start a runner so.
+        // SAFETY: leaving the child without running anything of the parent's.
         unsafe { libc::_exit(126) };
     }
     Ok(pid)
@@ -175,6 +178,7 @@ unsafe fn map_own_ids() -> bool {
     let Some(maps) = ID_MAPS.get() else {
         return false;
     };
+    // SAFETY: write_file only makes raw system calls on C string literals.
     unsafe {
         write_file(c"/proc/self/uid_map", &maps.uid_map)
             && write_file(c"/proc/self/setgroups", b"deny")
@@ -184,6 +188,7 @@ unsafe fn map_own_ids() -> bool {
 
 #[cfg(target_os = "linux")]
 unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: a valid C string and byte slice; the descriptor is ours, closed once.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         if fd < 0 {
