@@ -181,7 +181,7 @@ fn version_of(path: &Path) -> String {
             .lines()
             .next()
             .map_or("no --version output".into(), |l| l.trim().to_string()),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 

@@ -28,6 +28,8 @@ use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
 use crate::engine::attempts::Extras;
 use crate::engine::events::Control;
+use crate::engine::spawner::Processes;
+use crate::process::pool::SupervisorPool;
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
@@ -65,12 +67,16 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         }
     };
     // Before the runtime: the zygote must be forked while this is the only thread.
-    match crate::process::zygote::start() {
-        Ok(()) => tracing::debug!("supervisor zygote started"),
-        Err(e) => {
-            tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon")
+    let pool = match SupervisorPool::start() {
+        Ok(pool) => {
+            tracing::debug!("supervisor zygote started");
+            Some(Arc::new(pool))
         }
-    }
+        Err(e) => {
+            tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon");
+            None
+        }
+    };
     // One worker thread runs the event loop (inbox, signals, reload, status); the jobs
     // run on the worker slots' own runtimes (daemon::slots), so a busy backlog seldom
     // wakes this thread.
@@ -81,7 +87,15 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     let slots = SharedSlots::default();
     match runtime {
         Ok(rt) => {
-            let daemon = Daemon::new(settings, sources, workers_flag, state, slots.clone());
+            let spawner = Arc::new(Processes { pool });
+            let daemon = Daemon::new(
+                settings,
+                sources,
+                workers_flag,
+                state,
+                slots.clone(),
+                spawner,
+            );
             let code = rt
                 .block_on(async move { tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE) });
             // Jobs still running past the stop wait are dropped here, their runners
@@ -137,6 +151,7 @@ impl Daemon {
         workers_flag: Option<usize>,
         state: StateDir,
         slots: SharedSlots,
+        spawner: Arc<Processes>,
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match Tally::create(&crate::store::status_file::tally_path(&state)) {
@@ -148,6 +163,7 @@ impl Daemon {
         };
         let extras = Extras {
             flights: settings.config.single_flight.then(Arc::default),
+            spawner,
             ..Extras::for_state(&settings, &state)
         };
         let control = watch::channel(Control::Run).0;
@@ -173,7 +189,7 @@ impl Daemon {
         }
     }
 
-    /// Extras for `settings`, keeping the live runner limits and flights.
+    /// Extras for `settings`, keeping the live runner limits, flights and spawner.
     fn extras_for(&self, settings: &Settings) -> Extras {
         let flights = settings
             .config
@@ -182,6 +198,7 @@ impl Daemon {
         Extras {
             limits: self.extras.limits.clone(),
             flights,
+            spawner: self.extras.spawner.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }

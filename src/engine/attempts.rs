@@ -103,7 +103,7 @@ impl Default for Extras {
             cache: None,
             limits: Arc::default(),
             flights: None,
-            spawner: Arc::new(Processes),
+            spawner: Arc::new(Processes::default()),
         }
     }
 }

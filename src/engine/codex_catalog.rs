@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::core::codex_model::{self, Catalog, CatalogError};
 use crate::core::config::Settings;
+use crate::process::error::ProcessError;
 use crate::process::probe;
 use crate::process::spawn::resolve_program;
 
@@ -17,9 +18,9 @@ pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);
 /// Why the login's catalog could not be read.
 #[derive(Debug, Error)]
 pub enum CatalogReadError {
-    /// The probe could not start or ran past its deadline (`process::probe`'s words).
-    #[error("{0}")]
-    Probe(String),
+    /// The probe could not start or ran past its deadline.
+    #[error(transparent)]
+    Probe(#[from] ProcessError),
     /// `codex debug models` failed.
     #[error("`{} debug models` exited with {status}", program.display())]
     Exit {
@@ -33,8 +34,7 @@ pub enum CatalogReadError {
 
 /// Runs `<program> debug models` with a deadline and parses its stdout.
 pub fn read_catalog(program: &Path, timeout: Duration) -> Result<Catalog, CatalogReadError> {
-    let run =
-        probe::run(program, &["debug", "models"], timeout).map_err(CatalogReadError::Probe)?;
+    let run = probe::run(program, &["debug", "models"], timeout)?;
     if !run.status.success() {
         return Err(CatalogReadError::Exit {
             program: program.to_path_buf(),

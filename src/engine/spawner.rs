@@ -4,7 +4,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
+use crate::process::pool::SupervisorPool;
 use crate::process::spawn::{self, RunOutput, RunSpec};
 
 /// A boxed future that may move between threads.
@@ -21,8 +23,13 @@ pub trait Spawner: Send + Sync {
     ) -> BoxFuture<'a, RunOutput>;
 }
 
-/// Real runner processes, each under its own supervisor (`process::spawn`).
-pub struct Processes;
+/// Real runner processes, each under its own supervisor (`process::spawn`): a pooled
+/// one when there is a pool (the daemon), else one forked per attempt (`run`, `ask`).
+#[derive(Default)]
+pub struct Processes {
+    /// The daemon's supervisor pool, made at its start.
+    pub pool: Option<Arc<SupervisorPool>>,
+}
 
 impl Spawner for Processes {
     fn run<'a>(
@@ -30,6 +37,6 @@ impl Spawner for Processes {
         spec: &'a RunSpec<'a>,
         on_spawn: &'a mut (dyn FnMut(u32) + Send),
     ) -> BoxFuture<'a, RunOutput> {
-        Box::pin(spawn::run(spec, on_spawn))
+        Box::pin(spawn::run(spec, self.pool.as_deref(), on_spawn))
     }
 }

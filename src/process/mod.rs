@@ -1,18 +1,22 @@
-//! Processes: spawning one runner under its supervisor and stopping it, and the OS
-//! calls about process groups, liveness and `/proc` (`os`), and short bounded runs of
-//! an installed runner (`probe`), and the zygote that forks the daemon's pooled
-//! supervisors and keeps the idle ones (`zygote`, with `fd_passing`), each the init of
-//! its own PID namespace where the system allows (`pid_ns`).
+//! Processes: spawning one runner under its supervisor and stopping it (`spawn`,
+//! `supervisor`), the OS calls about process groups, liveness and `/proc` (`os`, one
+//! file per platform), short bounded runs of an installed runner (`probe`), and the
+//! daemon's pool of supervisors with the zygote that forks them (`pool`, `zygote`,
+//! with `fd_passing`), each the init of its own PID namespace where the system
+//! allows (`pid_ns`). Errors are `ProcessError` (`error`).
 
+pub mod error;
 #[cfg(target_os = "linux")]
 mod fd_passing;
 pub mod os;
 pub(crate) mod pid_ns;
+#[cfg(target_os = "linux")]
+pub mod pool;
+#[cfg(not(target_os = "linux"))]
+#[path = "pool_stub.rs"]
+pub mod pool;
 pub mod probe;
 pub mod spawn;
 pub mod supervisor;
 #[cfg(target_os = "linux")]
-pub mod zygote;
-#[cfg(not(target_os = "linux"))]
-#[path = "zygote_stub.rs"]
-pub mod zygote;
+mod zygote;

@@ -49,8 +49,7 @@ pub(crate) fn isolation() -> Isolation {
 /// True in a supervisor that is the init of its own namespace: only there may it
 /// signal "every process" (`kill(-1)`), which outside a namespace means the machine.
 pub(crate) fn is_namespace_init() -> bool {
-    // SAFETY: getpid has no preconditions.
-    unsafe { libc::getpid() == 1 }
+    rustix::process::getpid().is_init()
 }
 
 /// Forks like `fork(2)`, the child isolated as `isolation()` says; 0 in the child.
@@ -60,6 +59,7 @@ pub(crate) fn is_namespace_init() -> bool {
 /// As `fork`: in a multi-threaded process the child may only make async-signal-safe
 /// calls.
 pub(crate) unsafe fn fork() -> io::Result<pid_t> {
+    // SAFETY: the caller keeps fork's rules; `isolation()` ran first, in the parent.
     unsafe { fork_as(isolation()) }
 }
 
@@ -83,8 +83,10 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: in the child, which may only make async-signal-safe calls: these are.
     if pid == 0 && isolation == Isolation::UserAndPidNamespace && !unsafe { map_own_ids() } {
         // Unmapped, it would run as the overflow user: never start a runner so.
+        // SAFETY: leaving the child without running anything of the parent's.
         unsafe { libc::_exit(126) };
     }
     Ok(pid)
@@ -159,8 +161,8 @@ static ID_MAPS: OnceLock<IdMaps> = OnceLock::new();
 
 fn id_maps() -> &'static IdMaps {
     ID_MAPS.get_or_init(|| {
-        // SAFETY: geteuid and getegid have no preconditions.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
         IdMaps {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
@@ -176,6 +178,7 @@ unsafe fn map_own_ids() -> bool {
     let Some(maps) = ID_MAPS.get() else {
         return false;
     };
+    // SAFETY: write_file only makes raw system calls on C string literals.
     unsafe {
         write_file(c"/proc/self/uid_map", &maps.uid_map)
             && write_file(c"/proc/self/setgroups", b"deny")
@@ -185,6 +188,7 @@ unsafe fn map_own_ids() -> bool {
 
 #[cfg(target_os = "linux")]
 unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: a valid C string and byte slice; the descriptor is ours, closed once.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         if fd < 0 {

@@ -2,15 +2,16 @@
 //! process group of their own, so the deadline, and the end of the run, stop the whole
 //! tree (codex's Node wrapper starts a native child that could hold the pipes open).
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 
+use crate::process::error::ProcessError;
 use crate::process::os::signal_group;
 use crate::process::spawn::CHILD_VAR;
 
@@ -30,8 +31,7 @@ pub struct Probe {
 
 /// Runs `program args` with stdin closed and stderr dropped; kills its process group at
 /// `timeout` (an error naming the program) and once it has exited.
-pub fn run(program: &Path, args: &[&str], timeout: Duration) -> Result<Probe, String> {
-    let shown = || format!("`{} {}`", program.display(), args.join(" "));
+pub fn run(program: &Path, args: &[&str], timeout: Duration) -> Result<Probe, ProcessError> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -40,29 +40,46 @@ pub fn run(program: &Path, args: &[&str], timeout: Duration) -> Result<Probe, St
         .env(CHILD_VAR, "1")
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", shown()))?;
+        .map_err(|source| ProcessError::CannotRun {
+            program: program.to_path_buf(),
+            args: args.join(" "),
+            source,
+        })?;
     let pgid = child.id();
     let stdout = read_in_background(child.stdout.take());
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                signal_group(pgid, Signal::KILL);
-                let _ = child.wait();
-                return Err(format!("{} took over {} s", shown(), timeout.as_secs()));
-            }
-            Err(e) => {
-                signal_group(pgid, Signal::KILL);
-                let _ = child.wait();
-                return Err(format!("waiting for {}: {e}", shown()));
-            }
-        }
-    };
+    let status = wait_within(&mut child, timeout).map_err(|e| match e {
+        None => ProcessError::TookTooLong {
+            program: program.to_path_buf(),
+            args: args.join(" "),
+            seconds: timeout.as_secs(),
+        },
+        Some(source) => ProcessError::Wait {
+            program: program.to_path_buf(),
+            args: args.join(" "),
+            pid: pgid,
+            source,
+        },
+    })?;
     signal_group(pgid, Signal::KILL);
     let stdout = stdout.recv_timeout(PIPE_GRACE).unwrap_or_default();
     Ok(Probe { status, stdout })
+}
+
+/// The child's exit status by `timeout`; else its group is killed and it is reaped,
+/// and the error is `None` (the deadline) or the failed wait's.
+fn wait_within(child: &mut Child, timeout: Duration) -> Result<ExitStatus, Option<io::Error>> {
+    let deadline = Instant::now() + timeout;
+    let error = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    signal_group(child.id(), Signal::KILL);
+    let _ = child.wait();
+    Err(error)
 }
 
 /// Reads a pipe to its end on a thread; the text arrives on the returned channel.
@@ -102,7 +119,8 @@ mod tests {
             &["-c", "sleep 30 & sleep 30"],
             Duration::from_millis(200),
         )
-        .expect_err("deadline");
+        .expect_err("deadline")
+        .to_string();
         assert!(err.contains("took over"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(20), "did not hang");
     }
@@ -127,7 +145,8 @@ mod tests {
             &["debug", "models"],
             Duration::from_secs(1),
         )
-        .expect_err("missing");
+        .expect_err("missing")
+        .to_string();
         assert!(err.contains("/nonexistent/codex debug models"), "{err}");
     }
 }

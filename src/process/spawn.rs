@@ -14,8 +14,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
 use crate::core::verdict::RunEnd;
+use crate::process::error::ProcessError;
 use crate::process::os::{TAG_VAR, kill_tagged, signal_group};
-use crate::process::supervisor::{self, Env, Launch, RECORD_BYTES, Report};
+use crate::process::pool::SupervisorPool;
+use crate::process::supervisor::{self, Env, Launch, Lease, RECORD_BYTES, Report};
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
@@ -92,10 +94,14 @@ pub struct RunOutput {
     pub elapsed: Duration,
 }
 
-/// Runs one runner to the end under its own supervisor (see supervisor.rs), so
-/// nothing it started outlives the attempt. `on_spawn` gets the runner's pid (=
-/// process group id).
-pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
+/// Runs one runner to the end under its own supervisor (see supervisor/), so nothing
+/// it started outlives the attempt: a pooled one from `pool` (the daemon), else one
+/// forked here. `on_spawn` gets the runner's pid (= process group id).
+pub async fn run(
+    spec: &RunSpec<'_>,
+    pool: Option<&SupervisorPool>,
+    on_spawn: impl FnOnce(u32),
+) -> RunOutput {
     let started = Instant::now();
     let output = |end, stdout: &Tail, stderr: &Tail| {
         let (stdout, cut) = stdout.text();
@@ -119,17 +125,10 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
         cwd: spec.cwd,
         stdin_piped: spec.stdin.is_some(),
     });
-    // An idle pooled supervisor takes it at once; else, off the async workers, a new
-    // one from the zygote (bounded by its socket timeout) or a fork here.
-    let forked = launch.and_then(supervisor::prepare).and_then(|prepared| {
-        match prepared.offer(crate::process::zygote::supervise_idle) {
-            Ok(started) => started,
-            Err(prepared) => crate::support::runtime::blocking(|| {
-                prepared.start(crate::process::zygote::supervise)
-            }),
-        }
-    });
-    let mut attempt = match forked.and_then(Attempt::new) {
+    let forked = launch
+        .and_then(supervisor::prepare)
+        .and_then(|prepared| start_supervisor(prepared, pool));
+    let mut attempt = match forked.and_then(|started| Attempt::new(started, pool)) {
         Ok(attempt) => attempt,
         Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
     };
@@ -188,6 +187,22 @@ pub async fn run(spec: &RunSpec<'_>, on_spawn: impl FnOnce(u32)) -> RunOutput {
     output(end, &stdout, &stderr)
 }
 
+/// An idle pooled supervisor takes the attempt at once; else, off the async workers,
+/// a new one from the zygote (bounded by its socket timeout) or a fork here.
+fn start_supervisor(
+    prepared: supervisor::Prepared,
+    pool: Option<&SupervisorPool>,
+) -> std::io::Result<supervisor::Started> {
+    use crate::support::runtime::blocking;
+    let Some(pool) = pool else {
+        return blocking(|| prepared.fork_here());
+    };
+    match pool.offer_idle(prepared) {
+        Ok(started) => started,
+        Err(prepared) => blocking(|| pool.supervise(prepared)),
+    }
+}
+
 /// Our read end of an attempt's pipe, made nonblocking for the reactor with one call
 /// (tokio's checked constructor adds an fstat and a flags read, per pipe and attempt).
 fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
@@ -216,12 +231,8 @@ fn runner_env(tag: &str) -> std::io::Result<Env> {
     let shared = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()).into());
     let mut own = Vec::with_capacity(3);
     for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
-        own.push(CString::new(format!("{key}={value}")).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("the runner variable {key} holds a NUL byte: a bug in llm-judge, please report it"),
-            )
-        })?);
+        let pair = CString::new(format!("{key}={value}"));
+        own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
     }
     Ok(Env {
         shared: shared.clone(),
@@ -254,36 +265,98 @@ fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CStrin
     .collect()
 }
 
+/// Who ends an attempt's supervisor.
+#[derive(Debug)]
+enum Owner {
+    /// Forked by this process: ours to reap.
+    Forked,
+    /// Lent by the daemon's pool: the zygote's child, reaped by the kernel and never
+    /// waited for (its pid may be reused); given back once its attempt is over.
+    Pooled(Lease),
+}
+
+/// An attempt's supervisor as the judge sees it: running the attempt, settled (it
+/// reported the end, `Exited` or `SpawnFailed`: the runner's tree is gone), then
+/// finished (reaped, given back, or left to exit on its own).
+#[derive(Debug)]
+enum SupervisorState {
+    Running(Owner),
+    Settled(Owner),
+    Finished,
+}
+
+impl SupervisorState {
+    /// A supervisor just started: pooled with a lease, else forked here.
+    fn new(lease: Option<Lease>) -> Self {
+        SupervisorState::Running(lease.map_or(Owner::Forked, Owner::Pooled))
+    }
+
+    /// The supervisor reported the attempt's end.
+    fn settle(&mut self) {
+        *self = match std::mem::replace(self, SupervisorState::Finished) {
+            SupervisorState::Running(owner) => SupervisorState::Settled(owner),
+            other => other,
+        };
+    }
+
+    /// Still running its attempt (it may be killed to stop the runner).
+    fn is_running(&self) -> bool {
+        matches!(self, SupervisorState::Running(_))
+    }
+
+    fn is_settled(&self) -> bool {
+        matches!(self, SupervisorState::Settled(_))
+    }
+
+    fn is_finished(&self) -> bool {
+        matches!(self, SupervisorState::Finished)
+    }
+
+    /// Forked by us and not yet finished: a reap is still owed.
+    fn owes_reap(&self) -> bool {
+        matches!(
+            self,
+            SupervisorState::Running(Owner::Forked) | SupervisorState::Settled(Owner::Forked)
+        )
+    }
+
+    /// Finished from now on: the owner (for the reap or the give-back) and whether it
+    /// had settled; `None` when it already was finished.
+    fn finish(&mut self) -> Option<(Owner, bool)> {
+        match std::mem::replace(self, SupervisorState::Finished) {
+            SupervisorState::Running(owner) => Some((owner, false)),
+            SupervisorState::Settled(owner) => Some((owner, true)),
+            SupervisorState::Finished => None,
+        }
+    }
+}
+
 /// One supervised runner seen from the judge: the report pipe and the runner's pipes.
-struct Attempt {
+struct Attempt<'p> {
     supervisor: i32,
-    /// Our child (else the zygote's, reaped by the kernel: never waited for).
-    ours: bool,
-    /// A pooled supervisor, given back once the attempt is settled and its report
-    /// pipe closed.
-    lease: Option<supervisor::Lease>,
-    /// The supervisor reported the attempt's end (`Exited` or `SpawnFailed`).
-    settled: bool,
+    state: SupervisorState,
+    /// Where a pooled supervisor goes back to.
+    pool: Option<&'p SupervisorPool>,
     runner: Option<i32>,
     report: pipe::Receiver,
     stdin: Option<OwnedFd>,
     stdout: Option<OwnedFd>,
     stderr: Option<OwnedFd>,
-    /// Set once the supervisor was reaped.
-    done: bool,
 }
 
-impl Attempt {
-    fn new(started: supervisor::Started) -> std::io::Result<Self> {
+impl<'p> Attempt<'p> {
+    fn new(
+        started: supervisor::Started,
+        pool: Option<&'p SupervisorPool>,
+    ) -> std::io::Result<Self> {
         let (supervisor, lease) = (started.supervisor, started.lease);
-        let ours = lease.is_none();
         let report = match receiver(started.report) {
             Ok(report) => report,
             Err(e) => {
                 // No way to hear from it. Its report pipe's read end is closed now, so
                 // it kills the runner's group, sweeps and ends the attempt (a pooled
                 // one then exits: its lease drops here, closing its socket).
-                if ours {
+                if lease.is_none() {
                     reap_in_background(supervisor);
                 }
                 return Err(e);
@@ -291,15 +364,13 @@ impl Attempt {
         };
         Ok(Attempt {
             supervisor,
-            ours,
-            lease,
-            settled: false,
+            state: SupervisorState::new(lease),
+            pool,
             runner: None,
             report,
             stdin: started.stdin,
             stdout: Some(started.stdout),
             stderr: Some(started.stderr),
-            done: false,
         })
     }
 
@@ -307,10 +378,12 @@ impl Attempt {
     async fn next_report(&mut self, wait: Duration) -> Option<Report> {
         let mut record = [0u8; RECORD_BYTES];
         let report = match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
-            Ok(Ok(_)) => supervisor::decode(record),
+            Ok(Ok(_)) => Report::decode(record),
             _ => None,
         };
-        self.settled |= matches!(report, Some(Report::SpawnFailed(_) | Report::Exited(_)));
+        if matches!(report, Some(Report::SpawnFailed(_) | Report::Exited(_))) {
+            self.state.settle();
+        }
         report
     }
 
@@ -369,10 +442,10 @@ impl Attempt {
         let mut record = [0u8; RECORD_BYTES];
         match tokio::time::timeout(wait, self.report.read_exact(&mut record)).await {
             Err(_) => None,
-            Ok(Ok(_)) => match supervisor::decode(record) {
+            Ok(Ok(_)) => match Report::decode(record) {
                 Some(Report::Exited(status)) => {
                     // Reaped by the supervisor: its group id may be reused from now on.
-                    self.settled = true;
+                    self.state.settle();
                     self.runner = None;
                     Some(exit_end(status))
                 }
@@ -388,7 +461,7 @@ impl Attempt {
     fn signal_runner(&self, signal: Signal) {
         if let Some(pgid) = self.runner.and_then(|p| u32::try_from(p).ok()) {
             signal_group(pgid, signal);
-        } else if signal == Signal::KILL && !self.settled {
+        } else if signal == Signal::KILL && self.state.is_running() {
             signal_pid(self.supervisor, Signal::KILL);
         }
     }
@@ -398,13 +471,10 @@ impl Attempt {
     /// by tag, the only trace left.
     async fn finish(&mut self, tag: &str) {
         let mut rest = Vec::new();
-        let closed = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
-        match (matches!(closed, Ok(Ok(_))), self.settled) {
-            (true, true) => {
-                if let Some(lease) = self.lease.take() {
-                    crate::process::zygote::give_back(lease);
-                }
-            }
+        let read = tokio::time::timeout(REPORT_WAIT, self.report.read_to_end(&mut rest)).await;
+        let closed = matches!(read, Ok(Ok(_)));
+        match (closed, self.state.is_settled()) {
+            (true, true) => {}
             (true, false) => {
                 // The supervisor died before it reported the end (killed from outside):
                 // its sweep did not run, so the runner's tree is found by its tag.
@@ -425,27 +495,34 @@ impl Attempt {
                 );
             }
         }
-        let supervisor = self.supervisor;
-        if self.ours {
-            crate::support::runtime::blocking(|| supervisor::reap(supervisor));
+        match self.state.finish() {
+            Some((Owner::Pooled(lease), true)) if closed => {
+                if let Some(pool) = self.pool {
+                    pool.give_back(lease);
+                }
+            }
+            Some((Owner::Forked, _)) => {
+                let supervisor = self.supervisor;
+                crate::support::runtime::blocking(|| supervisor::reap(supervisor));
+            }
+            // A lease not given back closes its socket here: that supervisor exits.
+            Some((Owner::Pooled(_), _)) | None => {}
         }
-        self.done = true;
     }
 }
 
-impl Drop for Attempt {
+impl Drop for Attempt<'_> {
     /// Only a net: an attempt dropped mid-flight (the daemon exiting past its stop
     /// wait, a panic) kills its runner at once; the supervisor sweeps the rest and is
     /// reaped off the async threads. Shutdown normally goes through `terminate`.
     fn drop(&mut self) {
-        if self.done {
+        if self.state.is_finished() {
             return;
         }
         self.signal_runner(Signal::KILL);
-        if !self.ours {
-            return;
+        if self.state.owes_reap() {
+            reap_in_background(self.supervisor);
         }
-        reap_in_background(self.supervisor);
     }
 }
 
@@ -568,6 +645,42 @@ async fn read_into(mut pipe: impl AsyncRead + Unpin, tail: Tail) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lease() -> Lease {
+        let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        Lease { pid: 4242, sock }
+    }
+
+    #[test]
+    fn a_forked_supervisor_is_reaped_settled_or_not_and_only_once() {
+        let mut state = SupervisorState::new(None);
+        assert!(state.is_running() && state.owes_reap() && !state.is_settled());
+        state.settle();
+        assert!(state.is_settled() && !state.is_running() && state.owes_reap());
+        state.settle();
+        assert!(state.is_settled(), "settling twice changes nothing");
+        assert!(matches!(state.finish(), Some((Owner::Forked, true))));
+        assert!(state.is_finished() && !state.owes_reap() && !state.is_running());
+        assert!(state.finish().is_none(), "finished once");
+        state.settle();
+        assert!(state.is_finished(), "no way back from finished");
+
+        let mut unsettled = SupervisorState::new(None);
+        assert!(matches!(unsettled.finish(), Some((Owner::Forked, false))));
+    }
+
+    #[test]
+    fn a_pooled_supervisor_hands_its_lease_back_and_is_never_reaped() {
+        let mut state = SupervisorState::new(Some(lease()));
+        assert!(state.is_running() && !state.owes_reap());
+        state.settle();
+        assert!(state.is_settled() && !state.owes_reap());
+        match state.finish() {
+            Some((Owner::Pooled(lease), true)) => assert_eq!(lease.pid, 4242),
+            other => panic!("{other:?}"),
+        }
+        assert!(state.is_finished());
+    }
 
     #[test]
     fn tail_keeps_the_last_bytes() {

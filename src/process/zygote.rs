@@ -4,206 +4,99 @@
 //! ran on (about a third of the judge's CPU per job: bench/results/HISTORY.md, runs b
 //! and c); a fork of this helper copies a few page tables.
 //!
-//! Its supervisors are pooled: each serves attempt after attempt
-//! (`supervisor::serve`), so an attempt costs the daemon no fork at all. On request the
-//! zygote forks one and passes the daemon its end of a socket pair (`SCM_RIGHTS`); the
-//! daemon sends each attempt's command and pipes straight to an idle supervisor and
-//! keeps it idle again once the attempt's report pipe closed. The zygote dies with the
-//! daemon (`PR_SET_PDEATHSIG`, and EOF on its socket), auto-reaps its supervisors
-//! (`SIGCHLD` ignored), and holds no other descriptor: not the daemon's lock, not
-//! judge.log; a supervisor exits at EOF on its socket. Without a zygote (`run`, `ask`,
-//! macOS, or one that died) supervisors are forked from the judge per attempt, and the
-//! pooled ones already made keep serving. Linux only (`zygote_stub.rs` elsewhere): it
-//! relies on `PR_SET_PDEATHSIG`, `MSG_CMSG_CLOEXEC` and `close_range`.
+//! On request the zygote forks a pooled supervisor (`supervisor::serve`) and passes
+//! the daemon its end of a socket pair (`SCM_RIGHTS`); `pool.rs` keeps them. The
+//! zygote dies with the daemon (`PR_SET_PDEATHSIG`, and EOF on its socket), auto-reaps
+//! its supervisors (`SIGCHLD` ignored), and holds no other descriptor: not the
+//! daemon's lock, not judge.log; a supervisor exits at EOF on its socket. Linux only,
+//! like the pool (`pool_stub.rs` elsewhere): it relies on `PR_SET_PDEATHSIG`,
+//! `MSG_CMSG_CLOEXEC` and `close_range`.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal, WaitOptions, getppid, kill_process, waitpid};
+
+use crate::process::error::ProcessError;
 use crate::process::fd_passing::{recv_with_fds, send_with_fds};
-use crate::process::supervisor::{
-    self, Command, Forked, Lease, SupervisorFds, close_fds_except, ignore_stop_signals, set_handler,
-};
+use crate::process::os::forked::{close_fds_except, ignore_stop_signals, set_handler};
+use crate::process::supervisor::{self, Lease};
 
 /// How long the daemon waits on the zygote for one request and its reply, or on a
 /// supervisor to take a request; past it the zygote is killed and the daemon forks
 /// supervisors itself.
 const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
-/// Idle pooled supervisors kept at most (the daemon needs one per running attempt).
-const MAX_IDLE: usize = 64;
-
 /// The one request the zygote serves: fork a pooled supervisor.
 const NEW_SUPERVISOR: u8 = b'N';
 
 /// The daemon's end of the zygote's socket, and the zygote's pid.
-struct Helper {
+pub(super) struct Zygote {
     sock: UnixStream,
     pid: libc::pid_t,
 }
 
-/// The zygote; `None` once it is gone.
-static ZYGOTE: OnceLock<Mutex<Option<Helper>>> = OnceLock::new();
+impl Zygote {
+    /// Forks the zygote. Call once, from the daemon's main thread while it is the
+    /// only thread (before the runtime).
+    pub(super) fn start() -> Result<Zygote, ProcessError> {
+        if thread_count() != Some(1) {
+            return Err(ProcessError::NotSingleThreaded);
+        }
+        let (ours, theirs) = UnixStream::pair().map_err(ProcessError::SocketPair)?;
+        // SAFETY: the process is single-threaded here (checked above), so the child
+        // may run ordinary code.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(ProcessError::Fork(io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            drop(ours);
+            serve(theirs);
+        }
+        drop(theirs);
+        if let Err(source) = bound(&ours) {
+            kill_and_reap(pid);
+            return Err(ProcessError::SocketTimeouts { pid, source });
+        }
+        Ok(Zygote { sock: ours, pid })
+    }
 
-/// Pooled supervisors waiting for their next attempt.
-static IDLE: Mutex<Vec<Lease>> = Mutex::new(Vec::new());
+    /// The zygote's pid.
+    pub(super) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
 
-/// Forks the zygote. Call once, from the daemon's main thread while it is the only
-/// thread (before the runtime); on failure the daemon forks supervisors itself.
-pub fn start() -> Result<(), String> {
-    if thread_count() != Some(1) {
-        return Err("the daemon already runs several threads".into());
+    /// One request for a new supervisor and its reply. The error: the zygote failed.
+    pub(super) fn ask(&self) -> io::Result<Answer> {
+        ask(&self.sock)
     }
-    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
-    // SAFETY: the process is single-threaded here (checked above), so the child may
-    // run ordinary code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: {}", io::Error::last_os_error()));
+
+    /// SIGKILLs and reaps the zygote: one that stopped answering is never left behind.
+    pub(super) fn kill(self) {
+        kill_and_reap(self.pid);
     }
-    if pid == 0 {
-        drop(ours);
-        serve(theirs);
-    }
-    drop(theirs);
-    if let Err(e) = bound(&ours) {
-        kill_and_reap(pid);
-        return Err(format!("socket timeouts: {e}"));
-    }
-    let _ = ZYGOTE.set(Mutex::new(Some(Helper { sock: ours, pid })));
-    Ok(())
 }
 
-fn bound(sock: &UnixStream) -> io::Result<()> {
+/// Bounds a socket's reads and writes to `ANSWER_WAIT`.
+pub(super) fn bound(sock: &UnixStream) -> io::Result<()> {
     sock.set_read_timeout(Some(ANSWER_WAIT))?;
     sock.set_write_timeout(Some(ANSWER_WAIT))
 }
 
-/// Requests up to this size go to an idle supervisor from an async worker: an idle one
-/// reads at once, so the write never waits (unless it was stopped from outside).
-const INLINE_REQUEST: usize = 64 << 10;
-
-/// Hands the attempt to an idle pooled supervisor without blocking; `Here` when none
-/// takes it (or the request is large): then call `supervise` off the async workers.
-pub(crate) fn supervise_idle(command: &Command, fds: SupervisorFds) -> Forked {
-    // Nothing idle: `supervise` encodes the request, not this one too.
-    if lock_idle().is_empty() {
-        return Forked::Here { tried: false };
-    }
-    let request = supervisor::request(command);
-    if request.len() > INLINE_REQUEST {
-        return Forked::Here { tried: false };
-    }
-    hand_over(&request, fds, false)
-}
-
-/// Hands the attempt to a pooled supervisor: an idle one, else a new one from the
-/// zygote; `Here` when neither can take it. May block (the zygote's reply, bounded).
-pub(crate) fn supervise(command: &Command, fds: SupervisorFds) -> Forked {
-    hand_over(&supervisor::request(command), fds, true)
-}
-
-/// Sends the attempt to an idle supervisor, or to a new one when `new` allows. A
-/// supervisor that is gone (its socket refuses the request) is dropped and the next
-/// one tried.
-fn hand_over(request: &[u8], fds: SupervisorFds, new: bool) -> Forked {
-    // Every idle one may be dead (killed from outside): try each once, then a new one.
-    let tries = lock_idle().len() + usize::from(new);
-    for _ in 0..tries {
-        let next = match take_idle() {
-            Some(lease) => Some(Ok(lease)),
-            None if new => new_supervisor(),
-            None => None,
-        };
-        let lease = match next {
-            Some(Ok(lease)) => lease,
-            Some(Err(e)) => return Forked::Failed(e),
-            None => return Forked::Here { tried: false },
-        };
-        match supervisor::send_request(&lease.sock, request, fds) {
-            Ok(()) => {
-                // The request just woke the supervisor: let it start the runner now.
-                // When this thread is back the spawn report is waiting and the
-                // runner's exec is through, so the report and the runner's start time
-                // are read in the same turn instead of after two more sleeps
-                // (bench/results/HISTORY.md, run i).
-                std::thread::yield_now();
-                return Forked::Pooled(lease);
-            }
-            Err((false, _)) => continue,
-            Err((true, e)) => {
-                tracing::warn!(
-                    supervisor = lease.pid,
-                    "a pooled supervisor did not take a whole request ({e}); starting the attempt again on fresh pipes"
-                );
-                return Forked::Here { tried: true };
-            }
-        }
-    }
-    Forked::Here { tried: false }
-}
-
-/// Takes back a supervisor whose attempt is over (see `Lease`).
-pub(crate) fn give_back(lease: Lease) {
-    let mut idle = lock_idle();
-    if idle.len() < MAX_IDLE {
-        idle.push(lease);
-    }
-}
-
-fn lock_idle() -> std::sync::MutexGuard<'static, Vec<Lease>> {
-    IDLE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn take_idle() -> Option<Lease> {
-    lock_idle().pop()
-}
-
-/// A new pooled supervisor from the zygote, or the errno of its fork; `None` when the
-/// zygote cannot give one (there is none, or the daemon had no descriptor left for
-/// the new socket): the attempt's supervisor is then forked here, which needs none. A
-/// zygote that stopped answering is killed and dropped for good, with a log line.
-fn new_supervisor() -> Option<io::Result<Lease>> {
-    let slot = ZYGOTE.get()?;
-    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-    let helper = guard.as_ref()?;
-    let e = match ask(&helper.sock) {
-        // Dropping a lease whose socket cannot be bounded closes it: that one exits.
-        Ok(Answer::Lease(lease)) => return Some(bound(&lease.sock).map(|()| lease)),
-        Ok(Answer::ForkFailed(e)) => return Some(Err(e)),
-        Ok(Answer::NoRoom) => {
-            tracing::warn!(
-                "no descriptor left for a new supervisor's socket: this attempt's supervisor is \
-                 forked by the daemon; raise the daemon's open-file limit (LimitNOFILE=)"
-            );
-            return None;
-        }
-        Err(e) => e,
-    };
-    tracing::warn!(
-        zygote = helper.pid,
-        "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on"
-    );
-    kill_and_reap(helper.pid);
-    *guard = None;
-    None
-}
-
 /// SIGKILLs and reaps the zygote (our child): it is never left behind.
 fn kill_and_reap(pid: libc::pid_t) {
-    // SAFETY: plain syscalls on our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        let mut status = 0;
-        libc::waitpid(pid, &mut status, 0);
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = kill_process(pid, Signal::KILL);
+        let _ = waitpid(Some(pid), WaitOptions::empty());
     }
 }
 
 /// The zygote's answer to one request.
 #[derive(Debug)]
-enum Answer {
+pub(super) enum Answer {
     /// A new supervisor.
     Lease(Lease),
     /// Its fork failed (the errno).
@@ -234,12 +127,14 @@ fn ask(mut sock: &UnixStream) -> io::Result<Answer> {
 
 /// The zygote's life: one request at a time until the daemon is gone.
 fn serve(mut sock: UnixStream) -> ! {
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+    // Orphaned already (the daemon died before the line above): nothing to serve.
+    if getppid().is_some_and(|p| p.is_init()) {
+        // SAFETY: leaving the single-threaded child.
+        unsafe { libc::_exit(0) };
+    }
     // SAFETY: plain syscalls in a single-threaded child that never returns.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        if libc::getppid() == 1 {
-            libc::_exit(0);
-        }
         close_fds_except(&mut [sock.as_raw_fd()]);
         // Nothing of the daemon's stdio: a test or a terminal waiting for its EOF
         // must not wait for the zygote.

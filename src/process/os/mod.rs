@@ -2,8 +2,27 @@
 //! process whose environment carries an attempt's tag. The tag search scans all of
 //! `/proc`, so it is kept for what a runner's supervisor cannot see: leftovers
 //! of a judge that crashed, and a supervisor that was killed.
+//!
+//! The calls that differ by platform (subreaper, `pipe2`, `close_range`, pidfd,
+//! `/proc` children) are in `linux.rs` and `macos.rs`, one of which is re-exported
+//! here; `forked.rs` has what a freshly forked helper does to itself.
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+
+pub(crate) mod forked;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::{become_subreaper, close_range, pipe_cloexec, read_children, wait_watching};
+#[cfg(not(target_os = "linux"))]
+mod macos;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use macos::{become_subreaper, close_range, pipe_cloexec, read_children, wait_watching};
+
+/// The calling thread's last OS error number (0 if none).
+pub(crate) fn errno() -> libc::c_int {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
 
 /// The environment variable that tags every process started for one claim.
 pub const TAG_VAR: &str = "LLM_JUDGE_TAG";

@@ -1,0 +1,94 @@
+//! The process layer's errors, each naming the program, path or pid it concerns;
+//! callers show them with `Display` (the texts are those logged and tested before).
+
+use std::io;
+use std::path::PathBuf;
+
+/// Something the process layer could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// The zygote is forked only while the daemon has one thread.
+    #[error("the daemon already runs several threads")]
+    NotSingleThreaded,
+    /// No zygote on this platform.
+    #[error("only on Linux")]
+    NoZygoteHere,
+    /// The zygote's socket pair could not be made.
+    #[error("socketpair: {0}")]
+    SocketPair(io::Error),
+    /// Forking the zygote failed.
+    #[error("fork: {0}")]
+    Fork(io::Error),
+    /// The zygote's socket could not be bounded in time; the zygote (this pid) was
+    /// killed.
+    #[error("socket timeouts: {source}")]
+    SocketTimeouts { pid: i32, source: io::Error },
+    /// A bounded helper command did not start.
+    #[error("cannot run `{} {args}`: {source}", program.display())]
+    CannotRun {
+        program: PathBuf,
+        args: String,
+        source: io::Error,
+    },
+    /// A bounded helper command ran past its deadline and was killed.
+    #[error("`{} {args}` took over {seconds} s", program.display())]
+    TookTooLong {
+        program: PathBuf,
+        args: String,
+        seconds: u64,
+    },
+    /// Waiting for a bounded helper command (this pid) failed.
+    #[error("waiting for `{} {args}`: {source}", program.display())]
+    Wait {
+        program: PathBuf,
+        args: String,
+        pid: u32,
+        source: io::Error,
+    },
+    /// A runner's argument, program or folder cannot be a C string.
+    #[error("{0:?} holds a NUL byte")]
+    NulByte(String),
+    /// One of our own runner variables cannot be a C string.
+    #[error("the runner variable {0} holds a NUL byte: a bug in llm-judge, please report it")]
+    NulInOwnVariable(&'static str),
+    /// A pooled supervisor's request came without its four descriptors.
+    #[error("a supervisor request needs four descriptors")]
+    RequestWithoutFds,
+    /// A pooled supervisor's request was larger than it accepts (this many bytes).
+    #[error("supervisor request too large")]
+    RequestTooLarge(usize),
+}
+
+impl From<ProcessError> for io::Error {
+    /// Keeps the kind an attempt's reason names (`InvalidInput: ...` for bad input).
+    fn from(e: ProcessError) -> Self {
+        let kind = match &e {
+            ProcessError::NulByte(_) | ProcessError::NulInOwnVariable(_) => {
+                io::ErrorKind::InvalidInput
+            }
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_what_they_concern() {
+        let e = ProcessError::TookTooLong {
+            program: "/usr/bin/codex".into(),
+            args: "debug models".into(),
+            seconds: 15,
+        };
+        assert_eq!(
+            e.to_string(),
+            "`/usr/bin/codex debug models` took over 15 s"
+        );
+        let io: io::Error = ProcessError::NulByte("a\0b".into()).into();
+        assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(io.to_string(), r#""a\0b" holds a NUL byte"#);
+    }
+}

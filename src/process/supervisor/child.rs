@@ -1,0 +1,102 @@
+//! The supervisor's side of one attempt: start the runner, report it, wait for its
+//! end, sweep its tree, report the end. Prepared before a fork (or, in a pooled
+//! supervisor, before the attempt); only async-signal-safe calls run after it.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use super::posix_spawn::Spawn;
+use super::report::Report;
+use super::sweep::{sweep_and_reap, wait_for_exit};
+use super::{Command, SupervisorFds};
+use crate::process::os::become_subreaper;
+use crate::process::os::forked::{close_fds_except, settle_signals};
+use crate::process::pid_ns::is_namespace_init;
+
+/// Everything a supervisor needs for one attempt.
+pub(super) struct Child<'a> {
+    spawn: Spawn<'a>,
+    report: RawFd,
+    /// The runner's stdin source, stdout and stderr write ends.
+    runner_fds: [RawFd; 3],
+}
+
+impl<'a> Child<'a> {
+    /// Prepares the attempt of `command` on `fds`.
+    pub(super) fn new(command: &'a Command, fds: SupervisorFds) -> io::Result<Self> {
+        Ok(Child {
+            spawn: Spawn::new(command, fds)?,
+            report: fds.report,
+            runner_fds: [fds.stdin, fds.stdout, fds.stderr],
+        })
+    }
+
+    /// A forked supervisor's whole life. Only async-signal-safe calls from here on.
+    ///
+    /// # Safety
+    /// Call only in a freshly forked child: it takes over the process's signals and
+    /// closes every descriptor but the attempt's.
+    pub(super) unsafe fn run(&self) -> ! {
+        // SAFETY: a fresh child, as the caller guarantees.
+        unsafe {
+            become_supervisor();
+            self.close_inherited_fds();
+        }
+        let _ = self.attempt();
+        // SAFETY: leaving the child without running anything of the parent's.
+        unsafe { libc::_exit(0) }
+    }
+
+    /// One attempt. Closes the runner's descriptors, not the report's. False when the
+    /// sweep could not list our children (an escapee may be left as our child).
+    /// Async-signal-safe.
+    pub(super) fn attempt(&self) -> bool {
+        let spawned = self.spawn.spawn();
+        // From now on only the runner's tree holds its pipes.
+        for fd in self.runner_fds {
+            // SAFETY: the runner's descriptors are the attempt's, closed only here.
+            unsafe { libc::close(fd) };
+        }
+        let pid = match spawned {
+            Ok(pid) => pid,
+            Err(errno) => {
+                Report::SpawnFailed(errno).send(self.report);
+                return true;
+            }
+        };
+        let spawned = if is_namespace_init() {
+            Report::SpawnedInNamespace(pid)
+        } else {
+            Report::Spawned(pid)
+        };
+        spawned.send(self.report);
+        wait_for_exit(pid, self.report);
+        let (swept, status) = sweep_and_reap(pid);
+        Report::Exited(status).send(self.report);
+        swept
+    }
+
+    /// Closes every descriptor but ours: the judge's locks and claims must not stay
+    /// held by a supervisor that outlives a crashed judge.
+    unsafe fn close_inherited_fds(&self) {
+        let mut keep = [
+            self.report,
+            self.runner_fds[0],
+            self.runner_fds[1],
+            self.runner_fds[2],
+        ];
+        // SAFETY: a fresh child: nothing else uses the other descriptors.
+        unsafe { close_fds_except(&mut keep) };
+    }
+}
+
+/// Signals settled and a child subreaper: every orphan of a runner's tree becomes ours,
+/// and it is not dumpable (`os::become_subreaper`).
+///
+/// # Safety
+/// Changes process-wide signal state: only in a single-threaded (forked) supervisor.
+pub(super) unsafe fn become_supervisor() {
+    // SAFETY: as the caller guarantees.
+    unsafe { settle_signals() };
+    become_subreaper();
+}

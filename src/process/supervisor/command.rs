@@ -1,0 +1,66 @@
+//! The runner's command as C strings: what a supervisor needs to `posix_spawn` it,
+//! built in the judge before any fork.
+
+use std::ffi::{CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::process::error::ProcessError;
+
+/// A runner to start: the resolved program, its argv (argv[0] as given), the whole
+/// environment (`KEY=value`), the working folder, and whether stdin is a pipe (else
+/// /dev/null).
+pub(crate) struct Launch<'a> {
+    pub program: &'a Path,
+    pub argv: &'a [String],
+    pub env: Env,
+    pub cwd: &'a Path,
+    pub stdin_piped: bool,
+}
+
+/// A runner's environment as `KEY=value` strings: the part every runner of this
+/// process shares, and the attempt's own.
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    /// The daemon's inherited variables, read once per process.
+    pub shared: Arc<[CString]>,
+    /// The attempt's variables; after `codec::decode`, the whole environment.
+    pub own: Vec<CString>,
+}
+
+impl Env {
+    /// Every variable, shared ones first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &CString> {
+        self.shared.iter().chain(&self.own)
+    }
+}
+
+/// The runner's command as C strings, ready for a fork (here or in the zygote).
+pub(crate) struct Command {
+    pub program: CString,
+    pub argv: Vec<CString>,
+    pub env: Env,
+    pub cwd: CString,
+}
+
+impl Command {
+    /// The command `launch` describes; an error names a part holding a NUL byte.
+    pub(crate) fn of(launch: Launch<'_>) -> Result<Self, ProcessError> {
+        let argv = launch
+            .argv
+            .iter()
+            .map(|a| c_string(OsStr::new(a)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Command {
+            program: c_string(launch.program.as_os_str())?,
+            argv,
+            env: launch.env,
+            cwd: c_string(launch.cwd.as_os_str())?,
+        })
+    }
+}
+
+fn c_string(s: &OsStr) -> Result<CString, ProcessError> {
+    CString::new(s.as_bytes()).map_err(|_| ProcessError::NulByte(s.to_string_lossy().into()))
+}
