@@ -12,4 +12,5 @@ pub mod job_life;
 pub mod login;
 pub mod runner_table;
 pub mod safety;
+pub mod usage;
 pub mod verdict;

@@ -20,6 +20,9 @@ pub struct Attempt {
     /// Wall time of the attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
+    /// Tokens and cost, when the runner's CLI reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::core::usage::Usage>,
 }
 
 /// How a runner process ended, before its output is looked at.
@@ -46,13 +49,25 @@ pub fn judge_attempt(
     stderr: &str,
     stdout_cut: Option<usize>,
 ) -> (Attempt, Option<Map<String, Value>>) {
-    let tail = |primary: &str, fallback: &str| {
-        let p = primary.trim();
-        if p.is_empty() {
-            fallback.trim().to_string()
-        } else {
-            p.to_string()
-        }
+    // The cut line lost its start: what is left of it may parse as an object the
+    // runner never printed on a line of its own.
+    let whole = match stdout_cut {
+        Some(_) => crate::core::answer::whole_lines_of_cut_tail(stdout),
+        None => stdout,
+    };
+    let out = crate::core::usage::unwrap_output(whole);
+    // The detail of a failure: stderr, else the error the envelope reports, else stdout.
+    let detail = || {
+        let text = match &out.text {
+            std::borrow::Cow::Borrowed(_) => stdout,
+            std::borrow::Cow::Owned(inner) => inner.as_str(),
+        };
+        [stderr, out.error.as_deref().unwrap_or(""), text]
+            .into_iter()
+            .map(str::trim)
+            .find(|t| !t.is_empty())
+            .unwrap_or("")
+            .to_string()
     };
     let (reason, answer) = match end {
         RunEnd::NotInstalled => ("not installed".to_string(), None),
@@ -65,35 +80,26 @@ pub fn judge_attempt(
             None,
         ),
         RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
-        RunEnd::Exited { code } if *code != 0 => {
-            (clip(&format!("exit {code}"), &tail(stderr, stdout)), None)
-        }
-        RunEnd::Exited { .. } => {
-            // The cut line lost its start: what is left of it may parse as an object
-            // the runner never printed on a line of its own.
-            let whole = match stdout_cut {
-                Some(_) => crate::core::answer::whole_lines_of_cut_tail(stdout),
-                None => stdout,
-            };
-            match crate::core::answer::last_json_object(whole) {
-                Some(obj) => ("answered".to_string(), Some(obj)),
-                None => {
-                    let label = match stdout_cut {
-                        Some(cap) => format!(
-                            "no JSON object line in stdout (output cut to the last {cap} bytes)"
-                        ),
-                        None => "no JSON object line in stdout".to_string(),
-                    };
-                    (clip(&label, &tail(stderr, stdout)), None)
-                }
+        RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
+        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(&out.text) {
+            Some(obj) => ("answered".to_string(), Some(obj)),
+            None => {
+                let label = match stdout_cut {
+                    Some(cap) => format!(
+                        "no JSON object line in stdout (output cut to the last {cap} bytes)"
+                    ),
+                    None => "no JSON object line in stdout".to_string(),
+                };
+                (clip(&label, &detail()), None)
             }
-        }
+        },
     };
     let attempt = Attempt {
         runner: runner.to_string(),
         ok: answer.is_some(),
         reason,
         elapsed_ms: None,
+        usage: out.usage.clone(),
     };
     (attempt, answer)
 }
@@ -448,6 +454,7 @@ mod tests {
             ok: false,
             reason: why.into(),
             elapsed_ms: None,
+            usage: None,
         };
         assert_eq!(no_answer_reason(&[]), "no runner answered");
         assert_eq!(

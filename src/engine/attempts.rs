@@ -267,9 +267,15 @@ async fn attempt_runner(
         out.stdout_cut,
     );
     attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
+    // Fields of a runner that reported no usage are left out of the line.
+    let usage = attempt.usage.as_ref();
     tracing::info!(
         id = %job.id, runner = %runner.name, ok = attempt.ok, reason = ?attempt.reason,
-        elapsed_ms = attempt.elapsed_ms.unwrap_or(0), "runner end"
+        elapsed_ms = attempt.elapsed_ms.unwrap_or(0),
+        input_tokens = usage.map(|u| u.input_tokens),
+        cached_input_tokens = usage.map(|u| u.cached_input_tokens),
+        output_tokens = usage.map(|u| u.output_tokens),
+        cost_usd = usage.and_then(|u| u.cost_usd), "runner end"
     );
     (attempt, found, out.end)
 }
@@ -314,6 +320,7 @@ fn failed(runner: &Runner, reason: String) -> Attempt {
         ok: false,
         reason: crate::core::verdict::clip(&reason, ""),
         elapsed_ms: Some(0),
+        usage: None,
     }
 }
 

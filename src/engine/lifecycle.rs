@@ -400,6 +400,7 @@ async fn decide(
             ok: true,
             reason: "answered".into(),
             elapsed_ms: None,
+            usage: None,
         };
         return Some(verdict_for(
             job,

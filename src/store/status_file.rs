@@ -246,6 +246,7 @@ mod tests {
             ok,
             reason: String::new(),
             elapsed_ms: Some(ms),
+            usage: None,
         };
         h.add(&[a(false, 10), a(true, 30), a(true, 20)]);
         let s = &h.stats()["r"];
