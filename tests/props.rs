@@ -465,6 +465,7 @@ const VOCAB: &[&str] = &[
     "mcp_servers={}",
     "--ignore-user-config",
     "--ephemeral",
+    "--json",
     "--",
     "{prompt}",
     "--dangerously-skip-permissions",

@@ -70,6 +70,38 @@ fn assert_hit(v: &Value, runner: &str) {
     assert_eq!(v["runner"], runner, "verdict: {v}");
 }
 
+/// Asserts the answering attempt carries the tokens the stand-in reported (10 in and 5
+/// out per model request) and, for claude, the cost Claude Code computed from them.
+fn assert_usage(v: &Value, runner: &str, log: &str) {
+    let usage = v["attempts"]
+        .as_array()
+        .and_then(|a| a.last())
+        .map(|a| a["usage"].clone())
+        .unwrap_or_default();
+    let output = usage["output_tokens"].as_u64().unwrap_or(0);
+    assert!(
+        output >= 5 && output % 5 == 0,
+        "{runner} usage: {usage} in {v}"
+    );
+    assert!(
+        usage["input_tokens"].as_u64().unwrap_or(0) >= 10,
+        "{runner} usage: {usage}"
+    );
+    match runner {
+        "claude" => assert!(usage["cost_usd"].as_f64().unwrap_or(0.0) > 0.0, "{usage}"),
+        _ => assert!(
+            usage.get("cost_usd").is_none(),
+            "codex reports no cost: {usage}"
+        ),
+    }
+    let end = format!("runner={runner} ok=true");
+    let line = log
+        .lines()
+        .find(|l| l.contains(" runner end ") && l.contains(&end));
+    let line = line.unwrap_or_else(|| panic!("no runner end line for {runner}: {log}"));
+    assert!(line.contains(&format!("output_tokens={output}")), "{line}");
+}
+
 /// Saves the stand-in's requests under target/real-runners/requests/<test>/ for reading.
 fn keep_requests(test: &str, reqs: &[Request]) {
     let dir = install::lane_dir().join("requests").join(test);
@@ -131,6 +163,7 @@ fn shipped_claude_argv_answers_default_and_investigate_jobs() {
         let mut lane = Lane::new(&[Cli::Claude], StandIn::text(answer));
         let v = lane.judge_once(stem, &default_job("Is the sky blue?"));
         assert_hit(&v, "claude");
+        assert_usage(&v, "claude", &lane.log());
         let req = first_model_request(&lane);
         keep_requests(&format!("claude-default-{stem}"), &lane.standin.requests());
         let tools = claude_tools(&req);
@@ -151,6 +184,7 @@ fn shipped_claude_argv_answers_default_and_investigate_jobs() {
     let job = investigate_job(&lane, "Does work/ hold a README?");
     let v = lane.judge_once("inv", &job);
     assert_hit(&v, "claude");
+    assert_usage(&v, "claude", &lane.log());
     assert_eq!(v["attempts"][0]["runner"], "codex", "verdict: {v}");
     assert_eq!(v["attempts"][0]["reason"], "not installed", "verdict: {v}");
 }
@@ -182,6 +216,7 @@ fn shipped_codex_argv_answers_default_and_investigate_jobs() {
         let v = lane.wait_verdict(stem);
         keep_requests(&format!("codex-{stem}"), &lane.standin.requests());
         assert_hit(&v, "codex");
+        assert_usage(&v, "codex", &lane.log());
         // The table with `-m` runs the model the running daemon's `status` names.
         if !investigate {
             let req = first_model_request(&lane);

@@ -325,8 +325,8 @@ mod tests {
         let c = parse_config(None).unwrap();
         let argv: Vec<Vec<String>> = c.runners.default.iter().map(|r| r.argv.clone()).collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
-            r#"[["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--system-prompt", "You answer one question about a coding session. Reply with exactly one line of JSON and nothing else.", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"],
-                ["codex", "exec", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
+            r#"[["claude", "-p", "--output-format", "json", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--system-prompt", "You answer one question about a coding session. Reply with exactly one line of JSON and nothing else.", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"],
+                ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
                 ["cursor-agent", "-p", "--output-format", "text", "--", "{prompt}"]]"#,
         )
         .unwrap();
@@ -343,8 +343,8 @@ mod tests {
             .map(|r| r.argv.clone())
             .collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
-            r#"[["codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
-                ["claude", "-p", "--model", "haiku", "--settings", "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\"]}}", "--setting-sources", "", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"]]"#,
+            r#"[["codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
+                ["claude", "-p", "--output-format", "json", "--model", "haiku", "--settings", "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\"]}}", "--setting-sources", "", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"]]"#,
         )
         .unwrap();
         assert_eq!(argv, expected);

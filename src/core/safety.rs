@@ -389,7 +389,9 @@ fn strings(v: &serde_json::Value) -> Option<Vec<&str>> {
 
 const CODEX_GRAMMAR: Grammar = Grammar {
     arity: |name| match name {
-        "--skip-git-repo-check" | "--ignore-user-config" | "--ephemeral" => Some(Arity::None),
+        "--skip-git-repo-check" | "--ignore-user-config" | "--ephemeral" | "--json" => {
+            Some(Arity::None)
+        }
         "-m" | "--model" | "--sandbox" | "-s" | "-c" => Some(Arity::One),
         _ => None,
     },

@@ -5,6 +5,7 @@
 pub const DEFAULT_CODEX: &[&str] = &[
     "codex",
     "exec",
+    "--json",
     "--skip-git-repo-check",
     "-m",
     "gpt-5.3-codex-spark",
@@ -20,6 +21,8 @@ pub const DEFAULT_CODEX: &[&str] = &[
 pub const DEFAULT_CLAUDE: &[&str] = &[
     "claude",
     "-p",
+    "--output-format",
+    "json",
     "--model",
     "haiku",
     "--settings",
@@ -47,6 +50,7 @@ pub const DEFAULT_CURSOR: &[&str] = &[
 pub const INVESTIGATE_CODEX: &[&str] = &[
     "codex",
     "exec",
+    "--json",
     "--skip-git-repo-check",
     "--sandbox",
     "read-only",
@@ -60,6 +64,8 @@ pub const INVESTIGATE_CODEX: &[&str] = &[
 pub const INVESTIGATE_CLAUDE: &[&str] = &[
     "claude",
     "-p",
+    "--output-format",
+    "json",
     "--model",
     "haiku",
     "--settings",
