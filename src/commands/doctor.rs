@@ -83,7 +83,43 @@ pub fn main(settings: &Settings) -> i32 {
     check_codex_models(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
     check_hooks_state_dir(settings, &mut report);
+    check_budget(settings, &mut report);
     report.finish()
+}
+
+/// The spend cap: unset, under it (with the day's spend), or reached (jobs end unchecked).
+fn check_budget(settings: &Settings, report: &mut Report) {
+    let budget = settings.config.budget();
+    if budget.is_unlimited() {
+        report.add(
+            Level::Ok,
+            "spend cap: none (set max_cost_usd_per_day or max_runs_per_hour to cap it)",
+        );
+        return;
+    }
+    let recent = crate::store::spend_ledger::recent(&StateDir::new(&settings.state_dir));
+    let now = crate::store::state_dir::now_unix();
+    match crate::core::spend::over_budget(&recent, &budget, now) {
+        Some(reason) => report.add(
+            Level::Fail,
+            format!("spend cap reached, jobs end unchecked without a runner: {reason}"),
+        ),
+        None => {
+            let day = crate::core::spend::totals_since(&recent, now - crate::core::spend::DAY);
+            let cost: f64 = day.values().filter_map(|t| t.cost_usd).sum();
+            let hour = recent
+                .iter()
+                .filter(|e| e.at >= now - crate::core::spend::HOUR)
+                .count();
+            report.add(
+                Level::Ok,
+                format!(
+                    "spend cap: under it ({hour} runs in the last hour, {} USD reported in the last 24 hours)",
+                    crate::core::spend::dollars(cost)
+                ),
+            );
+        }
+    }
 }
 
 /// Doctor when the config itself failed to load: report it and what can still be checked.

@@ -1,6 +1,7 @@
 //! `llm-judge status [--json]`: the daemon (from its lock and status record), the
 //! queue (from jobs/ itself, so it works with the daemon down) and running jobs
-//! (from live claims, which also shows `llm-judge run` at work).
+//! (from live claims, which also shows `llm-judge run` at work), and what the runners
+//! spent (from the spend ledger, so it survives restarts).
 
 use std::io::IsTerminal;
 use std::time::UNIX_EPOCH;
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::core::config::Settings;
 use crate::core::job_life::{ClaimRecord, Stage};
+use crate::core::spend::{Budget, DAY, HOUR, dollars, over_budget, totals_since};
 use crate::process::os::is_alive;
 use crate::store::state_dir::{StateDir, is_job_name, now_unix};
 use crate::store::status_file::StatusRecord;
@@ -38,7 +40,7 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
         }
         say_err!("runner health reset: every runner is back in its table order");
     }
-    let report = collect(&state);
+    let report = collect(&state, &settings.config.budget());
     let text = if args.json {
         // A `Value` always serialises: `{:#}` is its pretty form.
         format!("{report:#}\n")
@@ -52,8 +54,9 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     }
 }
 
-/// The whole report as the JSON of SPEC section 9.
-pub fn collect(state: &StateDir) -> Value {
+/// The whole report as the JSON of SPEC section 9, plus `spend` (runs, tokens and
+/// cost per runner for the last hour and day, and the cap).
+pub fn collect(state: &StateDir, budget: &Budget) -> Value {
     let now = now_unix();
     let holder = crate::store::daemon_lock::holder(&state.lock());
     let record: Option<StatusRecord> = holder.and_then(|_| {
@@ -107,6 +110,22 @@ pub fn collect(state: &StateDir) -> Value {
         "outcomes": record.map(|r| outcomes(state, r)).unwrap_or_default(),
         "runners": runners,
         "codex_models": codex_models,
+        "spend": spend(state, budget, now),
+    })
+}
+
+/// `spend`: totals per runner of the ledger's last hour and day, and the cap's state.
+fn spend(state: &StateDir, budget: &Budget, now: f64) -> Value {
+    let recent = crate::store::spend_ledger::recent(state);
+    let window = |since| serde_json::to_value(totals_since(&recent, since)).unwrap_or_default();
+    json!({
+        "last_hour": window(now - HOUR),
+        "last_day": window(now - DAY),
+        "budget": {
+            "max_cost_usd_per_day": budget.max_cost_usd_per_day,
+            "max_runs_per_hour": budget.max_runs_per_hour,
+            "reached": over_budget(&recent, budget, now),
+        },
     })
 }
 
@@ -258,6 +277,14 @@ pub fn render(report: &Value, colour: bool) -> String {
         &["NAME", "ANSWERED", "RATE", "MEDIAN", "HEALTH"],
         &runners,
     );
+    for (label, key) in [("last hour", "last_hour"), ("last day", "last_day")] {
+        out += &spend_section(label, &report["spend"][key]);
+    }
+    out += &format!(
+        "{:<10}{}\n",
+        "budget",
+        budget_text(&report["spend"]["budget"])
+    );
     for m in report["codex_models"].as_array().into_iter().flatten() {
         let replaced = m["replaced"].as_str().map_or(String::new(), |t| {
             format!(" (not {}: this login's catalog lacks it)", shown(t))
@@ -271,6 +298,47 @@ pub fn render(report: &Value, colour: bool) -> String {
         );
     }
     out
+}
+
+/// Runs, verdicts, tokens and cost per runner of one window.
+fn spend_section(label: &str, totals: &Value) -> String {
+    let rows: Vec<Vec<String>> = totals
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, t)| {
+            vec![
+                shown(name),
+                text(&t["runs"]),
+                text(&t["verdicts"]),
+                format!("{}/{}", text(&t["input_tokens"]), text(&t["output_tokens"])),
+                t["cost_usd"]
+                    .as_f64()
+                    .map_or("-".into(), |c| format!("${}", dollars(c))),
+            ]
+        })
+        .collect();
+    section(
+        label,
+        &["NAME", "RUNS", "VERDICTS", "TOKENS IN/OUT", "COST"],
+        &rows,
+    )
+}
+
+/// The cap: none, its keys and "under", or the reason jobs end unchecked.
+fn budget_text(b: &Value) -> String {
+    let mut keys = Vec::new();
+    if let Some(cost) = b["max_cost_usd_per_day"].as_f64() {
+        keys.push(format!("max_cost_usd_per_day {cost}"));
+    }
+    if let Some(runs) = b["max_runs_per_hour"].as_u64() {
+        keys.push(format!("max_runs_per_hour {runs}"));
+    }
+    match (keys.is_empty(), b["reached"].as_str()) {
+        (true, _) => "no cap (max_cost_usd_per_day, max_runs_per_hour unset)".into(),
+        (false, Some(reason)) => format!("REACHED, jobs end unchecked: {}", shown(reason)),
+        (false, None) => format!("{}: under", keys.join(", ")),
+    }
 }
 
 fn health_text(h: &Value) -> String {

@@ -43,6 +43,14 @@ pub enum ConfigError {
         MAX_SECONDS
     )]
     OutOfRange { key: &'static str },
+    /// `max_cost_usd_per_day` negative or not a number.
+    #[error(
+        "key max_cost_usd_per_day is {value}; give 0 or more US dollars, or leave it out for no cap"
+    )]
+    BadCostCap { value: f64 },
+    /// `max_runs_per_hour` negative.
+    #[error("key max_runs_per_hour is {value}; give 0 or more runs, or leave it out for no cap")]
+    BadRunCap { value: i64 },
     /// The backoff's cap below its start.
     #[error("key health.backoff_max_seconds is below health.backoff_start_seconds; raise it")]
     BackoffBelowStart,
@@ -97,6 +105,13 @@ pub struct Config {
     pub undeliverable_days: f64,
     pub output_cap_bytes: usize,
     pub single_flight: bool,
+    /// Reported cost allowed in any 24 hours; past it jobs end `unchecked` (`budget: ...`).
+    #[serde(default)]
+    pub max_cost_usd_per_day: Option<f64>,
+    /// Runner runs allowed in any hour; past it jobs end `unchecked` (`budget: ...`).
+    /// (Signed so a negative value gets an error naming the key, not serde's.)
+    #[serde(default)]
+    pub max_runs_per_hour: Option<i64>,
     pub health: HealthConfig,
     pub cache: CacheConfig,
     pub runners: Tables,
@@ -128,6 +143,14 @@ pub struct Tables {
 }
 
 impl Config {
+    /// The spend cap of `max_cost_usd_per_day` and `max_runs_per_hour`.
+    pub fn budget(&self) -> crate::core::spend::Budget {
+        crate::core::spend::Budget {
+            max_cost_usd_per_day: self.max_cost_usd_per_day,
+            max_runs_per_hour: self.max_runs_per_hour.and_then(|n| u64::try_from(n).ok()),
+        }
+    }
+
     /// The timeout rules for job parsing.
     pub fn timeouts(&self) -> TimeoutRules {
         TimeoutRules {
@@ -275,6 +298,15 @@ fn check(config: &Config) -> Result<(), ConfigError> {
     if config.workers == 0 {
         return Err(ConfigError::NoWorkers);
     }
+    if let Some(value) = config
+        .max_cost_usd_per_day
+        .filter(|v| !(v.is_finite() && *v >= 0.0))
+    {
+        return Err(ConfigError::BadCostCap { value });
+    }
+    if let Some(value) = config.max_runs_per_hour.filter(|n| *n < 0) {
+        return Err(ConfigError::BadRunCap { value });
+    }
     if config.output_cap_bytes < 1024 {
         return Err(ConfigError::OutputCapTooSmall);
     }
@@ -287,6 +319,26 @@ fn check(config: &Config) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_spend_cap_is_off_by_default_and_checked_when_set() {
+        let c = parse_config(None).unwrap();
+        assert!(c.budget().is_unlimited());
+        let c = parse_config(Some(
+            "max_cost_usd_per_day = 2.5\nmax_runs_per_hour = 100\n",
+        ))
+        .unwrap();
+        assert_eq!(c.budget().max_cost_usd_per_day, Some(2.5));
+        assert_eq!(c.budget().max_runs_per_hour, Some(100));
+        let e = parse_config(Some("max_cost_usd_per_day = -1\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_cost_usd_per_day"), "{e}");
+        let e = parse_config(Some("max_runs_per_hour = -1\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_runs_per_hour"), "{e}");
+    }
 
     #[test]
     fn embedded_default_loads_with_spec_values() {

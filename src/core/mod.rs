@@ -12,5 +12,6 @@ pub mod job_life;
 pub mod login;
 pub mod runner_table;
 pub mod safety;
+pub mod spend;
 pub mod usage;
 pub mod verdict;

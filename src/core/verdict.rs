@@ -200,6 +200,13 @@ pub fn verdict_for(
     verdict
 }
 
+/// The verdict of a job the spend cap stopped: `unchecked`, no attempts, `budget: ...`.
+pub fn budget_verdict(job: &Job, reason: &str, finished_at: f64) -> Verdict {
+    let mut verdict = verdict_for(job, None, Vec::new(), finished_at);
+    verdict.reason = clip(reason, "");
+    verdict
+}
+
 /// The `unchecked` verdict of a job that could not be judged.
 pub fn error_verdict(error: &JobError, finished_at: f64) -> Verdict {
     Verdict {

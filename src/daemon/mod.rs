@@ -189,7 +189,7 @@ impl Daemon {
         }
     }
 
-    /// Extras for `settings`, keeping the live runner limits, flights and spawner.
+    /// Extras for `settings`, keeping the live runner limits, flights, spawner and ledger.
     fn extras_for(&self, settings: &Settings) -> Extras {
         let flights = settings
             .config
@@ -199,6 +199,7 @@ impl Daemon {
             limits: self.extras.limits.clone(),
             flights,
             spawner: self.extras.spawner.clone(),
+            spend: self.extras.spend.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }

@@ -10,13 +10,15 @@ use crate::core::config::Settings;
 use crate::core::health::sign_of;
 use crate::core::job::Job;
 use crate::core::runner_table::{Runner, build_invocation};
-use crate::core::verdict::{Attempt, RunEnd, Verdict, judge_attempt, verdict_for};
+use crate::core::spend::SpendEntry;
+use crate::core::verdict::{Attempt, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for};
 use crate::engine::flight::Flights;
 use crate::engine::limits::RunnerLimits;
 use crate::engine::spawner::{Processes, Spawner};
 use crate::process::spawn::{RunSpec, StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
+use crate::store::spend_ledger::SpendLedger;
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 
@@ -94,6 +96,8 @@ pub struct Extras {
     pub flights: Option<Arc<Flights>>,
     /// Starts the runner attempts: real processes, or a script in the lifecycle tests.
     pub spawner: Arc<dyn Spawner>,
+    /// Records each runner run and holds jobs to the spend cap (daemon and `run`).
+    pub spend: Option<Arc<SpendLedger>>,
 }
 
 impl Default for Extras {
@@ -104,6 +108,7 @@ impl Default for Extras {
             limits: Arc::default(),
             flights: None,
             spawner: Arc::new(Processes::default()),
+            spend: None,
         }
     }
 }
@@ -115,6 +120,7 @@ impl Extras {
         Extras {
             health: HealthStore::open(state, &c.health),
             cache: Cache::open(state, &c.cache),
+            spend: Some(Arc::new(SpendLedger::open(state))),
             ..Extras::default()
         }
     }
@@ -137,6 +143,9 @@ pub async fn judge(
     }
     if let Some(warning) = &job.mode_warning {
         tracing::warn!(id = %job.id, "{warning}");
+    }
+    if let Some(reason) = spent(settings, extras) {
+        return Some(budget_verdict(job, &reason, now_unix()));
     }
     let mut attempts = Vec::new();
     let mut answer = None;
@@ -175,6 +184,16 @@ pub async fn judge(
             let sign = sign_of(&end, found.is_some());
             health.record(runner, sign, &attempt.reason);
         }
+        if let Some(spend) = &extras.spend
+            && started_a_process(&end)
+        {
+            spend.record(&SpendEntry {
+                at: now_unix(),
+                runner: runner.name.clone(),
+                answered: found.is_some(),
+                usage: attempt.usage.clone(),
+            });
+        }
         attempts.push(attempt);
         if let Some(obj) = found {
             answer = Some((runner.name.clone(), obj));
@@ -182,6 +201,23 @@ pub async fn judge(
         }
     }
     Some(verdict_for(job, answer, attempts, now_unix()))
+}
+
+/// The `budget: ...` reason when the spend cap is reached; logged once a minute.
+fn spent(settings: &Settings, extras: &Extras) -> Option<String> {
+    let spend = extras.spend.as_ref()?;
+    let reason = spend.over_budget(&settings.config.budget())?;
+    if spend.budget_log_due() {
+        tracing::warn!(
+            "{reason}: jobs end unchecked without starting a runner (this line repeats at most once a minute)"
+        );
+    }
+    Some(reason)
+}
+
+/// A run that started a process: it may have cost something and counts toward the cap.
+fn started_a_process(end: &RunEnd) -> bool {
+    !matches!(end, RunEnd::NotInstalled | RunEnd::SpawnFailed { .. })
 }
 
 /// What every attempt of one job shares.

@@ -1,6 +1,6 @@
 //! The state folder on disk (SPEC sections 2, 6, 7, 10): its layout and publish by
 //! rename, claims, the verdict outbox, the answer cache, runner health, the daemon
-//! lock, judge.log, the status record and the permission checks.
+//! lock, judge.log, the status record, the spend ledger and the permission checks.
 
 pub mod cache;
 pub mod claim;
@@ -11,6 +11,7 @@ pub mod health_store;
 pub mod judge_log;
 pub mod outbox;
 pub mod permissions;
+pub mod spend_ledger;
 pub mod state_dir;
 pub mod status_file;
 

@@ -91,6 +91,21 @@ impl StateDir {
         self.root.join("health.lock")
     }
 
+    /// `spend.jsonl`: one line per runner run (`store::spend_ledger`).
+    pub fn spend(&self) -> PathBuf {
+        self.root.join("spend.jsonl")
+    }
+
+    /// `spend.lock`: appends share it, compaction holds it alone.
+    pub fn spend_lock(&self) -> PathBuf {
+        self.root.join("spend.lock")
+    }
+
+    /// `spend.logged`: its mtime is when the budget line was last logged.
+    pub fn spend_logged(&self) -> PathBuf {
+        self.root.join("spend.logged")
+    }
+
     /// The folder of a transcript's verdicts.
     pub fn verdict_dir(&self, transcript: &str) -> PathBuf {
         self.verdicts().join(transcript_hash(transcript))
