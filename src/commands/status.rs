@@ -451,10 +451,15 @@ mod tests {
             "outcomes": {"hit": 0, "clean": 0, "unchecked": 0},
             "runners": {"x\u{1b}": {"attempts": 1, "answered": 0, "health": {"benched": true, "backoff_seconds": 60, "last_reason": "exit 1: \u{1b}[31m"}}},
             "codex_models": [{"table": "default", "runner": "c\r", "model": "m\n", "replaced": "o\u{7}"}],
+            "spend": {"last_hour": {"s\u{1b}": {"runs": 1, "verdicts": 1, "input_tokens": 3, "output_tokens": 1, "cost_usd": null}},
+                      "last_day": {},
+                      "budget": {"max_runs_per_hour": 1, "reached": "budget: \u{1b}[31m"}},
         });
         let text = render(&report, false);
         assert!(!text.contains(['\x1b', '\r', '\t', '\u{7}']), "{text:?}");
-        assert_eq!(text.lines().count(), 8, "one line per row: {text}");
+        assert_eq!(text.lines().count(), 12, "one line per row: {text}");
+        assert!(text.contains("s\\u001b  1     1         3/1            -"), "{text}");
+        assert!(text.contains("REACHED, jobs end unchecked: budget: \\u001b[31m"), "{text}");
         for shown in [
             "0.1\\u001b[2J",
             "a\\nb",
