@@ -458,8 +458,14 @@ mod tests {
         let text = render(&report, false);
         assert!(!text.contains(['\x1b', '\r', '\t', '\u{7}']), "{text:?}");
         assert_eq!(text.lines().count(), 12, "one line per row: {text}");
-        assert!(text.contains("s\\u001b  1     1         3/1            -"), "{text}");
-        assert!(text.contains("REACHED, jobs end unchecked: budget: \\u001b[31m"), "{text}");
+        assert!(
+            text.contains("s\\u001b  1     1         3/1            -"),
+            "{text}"
+        );
+        assert!(
+            text.contains("REACHED, jobs end unchecked: budget: \\u001b[31m"),
+            "{text}"
+        );
         for shown in [
             "0.1\\u001b[2J",
             "a\\nb",

@@ -111,6 +111,12 @@ impl SpendLedger {
     /// True at most once a minute across every process of the state folder: the
     /// budget line's turn to be logged. Kept as `spend.logged`'s mtime.
     pub fn budget_log_due(&self) -> bool {
+        // Held across the look and the touch, so two workers seeing the cap at the
+        // same moment log it once.
+        let lock = open_lock_file(&self.lock);
+        if let Ok(lock) = &lock {
+            let _ = lock_exclusive(lock);
+        }
         let last = std::fs::symlink_metadata(&self.logged)
             .ok()
             .filter(std::fs::Metadata::is_file)
