@@ -87,6 +87,9 @@ enum Command {
     /// Write a job into the inbox safely and print its id.
     #[command(after_help = commands::enqueue::EXAMPLES)]
     Enqueue(commands::enqueue::EnqueueArgs),
+    /// Run a file of cases (a job plus its expected outcome) on every runner; accuracy per runner.
+    #[command(after_help = commands::eval::EXAMPLES)]
+    Eval(commands::eval::EvalArgs),
     /// Print a transcript's verdicts as JSON lines, oldest first, removing each once printed.
     #[command(
         after_help = "Example:\n  llm-judge drain --transcript \"$TRANSCRIPT_PATH\" | while read -r v; do ...; done"
@@ -165,6 +168,7 @@ pub fn main() -> i32 {
         } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt, prompt_file),
         Command::Runners { mode, .. } => commands::runners::main(&settings, mode.into()),
         Command::Enqueue(args) => commands::enqueue::main(&settings, args),
+        Command::Eval(args) => commands::eval::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
         Command::Doctor => commands::doctor::main(&settings),

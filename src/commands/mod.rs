@@ -4,6 +4,7 @@ pub mod ask;
 pub mod doctor;
 pub mod drain;
 pub mod enqueue;
+pub mod eval;
 pub mod run;
 pub mod runners;
 pub mod service;

@@ -143,7 +143,9 @@ pub fn unreadable_job(stem: &str, problem: &str) -> JobError {
     }
 }
 
-fn job_from_object(
+/// A job from an already parsed JSON object (a job file's, or a line of an eval
+/// cases file); `stem` is the id when the object has none.
+pub fn job_from_object(
     mut obj: Map<String, Value>,
     stem: &str,
     timeouts: TimeoutRules,

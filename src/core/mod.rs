@@ -1,11 +1,12 @@
 //! The pure core: job parsing, runner tables, the investigate allowlist, answers,
-//! verdicts, config parsing, the codex model choice and where runners keep their
-//! login. No I/O.
+//! verdicts, config parsing, the codex model choice, where runners keep their login
+//! and `eval`'s cases and statistics. No I/O.
 
 pub mod answer;
 pub mod codex_model;
 pub mod config;
 pub mod digest;
+pub mod eval;
 pub mod health;
 pub mod job;
 pub mod job_life;

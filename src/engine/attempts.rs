@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::core::config::Settings;
 use crate::core::health::sign_of;
-use crate::core::job::Job;
+use crate::core::job::{Job, Mode};
 use crate::core::runner_table::{Runner, build_invocation};
 use crate::core::spend::SpendEntry;
 use crate::core::verdict::{Attempt, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for};
@@ -122,6 +122,51 @@ impl Extras {
             cache: Cache::open(state, &c.cache),
             spend: Some(Arc::new(SpendLedger::open(state))),
             ..Extras::default()
+        }
+    }
+}
+
+/// A job's entry in the answer cache (SPEC 10): a default-mode job's, when the cache
+/// is on. Investigate answers depend on files that change, so they are never kept.
+pub struct CacheSlot<'a> {
+    cache: &'a Cache,
+    key: String,
+}
+
+impl<'a> CacheSlot<'a> {
+    /// The slot of `job` judged by `table`, or `None` when the cache does not apply.
+    pub fn of(extras: &'a Extras, job: &Job, table: &[Runner]) -> Option<Self> {
+        let cache = extras.cache.as_ref()?;
+        (job.mode == Mode::Default).then(|| CacheSlot {
+            cache,
+            key: crate::store::cache::key(job.mode, table, &job.prompt),
+        })
+    }
+
+    /// The verdict from a fresh cached answer: its runner, the job's own hit keys, and
+    /// the one attempt `cache`.
+    pub fn verdict(&self, job: &Job) -> Option<Verdict> {
+        let hit = self.cache.get(&self.key)?;
+        tracing::info!(id = %job.id, runner = %hit.runner, "cache hit: answer reused");
+        let attempt = Attempt {
+            runner: "cache".into(),
+            ok: true,
+            reason: "answered".into(),
+            elapsed_ms: None,
+            usage: None,
+        };
+        Some(verdict_for(
+            job,
+            Some((hit.runner, hit.answer)),
+            vec![attempt],
+            now_unix(),
+        ))
+    }
+
+    /// Keeps the answer of `verdict`; an unchecked one has none and is never kept.
+    pub fn remember(&self, verdict: &Verdict) {
+        if let (Some(runner), Some(answer)) = (&verdict.runner, &verdict.answer) {
+            self.cache.put(&self.key, runner, answer);
         }
     }
 }

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::core::config::Settings;
-use crate::core::job::{Job, JobError, Mode, parse_job};
+use crate::core::job::{Job, JobError, parse_job};
 use crate::core::job_life::{FileIdentity, Previous};
-use crate::core::verdict::{Attempt, Outcome, Verdict, error_verdict, verdict_for};
-use crate::engine::attempts::Extras;
+use crate::core::verdict::{Outcome, Verdict, error_verdict, verdict_for};
+use crate::engine::attempts::{CacheSlot, Extras};
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::job_file::{
@@ -23,7 +23,6 @@ use crate::engine::job_file::{
 };
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::process::os::start_time;
-use crate::store::cache;
 use crate::store::claim::{self, Acquired, Claim, ClaimError};
 use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
@@ -389,25 +388,9 @@ async fn decide(
         return Some(error_verdict(&as_error(job, reason), now_unix()));
     }
     let table = settings.table(job.mode);
-    let cache_key = (extras.cache.is_some() && job.mode == Mode::Default)
-        .then(|| cache::key(job.mode, table, &job.prompt));
-    if let (Some(cache), Some(key)) = (&extras.cache, &cache_key)
-        && let Some(hit) = cache.get(key)
-    {
-        tracing::info!(id = %job.id, runner = %hit.runner, "cache hit: answer reused");
-        let attempt = Attempt {
-            runner: "cache".into(),
-            ok: true,
-            reason: "answered".into(),
-            elapsed_ms: None,
-            usage: None,
-        };
-        return Some(verdict_for(
-            job,
-            Some((hit.runner, hit.answer)),
-            vec![attempt],
-            now_unix(),
-        ));
+    let cached = CacheSlot::of(extras, job, table);
+    if let Some(verdict) = cached.as_ref().and_then(|slot| slot.verdict(job)) {
+        return Some(verdict);
     }
     let leader = match extras
         .flights
@@ -433,10 +416,8 @@ async fn decide(
             attempts: verdict.attempts.clone(),
         });
     }
-    if let (Some(cache), Some(key), Some(runner), Some(answer)) =
-        (&extras.cache, &cache_key, &verdict.runner, &verdict.answer)
-    {
-        cache.put(key, runner, answer);
+    if let Some(slot) = &cached {
+        slot.remember(&verdict);
     }
     Some(verdict)
 }

@@ -1,0 +1,933 @@
+//! `llm-judge eval`: the cases of a CASES.jsonl file (a job plus the outcome it should
+//! get), the runs it makes (every case on every runner of its mode's table, alone),
+//! and the report of each runner against `expect`. Pure: reading the file, running and
+//! printing are `commands::eval`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::core::config::Settings;
+use crate::core::job::{Job, Mode, TimeoutRules, job_from_object, json_type};
+use crate::core::runner_table::Runner;
+use crate::core::verdict::{Attempt, Outcome};
+
+/// What a case should be judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    /// The rule should match.
+    Hit,
+    /// A runner should answer and the rule should not match.
+    Clean,
+}
+
+impl Expect {
+    /// True when `outcome` is what was expected (`unchecked` never is).
+    pub fn met_by(self, outcome: Outcome) -> bool {
+        matches!(
+            (self, outcome),
+            (Expect::Hit, Outcome::Hit) | (Expect::Clean, Outcome::Clean)
+        )
+    }
+}
+
+/// One line of a cases file.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The job, parsed as a job file is (`id` defaults to `line-<N>`).
+    pub job: Job,
+    /// The outcome it should get.
+    pub expect: Expect,
+}
+
+/// A line of a cases file that cannot be a case, or a file with none; each says how
+/// to fix it.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CaseError {
+    /// Not JSON (serde's message, with the column).
+    #[error(
+        "line {line}: not valid JSON ({message}); write each case as one JSON object on one line"
+    )]
+    NotJson { line: usize, message: String },
+    /// JSON, but not an object.
+    #[error(
+        "line {line}: a JSON {found}, not an object; write each case as one JSON object on one line"
+    )]
+    NotObject { line: usize, found: &'static str },
+    /// No `expect` key.
+    #[error("line {line}: no \"expect\"; add \"expect\": \"hit\" or \"expect\": \"clean\"")]
+    NoExpect { line: usize },
+    /// An `expect` other than `"hit"` or `"clean"`.
+    #[error("line {line}: \"expect\" is {found}; give \"hit\" or \"clean\"")]
+    BadExpect { line: usize, found: String },
+    /// A job the job parser refuses (its reason, without `judge error: `).
+    #[error("line {line}: {problem}; fix it as in a job file (README \"Job file\")")]
+    BadJob { line: usize, problem: String },
+    /// Two cases with one id: the wrongly judged ones are named by id.
+    #[error("line {line}: id {id:?} is line {first}'s too; give each case its own \"id\"")]
+    DuplicateId {
+        line: usize,
+        id: String,
+        first: usize,
+    },
+    /// Only blank lines.
+    #[error(
+        "no cases (every line is blank); write one JSON object per line, each with an \"expect\""
+    )]
+    NoCases,
+}
+
+/// Parses a cases file: one JSON object per line, blank lines skipped. Every bad line
+/// is reported (so one edit fixes them all); any bad line means no case runs.
+pub fn parse_cases(text: &[u8], timeouts: TimeoutRules) -> Result<Vec<Case>, Vec<CaseError>> {
+    let mut cases = Vec::new();
+    let mut errors = Vec::new();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    for (index, bytes) in text.split(|&b| b == b'\n').enumerate() {
+        let line = index + 1;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match parse_case(bytes, line, timeouts) {
+            Ok(case) => match ids.get(&case.job.id) {
+                Some(&first) => errors.push(CaseError::DuplicateId {
+                    line,
+                    id: case.job.id,
+                    first,
+                }),
+                None => {
+                    ids.insert(case.job.id.clone(), line);
+                    cases.push(case);
+                }
+            },
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() && cases.is_empty() {
+        errors.push(CaseError::NoCases);
+    }
+    if errors.is_empty() {
+        Ok(cases)
+    } else {
+        Err(errors)
+    }
+}
+
+fn parse_case(bytes: &[u8], line: usize, timeouts: TimeoutRules) -> Result<Case, CaseError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| CaseError::NotJson {
+        line,
+        message: json_message(&e),
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(CaseError::NotObject {
+            line,
+            found: json_type(&value),
+        });
+    };
+    let expect = match obj.remove("expect") {
+        None => return Err(CaseError::NoExpect { line }),
+        Some(Value::String(s)) if s == "hit" => Expect::Hit,
+        Some(Value::String(s)) if s == "clean" => Expect::Clean,
+        Some(other) => {
+            return Err(CaseError::BadExpect {
+                line,
+                found: other.to_string(),
+            });
+        }
+    };
+    let job =
+        job_from_object(obj, &format!("line-{line}"), timeouts).map_err(|e| CaseError::BadJob {
+            line,
+            problem: e
+                .reason
+                .strip_prefix("judge error: ")
+                .unwrap_or(&e.reason)
+                .to_string(),
+        })?;
+    Ok(Case { job, expect })
+}
+
+/// serde's message with its own position given as a column: the file's line is
+/// already named, and serde counts lines within the one line it was given.
+fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let bare = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    format!("{bare} at column {}", e.column())
+}
+
+/// A runner of a mode's table as eval shows it: its name, or `name#2` for the second
+/// of two runners one table names alike (a row must be one runner).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seat {
+    /// The row's label.
+    pub label: String,
+    /// The table it comes from.
+    pub mode: Mode,
+    /// The runner.
+    pub runner: Runner,
+}
+
+/// The runners the cases' modes use, each table in order; a label that two modes share
+/// (`claude` in both shipped tables) is one row, each case run by its own mode's one.
+pub fn seats(settings: &Settings, cases: &[Case]) -> Vec<Seat> {
+    let mut seats = Vec::new();
+    for mode in [Mode::Default, Mode::Investigate] {
+        if !cases.iter().any(|c| c.job.mode == mode) {
+            continue;
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for runner in settings.table(mode) {
+            let count = seen.entry(runner.name.as_str()).or_insert(0);
+            *count += 1;
+            let label = match *count {
+                1 => runner.name.clone(),
+                n => format!("{}#{n}", runner.name),
+            };
+            seats.push(Seat {
+                label,
+                mode,
+                runner: runner.clone(),
+            });
+        }
+    }
+    seats
+}
+
+/// The row labels of `seats`, first appearance first.
+pub fn labels(seats: &[Seat]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for seat in seats {
+        if !out.contains(&seat.label) {
+            out.push(seat.label.clone());
+        }
+    }
+    out
+}
+
+/// `--runner` names that are no row; the error lists the rows there are.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error(
+    "--runner {unknown}: no such runner in the table{} the cases use; available: {}",
+    if *modes > 1 { "s" } else { "" },
+    available.join(", ")
+)]
+pub struct UnknownRunner {
+    /// The first name not found.
+    pub unknown: String,
+    /// The rows there are.
+    pub available: Vec<String>,
+    /// How many tables the cases use.
+    pub modes: usize,
+}
+
+/// Keeps the seats `wanted` names (all when it is empty).
+pub fn select(seats: Vec<Seat>, wanted: &[String]) -> Result<Vec<Seat>, UnknownRunner> {
+    let available = labels(&seats);
+    if let Some(unknown) = wanted.iter().find(|w| !available.contains(w)) {
+        let mut modes: Vec<Mode> = seats.iter().map(|s| s.mode).collect();
+        modes.dedup();
+        return Err(UnknownRunner {
+            unknown: unknown.clone(),
+            available,
+            modes: modes.len(),
+        });
+    }
+    Ok(seats
+        .into_iter()
+        .filter(|s| wanted.is_empty() || wanted.contains(&s.label))
+        .collect())
+}
+
+/// `settings` with one runner as the whole table of `mode`: the table `judge` then
+/// tries is that runner alone, with every other rule (cwd, answer, outcome) the same.
+/// The override variable, when set, is the table every mode uses, so it is the one
+/// replaced (and its bypass of the cwd rule stays).
+pub fn alone(settings: &Settings, mode: Mode, runner: &Runner) -> Settings {
+    let mut one = settings.clone();
+    let table = vec![runner.clone()];
+    match (&mut one.runner_override, mode) {
+        (Some(over), _) => *over = table,
+        (None, Mode::Default) => one.config.runners.default = table,
+        (None, Mode::Investigate) => one.config.runners.investigate = table,
+    }
+    one
+}
+
+/// One case as one runner judged it.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged<'a> {
+    /// The case's id.
+    pub id: &'a str,
+    /// What it should have been.
+    pub expect: Expect,
+    /// What it was.
+    pub outcome: Outcome,
+    /// The attempts of the run (one, or the cache's).
+    pub attempts: &'a [Attempt],
+}
+
+/// Outcomes of the cases that expected one thing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Counts {
+    pub hit: usize,
+    pub clean: usize,
+    pub unchecked: usize,
+}
+
+impl Counts {
+    fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Hit => self.hit += 1,
+            Outcome::Clean => self.clean += 1,
+            Outcome::Unchecked => self.unchecked += 1,
+        }
+    }
+}
+
+/// Outcomes by what was expected: `hit` holds the cases that expected a hit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Confusion {
+    pub hit: Counts,
+    pub clean: Counts,
+}
+
+/// Nearest-rank percentiles of the attempts' wall times; `None` with no timed attempt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Latency {
+    pub p50: Option<u64>,
+    pub p95: Option<u64>,
+}
+
+/// Tokens summed over the attempts that reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub cached_input: u64,
+    pub output: u64,
+}
+
+/// One runner's row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunnerReport {
+    pub runner: String,
+    pub cases: usize,
+    pub correct: usize,
+    /// `correct / cases` (an unchecked case is not correct).
+    pub accuracy: f64,
+    pub confusion: Confusion,
+    pub unchecked: usize,
+    pub latency_ms: Latency,
+    pub tokens: Tokens,
+    /// Summed over the attempts that reported a cost; `None` when none did.
+    pub cost_usd: Option<f64>,
+    /// Ids of the cases judged otherwise than expected, in file order.
+    pub wrong: Vec<String>,
+}
+
+impl RunnerReport {
+    /// The row of `runner` from its judged cases.
+    pub fn of<'a>(runner: &str, judged: impl IntoIterator<Item = Judged<'a>>) -> Self {
+        let mut report = RunnerReport {
+            runner: runner.to_string(),
+            cases: 0,
+            correct: 0,
+            accuracy: 0.0,
+            confusion: Confusion::default(),
+            unchecked: 0,
+            latency_ms: Latency::default(),
+            tokens: Tokens::default(),
+            cost_usd: None,
+            wrong: Vec::new(),
+        };
+        let mut times = Vec::new();
+        for case in judged {
+            report.cases += 1;
+            if case.expect.met_by(case.outcome) {
+                report.correct += 1;
+            } else {
+                report.wrong.push(case.id.to_string());
+            }
+            match case.expect {
+                Expect::Hit => report.confusion.hit.add(case.outcome),
+                Expect::Clean => report.confusion.clean.add(case.outcome),
+            }
+            if case.outcome == Outcome::Unchecked {
+                report.unchecked += 1;
+            }
+            for attempt in case.attempts {
+                times.extend(attempt.elapsed_ms);
+                let Some(usage) = &attempt.usage else {
+                    continue;
+                };
+                let t = &mut report.tokens;
+                t.input = t.input.saturating_add(usage.input_tokens);
+                t.cached_input = t.cached_input.saturating_add(usage.cached_input_tokens);
+                t.output = t.output.saturating_add(usage.output_tokens);
+                if let Some(cost) = usage.cost_usd {
+                    report.cost_usd = Some(report.cost_usd.unwrap_or(0.0) + cost);
+                }
+            }
+        }
+        // Sums of a few decimal costs show float noise (0.0030000000000000005).
+        report.cost_usd = report.cost_usd.map(|c| (c * 1e9).round() / 1e9);
+        if report.cases > 0 {
+            report.accuracy = report.correct as f64 / report.cases as f64;
+        }
+        times.sort_unstable();
+        report.latency_ms = Latency {
+            p50: percentile(&times, 50),
+            p95: percentile(&times, 95),
+        };
+        report
+    }
+}
+
+/// The nearest-rank percentile `p` (1..=100) of sorted values: the smallest value at
+/// least `p` % of them are at or below. Integer ranks: no float rounding moves it.
+pub fn percentile(sorted: &[u64], p: usize) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p.saturating_mul(sorted.len())).div_ceil(100);
+    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+}
+
+/// The whole report: `--json` prints it as it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub runners: Vec<RunnerReport>,
+    pub min_accuracy: Option<f64>,
+    /// False when a runner's accuracy is under `min_accuracy`.
+    pub passed: bool,
+}
+
+impl Report {
+    /// The report of these rows against `min_accuracy`.
+    pub fn new(runners: Vec<RunnerReport>, min_accuracy: Option<f64>) -> Self {
+        let passed = min_accuracy.is_none_or(|min| runners.iter().all(|r| r.accuracy >= min));
+        Report {
+            runners,
+            min_accuracy,
+            passed,
+        }
+    }
+}
+
+/// Wrongly judged ids shown per runner in the text form; `--json` has them all.
+const WRONG_SHOWN: usize = 10;
+
+/// The text form: one aligned table, a row per runner, then the ids each runner got
+/// wrong and the `--min-accuracy` result.
+pub fn render(report: &Report) -> String {
+    let header = [
+        "runner",
+        "cases",
+        "correct",
+        "accuracy",
+        "hit→h/c/u",
+        "clean→h/c/u",
+        "unchecked",
+        "p50 ms",
+        "p95 ms",
+        "tokens in",
+        "cached",
+        "out",
+        "cost $",
+    ];
+    let mut rows = vec![header.map(str::to_string).to_vec()];
+    for r in &report.runners {
+        let counts = |c: &Counts| format!("{}/{}/{}", c.hit, c.clean, c.unchecked);
+        let ms = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        rows.push(vec![
+            r.runner.clone(),
+            r.cases.to_string(),
+            r.correct.to_string(),
+            percent(r.accuracy),
+            counts(&r.confusion.hit),
+            counts(&r.confusion.clean),
+            r.unchecked.to_string(),
+            ms(r.latency_ms.p50),
+            ms(r.latency_ms.p95),
+            r.tokens.input.to_string(),
+            r.tokens.cached_input.to_string(),
+            r.tokens.output.to_string(),
+            r.cost_usd.map_or("-".to_string(), |c| format!("{c:.6}")),
+        ]);
+    }
+    let mut out = align(&rows);
+    out.push_str(
+        "(hit→h/c/u: the cases expected hit judged hit / clean / unchecked; clean→ likewise)\n",
+    );
+    for r in report.runners.iter().filter(|r| !r.wrong.is_empty()) {
+        let shown: Vec<&str> = r
+            .wrong
+            .iter()
+            .take(WRONG_SHOWN)
+            .map(String::as_str)
+            .collect();
+        let more = r.wrong.len().saturating_sub(WRONG_SHOWN);
+        let tail = if more > 0 {
+            format!(" and {more} more (--json lists all)")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "wrong, {}: {}{tail}\n",
+            r.runner,
+            shown.join(", ")
+        ));
+    }
+    if let Some(min) = report.min_accuracy {
+        let under: Vec<String> = report
+            .runners
+            .iter()
+            .filter(|r| r.accuracy < min)
+            .map(|r| format!("{} {}", r.runner, percent(r.accuracy)))
+            .collect();
+        if under.is_empty() {
+            out.push_str(&format!("min accuracy {}: passed\n", percent(min)));
+        } else {
+            out.push_str(&format!(
+                "min accuracy {}: failed ({})\n",
+                percent(min),
+                under.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// `0.5` as `50.0%`.
+pub fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
+
+/// Columns padded to their widest cell: the first left-aligned, the rest right.
+fn align(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, &width))| {
+                let pad = " ".repeat(width.saturating_sub(cell.chars().count()));
+                if c == 0 {
+                    format!("{cell}{pad}")
+                } else {
+                    format!("{pad}{cell}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::usage::Usage;
+
+    const RULES: TimeoutRules = TimeoutRules {
+        default_seconds: 60.0,
+        max_seconds: 600.0,
+    };
+
+    fn parse(text: &str) -> Result<Vec<Case>, Vec<CaseError>> {
+        parse_cases(text.as_bytes(), RULES)
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        match parse(text) {
+            Ok(cases) => panic!("expected errors, got {} cases", cases.len()),
+            Err(e) => e.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn cases_parse_as_jobs_with_expect_and_line_ids() {
+        let text = "\n{\"prompt\": \"a?\", \"expect\": \"hit\", \"hit_if_all_true\": [\"a\"]}\n  \r\n{\"prompt\": \"b?\", \"id\": \"bee\", \"expect\": \"clean\", \"mode\": \"investigate\", \"timeout_seconds\": 9000}\n";
+        let cases = parse(text).unwrap();
+        assert_eq!(cases.len(), 2);
+        assert_eq!(
+            (cases[0].job.id.as_str(), cases[0].expect),
+            ("line-2", Expect::Hit)
+        );
+        assert_eq!(
+            cases[0].job.rule,
+            crate::core::job::HitRule::AllTrue(vec!["a".into()])
+        );
+        assert_eq!(
+            (cases[1].job.id.as_str(), cases[1].expect),
+            ("bee", Expect::Clean)
+        );
+        assert_eq!(cases[1].job.mode, Mode::Investigate);
+        assert_eq!(
+            cases[1].job.timeout_seconds, 600.0,
+            "the job's timeout rules"
+        );
+    }
+
+    #[test]
+    fn every_bad_line_is_named_with_its_fix() {
+        let text = [
+            r#"{"prompt": "ok", "expect": "hit"}"#,
+            r#"{"prompt": "x", "expect": "hit""#,
+            r#"["prompt"]"#,
+            r#"{"prompt": "no expect"}"#,
+            r#"{"prompt": "p", "expect": "yes"}"#,
+            r#"{"prompt": "p", "expect": true}"#,
+            r#"{"expect": "clean"}"#,
+            r#"{"prompt": "p", "expect": "clean", "hit_if_all_true": "k"}"#,
+            r#"{"prompt": "p", "expect": "clean", "id": "line-1"}"#,
+            r#"{"prompt": "p", "expect": "clean", "id": "a/b"}"#,
+        ]
+        .join("\n");
+        let e = errors(&text);
+        assert_eq!(e.len(), 9, "{e:#?}");
+        assert!(e[0].starts_with("line 2: not valid JSON ("), "{}", e[0]);
+        assert!(e[0].contains("at column"), "{}", e[0]);
+        assert!(!e[0].contains("at line"), "{}", e[0]);
+        assert!(e[0].contains("one JSON object on one line"), "{}", e[0]);
+        assert!(
+            e[1].starts_with("line 3: a JSON list, not an object"),
+            "{}",
+            e[1]
+        );
+        assert!(
+            e[2].starts_with("line 4: no \"expect\"; add \"expect\": \"hit\""),
+            "{}",
+            e[2]
+        );
+        assert!(
+            e[3].starts_with("line 5: \"expect\" is \"yes\"; give \"hit\" or \"clean\""),
+            "{}",
+            e[3]
+        );
+        assert!(e[4].starts_with("line 6: \"expect\" is true;"), "{}", e[4]);
+        assert!(
+            e[5].starts_with("line 7: missing \"prompt\"; fix it as in a job file"),
+            "{}",
+            e[5]
+        );
+        assert!(
+            e[6].starts_with("line 8: \"hit_if_all_true\" is a string"),
+            "{}",
+            e[6]
+        );
+        assert!(
+            e[7].starts_with("line 9: id \"line-1\" is line 1's too; give each case its own"),
+            "{}",
+            e[7]
+        );
+        assert!(e[8].starts_with("line 10: bad \"id\" \"a/b\""), "{}", e[8]);
+    }
+
+    #[test]
+    fn a_file_of_blank_lines_has_no_cases() {
+        assert_eq!(errors("\n  \n"), [CaseError::NoCases.to_string()]);
+        assert!(errors("").len() == 1);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        assert_eq!(percentile(&[], 50), None);
+        assert_eq!(percentile(&[7], 50), Some(7));
+        assert_eq!(percentile(&[7], 95), Some(7));
+        let v: Vec<u64> = (1..=20).collect();
+        assert_eq!(percentile(&v, 50), Some(10));
+        assert_eq!(percentile(&v, 95), Some(19));
+        assert_eq!(percentile(&[1, 2, 3, 4], 50), Some(2));
+        assert_eq!(percentile(&[1, 2, 3, 4], 95), Some(4));
+        assert_eq!(percentile(&[1, 2, 3], 50), Some(2));
+    }
+
+    fn attempt(ms: Option<u64>, usage: Option<Usage>) -> Attempt {
+        Attempt {
+            runner: "r".into(),
+            ok: true,
+            reason: "answered".into(),
+            elapsed_ms: ms,
+            usage,
+        }
+    }
+
+    fn usage(input: u64, cached: u64, output: u64, cost: Option<f64>) -> Option<Usage> {
+        Some(Usage {
+            input_tokens: input,
+            cached_input_tokens: cached,
+            output_tokens: output,
+            cost_usd: cost,
+        })
+    }
+
+    #[test]
+    fn a_row_counts_confusion_accuracy_latency_tokens_and_cost() {
+        let a1 = [attempt(Some(30), usage(10, 2, 5, Some(0.001)))];
+        let a2 = [attempt(Some(10), usage(20, 0, 1, None))];
+        let a3 = [attempt(Some(20), None)];
+        let a4 = [attempt(None, None)];
+        let judged = [
+            Judged {
+                id: "a",
+                expect: Expect::Hit,
+                outcome: Outcome::Hit,
+                attempts: &a1,
+            },
+            Judged {
+                id: "b",
+                expect: Expect::Hit,
+                outcome: Outcome::Unchecked,
+                attempts: &a2,
+            },
+            Judged {
+                id: "c",
+                expect: Expect::Clean,
+                outcome: Outcome::Hit,
+                attempts: &a3,
+            },
+            Judged {
+                id: "d",
+                expect: Expect::Clean,
+                outcome: Outcome::Clean,
+                attempts: &a4,
+            },
+        ];
+        let r = RunnerReport::of("r", judged);
+        assert_eq!((r.cases, r.correct, r.accuracy), (4, 2, 0.5));
+        assert_eq!(
+            r.confusion,
+            Confusion {
+                hit: Counts {
+                    hit: 1,
+                    clean: 0,
+                    unchecked: 1
+                },
+                clean: Counts {
+                    hit: 1,
+                    clean: 1,
+                    unchecked: 0
+                },
+            }
+        );
+        assert_eq!(r.unchecked, 1);
+        assert_eq!(r.wrong, ["b", "c"]);
+        // Only the timed attempts count: 10, 20, 30.
+        assert_eq!(
+            r.latency_ms,
+            Latency {
+                p50: Some(20),
+                p95: Some(30)
+            }
+        );
+        assert_eq!(
+            r.tokens,
+            Tokens {
+                input: 30,
+                cached_input: 2,
+                output: 6
+            }
+        );
+        assert_eq!(r.cost_usd, Some(0.001));
+        let none = RunnerReport::of(
+            "n",
+            [Judged {
+                id: "d",
+                expect: Expect::Clean,
+                outcome: Outcome::Clean,
+                attempts: &a4,
+            }],
+        );
+        assert_eq!(
+            (none.cost_usd, none.latency_ms.p50, none.accuracy),
+            (None, None, 1.0)
+        );
+    }
+
+    #[test]
+    fn min_accuracy_fails_when_any_runner_is_under_it() {
+        let row = |name: &str, correct: usize| RunnerReport {
+            correct,
+            accuracy: correct as f64 / 10.0,
+            ..RunnerReport::of(name, [])
+        };
+        let rows = vec![row("a", 9), row("b", 10)];
+        assert!(Report::new(rows.clone(), None).passed);
+        assert!(
+            Report::new(rows.clone(), Some(0.9)).passed,
+            "0.9 is not under 0.9"
+        );
+        assert!(!Report::new(rows, Some(0.95)).passed);
+    }
+
+    #[test]
+    fn the_text_table_is_aligned_and_names_the_wrong_cases() {
+        let a = [attempt(Some(12), usage(10, 0, 5, Some(0.001)))];
+        let b = [attempt(Some(3), None)];
+        let yes = RunnerReport::of(
+            "yes",
+            [
+                Judged {
+                    id: "c1",
+                    expect: Expect::Hit,
+                    outcome: Outcome::Hit,
+                    attempts: &a,
+                },
+                Judged {
+                    id: "c2",
+                    expect: Expect::Clean,
+                    outcome: Outcome::Hit,
+                    attempts: &a,
+                },
+            ],
+        );
+        let failing = RunnerReport::of(
+            "failing",
+            [
+                Judged {
+                    id: "c1",
+                    expect: Expect::Hit,
+                    outcome: Outcome::Unchecked,
+                    attempts: &b,
+                },
+                Judged {
+                    id: "c2",
+                    expect: Expect::Clean,
+                    outcome: Outcome::Unchecked,
+                    attempts: &b,
+                },
+            ],
+        );
+        let text = render(&Report::new(vec![yes, failing], Some(0.9)));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("runner   cases  correct  accuracy"),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("yes          2        1     50.0%"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with("20       0   10  0.002000"), "{text}");
+        assert!(
+            lines[2].starts_with("failing      2        0      0.0%"),
+            "{text}"
+        );
+        assert!(lines[2].ends_with("0       0    0         -"), "{text}");
+        // Every row is as wide as the header: the columns line up.
+        let width = lines[0].chars().count();
+        assert!(
+            lines[1..3].iter().all(|l| l.chars().count() == width),
+            "{text}"
+        );
+        assert!(text.contains("\nwrong, yes: c2\n"), "{text}");
+        assert!(text.contains("\nwrong, failing: c1, c2\n"), "{text}");
+        assert!(
+            text.ends_with("min accuracy 90.0%: failed (yes 50.0%, failing 0.0%)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn long_wrong_lists_are_cut_in_the_text() {
+        let b = [attempt(Some(3), None)];
+        let ids: Vec<String> = (0..13).map(|i| format!("c{i}")).collect();
+        let r = RunnerReport::of(
+            "r",
+            ids.iter().map(|id| Judged {
+                id,
+                expect: Expect::Hit,
+                outcome: Outcome::Clean,
+                attempts: &b,
+            }),
+        );
+        assert_eq!(r.wrong.len(), 13);
+        let text = render(&Report::new(vec![r], None));
+        assert!(
+            text.contains("c9 and 3 more (--json lists all)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("min accuracy"), "{text}");
+    }
+
+    fn settings_with(over: Option<Vec<Runner>>) -> Settings {
+        let mut s = Settings::for_tests("/nowhere".into(), "x");
+        s.runner_override = over;
+        s
+    }
+
+    fn case(mode: Mode) -> Case {
+        let mut cases = parse(r#"{"prompt": "p", "expect": "hit"}"#).unwrap();
+        let mut case = cases.remove(0);
+        case.job.mode = mode;
+        case
+    }
+
+    #[test]
+    fn seats_cover_the_modes_used_and_label_twins() {
+        let s = settings_with(None);
+        let default_only = seats(&s, &[case(Mode::Default)]);
+        let names: Vec<&str> = default_only.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(names, ["claude", "codex", "cursor"]);
+        let both = seats(&s, &[case(Mode::Investigate), case(Mode::Default)]);
+        assert_eq!(both.len(), 5);
+        assert_eq!(labels(&both), ["claude", "codex", "cursor"]);
+        let twins = settings_with(Some(vec![
+            Runner::for_tests("a", &["a"]),
+            Runner::for_tests("a", &["b"]),
+        ]));
+        let got = seats(&twins, &[case(Mode::Default)]);
+        assert_eq!(labels(&got), ["a", "a#2"]);
+    }
+
+    #[test]
+    fn select_keeps_the_named_and_names_the_available() {
+        let s = settings_with(None);
+        let all = seats(&s, &[case(Mode::Default)]);
+        let picked = select(all.clone(), &["codex".into()]).unwrap();
+        assert_eq!(labels(&picked), ["codex"]);
+        assert_eq!(select(all.clone(), &[]).unwrap().len(), 3);
+        let e = select(all, &["codex".into(), "gpt".into()]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--runner gpt: no such runner in the table the cases use; available: claude, codex, cursor"
+        );
+    }
+
+    #[test]
+    fn alone_replaces_only_that_table() {
+        let s = settings_with(None);
+        let codex = s.config.runners.default[1].clone();
+        let one = alone(&s, Mode::Default, &codex);
+        assert_eq!(one.table(Mode::Default), std::slice::from_ref(&codex));
+        assert_eq!(one.table(Mode::Investigate).len(), 2);
+        assert!(one.runner_override.is_none(), "the cwd rule still applies");
+        let over = settings_with(Some(vec![
+            Runner::for_tests("a", &["a"]),
+            Runner::for_tests("b", &["b"]),
+        ]));
+        let b = Runner::for_tests("b", &["b"]);
+        let one = alone(&over, Mode::Investigate, &b);
+        assert_eq!(
+            one.runner_override.as_deref(),
+            Some(std::slice::from_ref(&b))
+        );
+    }
+}
