@@ -78,6 +78,7 @@ fn assert_usage(v: &Value, runner: &str, log: &str) {
         .and_then(|a| a.last())
         .map(|a| a["usage"].clone())
         .unwrap_or_default();
+    record(&format!("{runner} attempt usage: {usage}"));
     let output = usage["output_tokens"].as_u64().unwrap_or(0);
     assert!(
         output >= 5 && output % 5 == 0,
@@ -187,6 +188,50 @@ fn shipped_claude_argv_answers_default_and_investigate_jobs() {
     assert_usage(&v, "claude", &lane.log());
     assert_eq!(v["attempts"][0]["runner"], "codex", "verdict: {v}");
     assert_eq!(v["attempts"][0]["reason"], "not installed", "verdict: {v}");
+}
+
+/// `eval` runs the shipped claude for real: both cases judged right, and the report sums
+/// the tokens and the cost Claude Code computed from the stand-in's usage.
+#[test]
+fn eval_runs_the_shipped_claude_and_sums_its_usage() {
+    let _s = serial();
+    let lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
+    let cases = lane.root.join("cases.jsonl");
+    let lines = [
+        json!({"id": "sky", "prompt": "Is the sky blue?", "hit_if_all_true": ["ok"], "expect": "hit"}),
+        json!({"id": "sea", "prompt": "Is the sea wet?", "hit_if_all_true": ["missing"], "expect": "clean"}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    fs::write(&cases, text.join("\n")).expect("cases");
+    let path = cases.to_string_lossy().into_owned();
+    let out = lane.run(&[
+        "eval",
+        &path,
+        "--runner",
+        "claude",
+        "--json",
+        "--min-accuracy",
+        "1",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    record(&format!("eval of the shipped claude: {report}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = &report["runners"][0];
+    assert_eq!(
+        (row["runner"].as_str(), row["correct"].as_u64()),
+        (Some("claude"), Some(2)),
+        "{report}"
+    );
+    assert!(
+        row["tokens"]["output"].as_u64().unwrap_or(0) >= 10,
+        "{report}"
+    );
+    assert!(row["cost_usd"].as_f64().unwrap_or(0.0) > 0.0, "{report}");
 }
 
 /// The model a codex request asked for.
