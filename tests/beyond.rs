@@ -12,15 +12,7 @@ use world::*;
 
 /// Judges one job with `llm-judge run` and returns its verdict.
 fn run_job(w: &World, runners: &[Value], name: &str, job: &Value) -> Value {
-    w.job(name, job);
-    let path = w.state().join("jobs").join(format!("{name}.json"));
-    let out = w.command(runners).arg("run").arg(path).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    w.verdict(name)
+    w.run_job(runners, name, job)
 }
 
 fn attempts(v: &Value) -> Vec<(String, String)> {

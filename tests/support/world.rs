@@ -116,6 +116,19 @@ impl World {
         fs::rename(&temp, jobs.join(format!("{name}.json"))).unwrap();
     }
 
+    /// Judges one job with `llm-judge run` and returns its verdict.
+    pub fn run_job(&self, runners: &[Value], name: &str, job: &Value) -> Value {
+        self.job(name, job);
+        let path = self.state().join("jobs").join(format!("{name}.json"));
+        let out = self.command(runners).arg("run").arg(path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.verdict(name)
+    }
+
     pub fn jobs_left(&self) -> Vec<String> {
         names(&self.state().join("jobs"))
     }
