@@ -81,7 +81,7 @@ fn assert_usage(v: &Value, runner: &str, log: &str) {
     record(&format!("{runner} attempt usage: {usage}"));
     let output = usage["output_tokens"].as_u64().unwrap_or(0);
     assert!(
-        output >= 5 && output % 5 == 0,
+        output >= 5 && output.is_multiple_of(5),
         "{runner} usage: {usage} in {v}"
     );
     assert!(

@@ -90,7 +90,10 @@ impl Cache {
             tracing::error!("cannot store a cache entry: {e}");
             return;
         }
-        if STORES.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == 0 {
+        if STORES
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(PRUNE_EVERY)
+        {
             self.prune();
         }
     }

@@ -548,12 +548,12 @@ impl Drop for KillPidsOnDrop {
             let pid = fs::read_to_string(file)
                 .ok()
                 .and_then(|t| t.trim().parse::<i32>().ok());
-            if let Some(pid) = pid.filter(|&p| p > 1) {
-                if !process_gone(pid as u32) {
-                    // SAFETY: kill(2) with a pid read from the test's own pid file.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
+            if let Some(pid) = pid.filter(|&p| p > 1)
+                && !process_gone(pid as u32)
+            {
+                // SAFETY: kill(2) with a pid read from the test's own pid file.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
                 }
             }
         }
