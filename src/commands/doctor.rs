@@ -105,12 +105,13 @@ fn check_budget(settings: &Settings, report: &mut Report) {
             format!("spend cap reached, jobs end unchecked without a runner: {reason}"),
         ),
         None => {
-            let day = crate::core::spend::totals_since(&recent, now - crate::core::spend::DAY);
-            let cost: f64 = day.values().filter_map(|t| t.cost_usd).sum();
-            let hour = recent
-                .iter()
-                .filter(|e| e.at >= now - crate::core::spend::HOUR)
-                .count();
+            use crate::core::spend::{DAY, HOUR, totals_since};
+            let day = totals_since(&recent, now - DAY);
+            let cost: f64 = day.values().filter_map(|t| t.usage.cost_usd).sum();
+            let hour: u64 = totals_since(&recent, now - HOUR)
+                .values()
+                .map(|t| t.runs)
+                .sum();
             report.add(
                 Level::Ok,
                 format!(

@@ -12,6 +12,7 @@ use thiserror::Error;
 use crate::core::config::Settings;
 use crate::core::job::{Job, Mode, TimeoutRules, job_from_object, json_type};
 use crate::core::runner_table::Runner;
+use crate::core::usage::Usage;
 use crate::core::verdict::{Attempt, Outcome};
 
 /// What a case should be judged.
@@ -345,6 +346,7 @@ impl RunnerReport {
             wrong: Vec::new(),
         };
         let mut times = Vec::new();
+        let mut spent = Usage::default();
         for case in judged {
             report.cases += 1;
             if case.expect.met_by(case.outcome) {
@@ -361,20 +363,18 @@ impl RunnerReport {
             }
             for attempt in case.attempts {
                 times.extend(attempt.elapsed_ms);
-                let Some(usage) = &attempt.usage else {
-                    continue;
-                };
-                let t = &mut report.tokens;
-                t.input = t.input.saturating_add(usage.input_tokens);
-                t.cached_input = t.cached_input.saturating_add(usage.cached_input_tokens);
-                t.output = t.output.saturating_add(usage.output_tokens);
-                if let Some(cost) = usage.cost_usd {
-                    report.cost_usd = Some(report.cost_usd.unwrap_or(0.0) + cost);
+                if let Some(usage) = &attempt.usage {
+                    spent.add(usage);
                 }
             }
         }
+        report.tokens = Tokens {
+            input: spent.input_tokens,
+            cached_input: spent.cached_input_tokens,
+            output: spent.output_tokens,
+        };
         // Sums of a few decimal costs show float noise (0.0030000000000000005).
-        report.cost_usd = report.cost_usd.map(|c| (c * 1e9).round() / 1e9);
+        report.cost_usd = spent.cost_usd.map(|c| (c * 1e9).round() / 1e9);
         if report.cases > 0 {
             report.accuracy = report.correct as f64 / report.cases as f64;
         }

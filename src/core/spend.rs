@@ -34,14 +34,9 @@ pub struct Totals {
     pub runs: u64,
     /// Runs that gave the verdict's answer.
     pub verdicts: u64,
-    /// Input tokens (cached included).
-    pub input_tokens: u64,
-    /// Of those, cached.
-    pub cached_input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Reported cost in US dollars; `None` when no run of the window reported one.
-    pub cost_usd: Option<f64>,
+    /// Tokens, and the cost where any run of the window reported one.
+    #[serde(flatten)]
+    pub usage: Usage,
 }
 
 impl Totals {
@@ -49,14 +44,7 @@ impl Totals {
         self.runs += 1;
         self.verdicts += u64::from(entry.answered);
         if let Some(u) = &entry.usage {
-            self.input_tokens = self.input_tokens.saturating_add(u.input_tokens);
-            self.cached_input_tokens = self
-                .cached_input_tokens
-                .saturating_add(u.cached_input_tokens);
-            self.output_tokens = self.output_tokens.saturating_add(u.output_tokens);
-            if let Some(cost) = u.cost_usd {
-                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
-            }
+            self.usage.add(u);
         }
     }
 }
@@ -168,18 +156,20 @@ mod tests {
             Totals {
                 runs: 2,
                 verdicts: 1,
-                input_tokens: 20,
-                cached_input_tokens: 4,
-                output_tokens: 10,
-                cost_usd: Some(0.75)
+                usage: Usage {
+                    input_tokens: 20,
+                    cached_input_tokens: 4,
+                    output_tokens: 10,
+                    cost_usd: Some(0.75)
+                }
             }
         );
-        assert_eq!(all["codex"].cost_usd, None, "codex reports no cost");
+        assert_eq!(all["codex"].usage.cost_usd, None, "codex reports no cost");
         assert_eq!(all["cursor"].runs, 1);
-        assert_eq!(all["cursor"].input_tokens, 0);
+        assert_eq!(all["cursor"].usage.input_tokens, 0);
         let recent = totals_since(&entries, 1000.0);
         assert_eq!(recent["claude"].runs, 1);
-        assert_eq!(recent["claude"].cost_usd, Some(0.25));
+        assert_eq!(recent["claude"].usage.cost_usd, Some(0.25));
     }
 
     #[test]

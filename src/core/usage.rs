@@ -1,8 +1,6 @@
 //! What a runner's answer cost, read from the envelope its CLI prints (Claude Code's
-//! `--output-format json`, codex's `exec --json`), and the text inside that envelope
+//! `--output-format json`, codex's `exec --json`), and the reply inside that envelope
 //! the answer rules read. Output in no known envelope is read as plain text. Pure.
-
-use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -23,29 +21,25 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Input plus output tokens.
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-
-    /// A short human form for judge.log and tables: `in 10 (cached 0) out 5 $0.000125`.
-    pub fn human(&self) -> String {
-        let mut text = format!(
-            "in {} (cached {}) out {}",
-            self.input_tokens, self.cached_input_tokens, self.output_tokens
-        );
-        if let Some(cost) = self.cost_usd {
-            text.push_str(&format!(" ${cost:.6}"));
+    /// Adds `other` to this sum: tokens add up, and so do costs where reported (a sum
+    /// no run reported a cost for has none).
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        if let Some(cost) = other.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
-        text
     }
 }
 
-/// A runner's stdout, out of its envelope.
+/// What a CLI's envelope holds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unwrapped<'a> {
-    /// The text the answer rules read: the model's reply, or the whole stdout.
-    pub text: Cow<'a, str>,
+pub struct Envelope {
+    /// The model's reply: the text the answer rules read.
+    pub reply: String,
     /// What the attempt cost, when the envelope says.
     pub usage: Option<Usage>,
     /// An error the envelope reports (Claude Code's `is_error` result, codex's
@@ -53,20 +47,15 @@ pub struct Unwrapped<'a> {
     pub error: Option<String>,
 }
 
-/// Reads `stdout` as a Claude Code result object, a codex event stream, or plain text.
-pub fn unwrap_output(stdout: &str) -> Unwrapped<'_> {
-    claude_result(stdout)
-        .or_else(|| codex_events(stdout))
-        .unwrap_or(Unwrapped {
-            text: Cow::Borrowed(stdout),
-            usage: None,
-            error: None,
-        })
+/// `stdout` as a Claude Code result object or a codex event stream; `None` for any
+/// other output, which is read as plain text.
+pub fn read_envelope(stdout: &str) -> Option<Envelope> {
+    claude_result(stdout).or_else(|| codex_events(stdout))
 }
 
 /// Claude Code's `--output-format json`: the whole stdout is one object with
 /// `"type": "result"` and a string `result`.
-fn claude_result(stdout: &str) -> Option<Unwrapped<'static>> {
+fn claude_result(stdout: &str) -> Option<Envelope> {
     let Ok(Value::Object(envelope)) = serde_json::from_str::<Value>(stdout.trim()) else {
         return None;
     };
@@ -75,12 +64,12 @@ fn claude_result(stdout: &str) -> Option<Unwrapped<'static>> {
     }
     let result = envelope.get("result").and_then(Value::as_str)?;
     let is_error = envelope.get("is_error").and_then(Value::as_bool) == Some(true);
-    Some(Unwrapped {
-        text: Cow::Owned(if is_error {
+    Some(Envelope {
+        reply: if is_error {
             String::new()
         } else {
             result.to_string()
-        }),
+        },
         usage: claude_usage(&envelope),
         error: is_error.then(|| result.to_string()),
     })
@@ -107,7 +96,7 @@ fn claude_usage(envelope: &Map<String, Value>) -> Option<Usage> {
 /// codex's `exec --json`: every non-empty line is an event object with a string `type`,
 /// and one of them starts the thread or ends a turn. The reply is the last
 /// `agent_message` item; usage is summed over `turn.completed` events.
-fn codex_events(stdout: &str) -> Option<Unwrapped<'static>> {
+fn codex_events(stdout: &str) -> Option<Envelope> {
     let mut events = Vec::new();
     for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line.trim()) else {
@@ -134,7 +123,9 @@ fn codex_events(stdout: &str) -> Option<Unwrapped<'static>> {
             }
             "turn.completed" => {
                 if let Some(turn) = event.get("usage").and_then(Value::as_object) {
-                    add_codex_usage(usage.get_or_insert_with(Usage::default), turn);
+                    usage
+                        .get_or_insert_with(Usage::default)
+                        .add(&codex_usage(turn));
                 }
             }
             "turn.failed" => {
@@ -147,8 +138,8 @@ fn codex_events(stdout: &str) -> Option<Unwrapped<'static>> {
             _ => {}
         }
     }
-    Some(Unwrapped {
-        text: Cow::Owned(reply.unwrap_or("").to_string()),
+    Some(Envelope {
+        reply: reply.unwrap_or("").to_string(),
         usage,
         error: error.map(str::to_string),
     })
@@ -158,13 +149,14 @@ fn kind(event: &Map<String, Value>) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
-fn add_codex_usage(total: &mut Usage, turn: &Map<String, Value>) {
+fn codex_usage(turn: &Map<String, Value>) -> Usage {
     let count = |key: &str| turn.get(key).and_then(Value::as_u64).unwrap_or(0);
-    total.input_tokens = total.input_tokens.saturating_add(count("input_tokens"));
-    total.cached_input_tokens = total
-        .cached_input_tokens
-        .saturating_add(count("cached_input_tokens"));
-    total.output_tokens = total.output_tokens.saturating_add(count("output_tokens"));
+    Usage {
+        input_tokens: count("input_tokens"),
+        cached_input_tokens: count("cached_input_tokens"),
+        output_tokens: count("output_tokens"),
+        cost_usd: None,
+    }
 }
 
 #[cfg(test)]
@@ -175,8 +167,8 @@ mod tests {
 
     #[test]
     fn a_claude_result_gives_its_text_and_usage() {
-        let out = unwrap_output(CLAUDE_OK);
-        assert_eq!(out.text, "{\"bug\": true}");
+        let out = read_envelope(CLAUDE_OK).unwrap();
+        assert_eq!(out.reply, "{\"bug\": true}");
         assert_eq!(out.error, None);
         assert_eq!(
             out.usage,
@@ -191,10 +183,11 @@ mod tests {
 
     #[test]
     fn a_claude_error_result_gives_no_text_and_its_message() {
-        let out = unwrap_output(
+        let out = read_envelope(
             r#"{"type":"result","is_error":true,"result":"Not logged in · Please run /login","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#,
-        );
-        assert_eq!(out.text, "");
+        )
+        .unwrap();
+        assert_eq!(out.reply, "");
         assert_eq!(
             out.error.as_deref(),
             Some("Not logged in · Please run /login")
@@ -204,14 +197,14 @@ mod tests {
 
     #[test]
     fn a_claude_result_without_usage_has_none() {
-        let out = unwrap_output(r#"{"type":"result","result":"{\"a\": 1}"}"#);
-        assert_eq!(out.text, "{\"a\": 1}");
+        let out = read_envelope(r#"{"type":"result","result":"{\"a\": 1}"}"#).unwrap();
+        assert_eq!(out.reply, "{\"a\": 1}");
         assert_eq!(out.usage, None);
     }
 
     #[test]
     fn codex_events_give_the_last_message_and_summed_usage() {
-        let out = unwrap_output(concat!(
+        let out = read_envelope(concat!(
             "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n",
             "{\"type\":\"turn.started\"}\n",
             "{\"type\":\"item.completed\",\"item\":{\"id\":\"i0\",\"type\":\"reasoning\",\"text\":\"{\\\"bug\\\": false}\"}}\n",
@@ -219,8 +212,9 @@ mod tests {
             "{\"type\":\"item.completed\",\"item\":{\"id\":\"i2\",\"type\":\"agent_message\",\"text\":\"{\\\"bug\\\": true}\"}}\n",
             "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":100,\"cached_input_tokens\":40,\"output_tokens\":7}}\n",
             "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":1,\"cached_input_tokens\":0,\"output_tokens\":1}}\n",
-        ));
-        assert_eq!(out.text, "{\"bug\": true}");
+        ))
+        .unwrap();
+        assert_eq!(out.reply, "{\"bug\": true}");
         assert_eq!(
             out.usage,
             Some(Usage {
@@ -234,12 +228,13 @@ mod tests {
 
     #[test]
     fn a_failed_codex_turn_gives_its_message() {
-        let out = unwrap_output(concat!(
+        let out = read_envelope(concat!(
             "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n",
             "{\"type\":\"error\",\"message\":\"reconnecting 1/5\"}\n",
             "{\"type\":\"turn.failed\",\"error\":{\"message\":\"unexpected status 401\"}}\n",
-        ));
-        assert_eq!(out.text, "");
+        ))
+        .unwrap();
+        assert_eq!(out.reply, "");
         assert_eq!(out.error.as_deref(), Some("unexpected status 401"));
         assert_eq!(out.usage, None);
     }
@@ -254,9 +249,7 @@ mod tests {
             "{\"type\":\"item.completed\"}\n",
             "",
         ] {
-            let out = unwrap_output(stdout);
-            assert_eq!(out.text, stdout, "{stdout:?}");
-            assert_eq!((out.usage, out.error), (None, None), "{stdout:?}");
+            assert_eq!(read_envelope(stdout), None, "{stdout:?}");
         }
     }
 
@@ -274,7 +267,29 @@ mod tests {
             r#"{"input_tokens":15,"cached_input_tokens":3,"output_tokens":5}"#
         );
         assert_eq!(serde_json::from_str::<Usage>(&text).ok(), Some(u.clone()));
-        assert_eq!(u.human(), "in 15 (cached 3) out 5");
-        assert_eq!(u.total_tokens(), 20);
+    }
+
+    #[test]
+    fn usage_adds_tokens_and_reported_costs() {
+        let codex = Usage {
+            input_tokens: 10,
+            cached_input_tokens: 4,
+            output_tokens: 5,
+            cost_usd: None,
+        };
+        let mut sum = Usage::default();
+        sum.add(&codex);
+        sum.add(&codex);
+        assert_eq!(
+            (sum.input_tokens, sum.cached_input_tokens, sum.output_tokens),
+            (20, 8, 10)
+        );
+        assert_eq!(sum.cost_usd, None, "no run reported a cost");
+        sum.add(&Usage {
+            cost_usd: Some(0.5),
+            ..codex
+        });
+        assert_eq!(sum.cost_usd, Some(0.5));
+        assert_eq!(sum.output_tokens, 15);
     }
 }

@@ -55,14 +55,14 @@ pub fn judge_attempt(
         Some(_) => crate::core::answer::whole_lines_of_cut_tail(stdout),
         None => stdout,
     };
-    let out = crate::core::usage::unwrap_output(whole);
-    // The detail of a failure: stderr, else the error the envelope reports, else stdout.
+    let envelope = crate::core::usage::read_envelope(whole);
+    let reply = envelope.as_ref().map_or(whole, |e| e.reply.as_str());
+    // The detail of a failure: stderr, else the error the envelope reports, else the
+    // reply in it, else stdout.
     let detail = || {
-        let text = match &out.text {
-            std::borrow::Cow::Borrowed(_) => stdout,
-            std::borrow::Cow::Owned(inner) => inner.as_str(),
-        };
-        [stderr, out.error.as_deref().unwrap_or(""), text]
+        let error = envelope.as_ref().and_then(|e| e.error.as_deref());
+        let text = envelope.as_ref().map_or(stdout, |e| e.reply.as_str());
+        [stderr, error.unwrap_or(""), text]
             .into_iter()
             .map(str::trim)
             .find(|t| !t.is_empty())
@@ -81,7 +81,7 @@ pub fn judge_attempt(
         ),
         RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
-        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(&out.text) {
+        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(reply) {
             Some(obj) => ("answered".to_string(), Some(obj)),
             None => {
                 let label = match stdout_cut {
@@ -99,7 +99,7 @@ pub fn judge_attempt(
         ok: answer.is_some(),
         reason,
         elapsed_ms: None,
-        usage: out.usage.clone(),
+        usage: envelope.and_then(|e| e.usage),
     };
     (attempt, answer)
 }

@@ -40,10 +40,10 @@ struct Window {
 }
 
 impl SpendLedger {
-    /// The ledger of `state`; drops lines older than a day when there are any.
+    /// The ledger of `state`; drops lines older than a day when its first line is.
     pub fn open(state: &StateDir) -> Self {
         let ledger = SpendLedger::unopened(state);
-        ledger.compact();
+        ledger.compact_if_stale();
         ledger
     }
 
@@ -67,7 +67,7 @@ impl SpendLedger {
             tracing::warn!(path = %self.path.display(), "cannot append to the spend ledger: {e}");
         }
         if self.appends.fetch_add(1, Ordering::Relaxed) % COMPACT_EVERY == COMPACT_EVERY - 1 {
-            self.compact();
+            self.compact_if_stale();
         }
     }
 
@@ -86,6 +86,19 @@ impl SpendLedger {
 
     /// The entries of the last day, this process's and every other writer's.
     pub fn recent(&self) -> Vec<SpendEntry> {
+        self.window().entries.iter().cloned().collect()
+    }
+
+    /// The `budget: ...` reason when `budget` is spent; reads nothing when it is unlimited.
+    pub fn over_budget(&self, budget: &Budget) -> Option<String> {
+        if budget.is_unlimited() {
+            return None;
+        }
+        over_budget(&self.window().entries, budget, now_unix())
+    }
+
+    /// The window, brought up to the file's end and cut to the last day.
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
         let mut window = match self.window.lock() {
             Ok(w) => w,
             Err(poisoned) => poisoned.into_inner(),
@@ -97,15 +110,7 @@ impl SpendLedger {
         while window.entries.front().is_some_and(|e| e.at < since) {
             window.entries.pop_front();
         }
-        window.entries.iter().cloned().collect()
-    }
-
-    /// The `budget: ...` reason when `budget` is spent; reads nothing when it is unlimited.
-    pub fn over_budget(&self, budget: &Budget) -> Option<String> {
-        if budget.is_unlimited() {
-            return None;
-        }
-        over_budget(&self.recent(), budget, now_unix())
+        window
     }
 
     /// True at most once a minute across every process of the state folder: the
@@ -130,8 +135,12 @@ impl SpendLedger {
         true
     }
 
-    /// Rewrites the file without lines older than a day, when it has any.
-    fn compact(&self) {
+    /// Rewrites the file without lines older than a day when its first (oldest) line
+    /// is one: a look at one line, not a read of the file, for every `run` that opens it.
+    fn compact_if_stale(&self) {
+        if !first_line_is_stale(&self.path) {
+            return;
+        }
         if let Err(e) = self.compact_locked() {
             tracing::warn!(path = %self.path.display(), "cannot compact the spend ledger: {e}");
         }
@@ -164,6 +173,23 @@ impl SpendLedger {
 /// The runs of the last day, read without compacting (for `status` and `doctor`).
 pub fn recent(state: &StateDir) -> Vec<SpendEntry> {
     SpendLedger::unopened(state).recent()
+}
+
+/// True when the ledger's first line is a run older than a day, or not a run at all.
+fn first_line_is_stale(path: &Path) -> bool {
+    let Ok(file) = open_nofollow(path) else {
+        return false;
+    };
+    let mut first = Vec::new();
+    // A line is a few hundred bytes; a longer first line is not a run either.
+    if file.take(4096).read_to_end(&mut first).is_err() {
+        return false;
+    }
+    let line = first.split(|b| *b == b'\n').next().unwrap_or_default();
+    !line.is_empty()
+        && serde_json::from_slice::<SpendEntry>(line)
+            .ok()
+            .is_none_or(|e| e.at < now_unix() - DAY)
 }
 
 /// Reads what was appended since the last look; starts over when compaction replaced
@@ -251,6 +277,19 @@ mod tests {
         reader.record(&entry(now, "newer"));
         let names: Vec<String> = reader.recent().into_iter().map(|e| e.runner).collect();
         assert_eq!(names, ["new", "newer"]);
+    }
+
+    #[test]
+    fn opening_a_ledger_with_a_fresh_first_line_rewrites_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        SpendLedger::open(&state).record(&entry(now_unix(), "x"));
+        let inode = std::fs::metadata(state.spend()).unwrap().ino();
+        let _again = SpendLedger::open(&state);
+        assert_eq!(std::fs::metadata(state.spend()).unwrap().ino(), inode);
+        assert!(!first_line_is_stale(&state.spend()));
+        std::fs::write(state.spend(), "not a run\n").unwrap();
+        assert!(first_line_is_stale(&state.spend()));
     }
 
     #[test]
