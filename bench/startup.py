@@ -17,9 +17,13 @@ Metric, per run:
               POST /v1/responses; headers and body read)
   to exit     the same start until the process has exited (a blocking waitpid)
 Variants (argv from config/llm-judge.toml, the shipped default tables):
-  a  claude, shipped default argv, prompt as the last argv item (the baseline)
-  b  claude pre-started with --input-format stream-json --output-format stream-json --verbose,
-     the prompt written as one stream-json user message after --delay s, then stdin closed
+  a  claude spawned with its job: the shipped argv without its stream-json flags, with
+     --output-format json and the prompt as the last argv item (the baseline; what the
+     daemon shipped before `prestart`, and what `prestart = 0` would start per job if its
+     argv held the prompt)
+  b  claude pre-started, the shipped argv (--input-format stream-json --output-format
+     stream-json --verbose), the prompt written as one stream-json user message after
+     --delay s, then stdin closed
   c  claude pre-started with the prompt on plain stdin (no prompt item: `-p` reads stdin),
      written after --delay s, then stdin closed
   d  a + CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1
@@ -298,18 +302,28 @@ class Variant:
         return [a.replace("{standin}", url) if a != "{prompt}" else prompt for a in self.argv]
 
 
+def spawned_claude(shipped_claude):
+    """The claude argv started with its job, prompt in argv (the shipped one before
+    `prestart`): the shipped argv without its stream-json flags, with
+    `--output-format json` and `-- {prompt}`."""
+    argv = list(shipped_claude)
+    for flag, n in (("--input-format", 2), ("--output-format", 2), ("--verbose", 1)):
+        if flag in argv:
+            i = argv.index(flag)
+            del argv[i:i + n]
+    return argv[:2] + ["--output-format", "json"] + argv[2:] + ["--", "{prompt}"]
+
+
 def variants():
-    claude = shipped("claude")
+    prestarted = shipped("claude")
+    claude = spawned_claude(prestarted)
     codex = insert_before_dashdash(shipped("codex"),
                                    ["-c", 'openai_base_url="{standin}/v1"'])
-    stream = insert_before_dashdash(
-        claude, ["--input-format", "stream-json", "--output-format", "stream-json",
-                 "--verbose"])
     return [
-        Variant("a", "claude", "claude, shipped default argv (prompt in argv)", claude,
+        Variant("a", "claude", "claude, spawned with its job (prompt in argv)", claude,
                 base="a"),
-        Variant("b", "claude", "claude pre-started, stream-json stdin",
-                without_prompt_slot(stream), prestart="stream-json", base="a"),
+        Variant("b", "claude", "claude pre-started, stream-json stdin (shipped argv)",
+                prestarted, prestart="stream-json", base="a"),
         Variant("c", "claude", "claude pre-started, plain stdin",
                 without_prompt_slot(claude), prestart="stdin", base="a"),
         Variant("d", "claude", "a + no non-essential traffic env", claude,

@@ -210,9 +210,16 @@ fn investigate_job_timeout_stops_a_slow_runner() {
 #[test]
 fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp_folder() {
     let w = World::new();
+    // claude reads its prompt on stdin (one stream-json message); it keeps what it read.
     let fakes: Vec<_> = ["codex", "claude", "cursor-agent"]
         .iter()
-        .map(|name| w.fake_program(name, &format!("{}exit 1\n", w.recorder())))
+        .map(|name| {
+            let read = match *name {
+                "claude" => "cat > \"$rec/stdin-text\"\n",
+                _ => "",
+            };
+            w.fake_program(name, &format!("{}{read}exit 1\n", w.recorder()))
+        })
         .collect();
     for fake in &fakes {
         settle(fake);
@@ -241,7 +248,16 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
             "",
             "{program}'s folder was not empty"
         );
-        assert_eq!(w.recorded(program, "stdin").trim_end(), "/dev/null");
+        if program == "claude" {
+            assert!(w.recorded(program, "stdin").starts_with("pipe:"));
+            let message: Value = serde_json::from_str(&w.recorded(program, "stdin-text")).unwrap();
+            assert_eq!(
+                message,
+                json!({"type": "user", "message": {"role": "user", "content": prompt}})
+            );
+        } else {
+            assert_eq!(w.recorded(program, "stdin").trim_end(), "/dev/null");
+        }
         assert_eq!(
             w.recorded(program, "mode").trim_end(),
             "700",

@@ -657,6 +657,7 @@ fn runner(argv: Vec<String>) -> Runner {
         name: "r".into(),
         argv,
         max_concurrent: None,
+        prestart: None,
     }
 }
 

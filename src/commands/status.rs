@@ -72,6 +72,7 @@ pub fn collect(state: &StateDir, budget: &Budget) -> Value {
         "uptime_seconds": record.as_ref().map(|r| round(now - r.started_at)),
         "workers": record.as_ref().map(|r| r.workers),
         "draining": record.as_ref().map(|r| r.draining),
+        "prestarted": record.as_ref().map(|r| r.prestarted),
     });
     let mut runners: serde_json::Map<String, Value> = record
         .as_ref()
@@ -207,12 +208,16 @@ pub fn render(report: &Value, colour: bool) -> String {
     let mut out = String::new();
     let daemon = if d["running"] == true {
         format!(
-            "{}  pid {}  version {}  up {}  workers {}{}",
+            "{}  pid {}  version {}  up {}  workers {}{}{}",
             paint("running", "32"),
             d["pid"],
             shown(d["version"].as_str().unwrap_or("?")),
             duration(d["uptime_seconds"].as_f64()),
             d["workers"],
+            match d["prestarted"].as_u64() {
+                Some(n) if n > 0 => format!("  pre-started {n}"),
+                _ => String::new(),
+            },
             if d["draining"] == true {
                 "  (draining)"
             } else {
@@ -431,6 +436,13 @@ mod tests {
         assert!(text.contains("queue     2 waiting, oldest 3s\n"), "{text}");
         assert!(
             text.contains("running   ID   HOOK  RUNNER  AGE\n          abc  stop  codex   4s\n"),
+            "{text}"
+        );
+        let mut waiting = report.clone();
+        waiting["daemon"]["prestarted"] = json!(1);
+        let text = render(&waiting, false);
+        assert!(
+            text.contains("up 1m15s  workers 4  pre-started 1\n"),
             "{text}"
         );
         assert!(

@@ -377,12 +377,18 @@ mod tests {
         let c = parse_config(None).unwrap();
         let argv: Vec<Vec<String>> = c.runners.default.iter().map(|r| r.argv.clone()).collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
-            r#"[["claude", "-p", "--output-format", "json", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--system-prompt", "You answer one question about a coding session. Reply with exactly one line of JSON and nothing else.", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"],
+            r#"[["claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--system-prompt", "You answer one question about a coding session. Reply with exactly one line of JSON and nothing else.", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--disable-slash-commands"],
                 ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
                 ["cursor-agent", "-p", "--output-format", "text", "--", "{prompt}"]]"#,
         )
         .unwrap();
         assert_eq!(argv, expected);
+        let prestart: Vec<Option<u32>> = c.runners.default.iter().map(|r| r.prestart).collect();
+        assert_eq!(
+            prestart,
+            [Some(1), None, None],
+            "only claude is pre-started"
+        );
     }
 
     #[test]

@@ -165,6 +165,7 @@ mod tests {
             name: n.into(),
             argv: vec![n.into()],
             max_concurrent: None,
+            prestart: None,
         };
         let table = [r("a"), r("b"), r("c")];
         let mut health = HealthFile::new();
@@ -194,6 +195,7 @@ mod tests {
             name: "x".into(),
             argv: vec!["x".into()],
             max_concurrent: None,
+            prestart: None,
         };
         let b = Runner {
             argv: vec!["x".into(), "-v".into()],

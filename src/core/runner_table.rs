@@ -22,6 +22,10 @@ pub struct Runner {
     /// At most this many copies at once across workers (section 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent: Option<u32>,
+    /// Copies the daemon keeps started ahead of their jobs, each waiting for its prompt
+    /// on stdin in a fresh private folder (default table only; `engine::prestart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prestart: Option<u32>,
 }
 
 #[cfg(test)]
@@ -32,6 +36,7 @@ impl Runner {
             name: name.into(),
             argv: argv.iter().map(|a| a.to_string()).collect(),
             max_concurrent: None,
+            prestart: None,
         }
     }
 }
@@ -51,7 +56,7 @@ pub fn build_invocation(argv: &[String], prompt: &str) -> Invocation {
     if !has_slot {
         return Invocation {
             argv: argv.to_vec(),
-            stdin: Some(prompt.to_string()),
+            stdin: Some(stdin_payload(argv, prompt)),
         };
     }
     if prompt.len() <= MAX_ARG_BYTES && !prompt.contains('\0') {
@@ -62,10 +67,36 @@ pub fn build_invocation(argv: &[String], prompt: &str) -> Invocation {
             .collect();
         return Invocation { argv, stdin: None };
     }
-    Invocation {
-        argv: without_prompt_slot(argv),
-        stdin: Some(prompt.to_string()),
+    let argv = without_prompt_slot(argv);
+    let stdin = Some(stdin_payload(&argv, prompt));
+    Invocation { argv, stdin }
+}
+
+/// What stdin carries for a prompt: the prompt itself, or, for a Claude Code argv with
+/// `--input-format stream-json`, the prompt as one stream-json user message (a line).
+pub fn stdin_payload(argv: &[String], prompt: &str) -> String {
+    if !takes_stream_json(argv) {
+        return prompt.to_string();
     }
+    let message = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": prompt},
+    });
+    format!("{message}\n")
+}
+
+/// True when the argv reads stream-json messages on stdin (`--input-format stream-json`).
+pub fn takes_stream_json(argv: &[String]) -> bool {
+    argv.iter().any(|a| a == "--input-format=stream-json")
+        || argv
+            .windows(2)
+            .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
+}
+
+/// True when the prompt never goes in the argv: a runner that can be started before
+/// its job (`prestart`).
+pub fn prompt_on_stdin(argv: &[String]) -> bool {
+    !argv.iter().any(|a| a == PROMPT_SLOT)
 }
 
 /// Drops each `{prompt}` item and a `--` right before it.
@@ -174,6 +205,26 @@ pub enum TableError {
         runner: String,
         source: ProgramError,
     },
+    /// `prestart` in a table other than default: those runners start in the job's cwd.
+    #[error(
+        "runners.{table}[{index}] ({runner:?}): \"prestart\" is only for the default table \
+         (an investigate runner starts in the job's cwd, unknown before the job); remove it"
+    )]
+    PrestartOutsideDefault {
+        table: String,
+        index: usize,
+        runner: String,
+    },
+    /// `prestart` with the prompt in the argv, which is unknown before the job.
+    #[error(
+        "runners.{table}[{index}] ({runner:?}): \"prestart\" needs the prompt on stdin; \
+         remove the \"{{prompt}}\" item (and the \"--\" before it) or remove \"prestart\""
+    )]
+    PrestartWithPromptSlot {
+        table: String,
+        index: usize,
+        runner: String,
+    },
     /// `max_concurrent = 0`, which would never run.
     #[error(
         "runners.{table}[{index}] ({runner:?}): \"max_concurrent\" is 0; remove it or give 1 or more"
@@ -232,6 +283,7 @@ fn override_entry(index: usize, item: &Value) -> Result<Runner, OverrideProblem>
         name: runner,
         argv,
         max_concurrent: None,
+        prestart: None,
     })
 }
 
@@ -285,6 +337,22 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
                 index,
                 runner,
             });
+        }
+        if r.prestart.is_some_and(|n| n > 0) {
+            if table != "default" {
+                return Err(TableError::PrestartOutsideDefault {
+                    table,
+                    index,
+                    runner,
+                });
+            }
+            if !prompt_on_stdin(&r.argv) {
+                return Err(TableError::PrestartWithPromptSlot {
+                    table,
+                    index,
+                    runner,
+                });
+            }
         }
     }
     Ok(())
@@ -365,6 +433,7 @@ mod tests {
             name: name.into(),
             argv: v(argv),
             max_concurrent: mc,
+            prestart: None,
         };
         assert!(check_table("default", &[r("a", &["x"], Some(2))]).is_ok());
         assert!(
@@ -397,5 +466,48 @@ mod tests {
             assert!(e.contains(words), "{argv:?}: {e}");
         }
         assert!(check_table("default", &[r("a", &["/bin/x", "--", "{prompt}"], None)]).is_ok());
+    }
+
+    #[test]
+    fn prestart_is_for_default_runners_with_the_prompt_on_stdin() {
+        let r = |argv: &[&str], prestart| Runner {
+            prestart,
+            ..Runner::for_tests("c", argv)
+        };
+        assert!(check_table("default", &[r(&["/bin/c", "-p"], Some(2))]).is_ok());
+        assert!(check_table("investigate", &[r(&["/bin/c", "--", "{prompt}"], Some(0))]).is_ok());
+        let e = check_table("investigate", &[r(&["/bin/c"], Some(1))]).unwrap_err();
+        assert!(e.to_string().contains("only for the default table"), "{e}");
+        let e = check_table("default", &[r(&["/bin/c", "--", "{prompt}"], Some(1))]).unwrap_err();
+        assert!(e.to_string().contains("needs the prompt on stdin"), "{e}");
+    }
+
+    #[test]
+    fn a_stream_json_runner_gets_the_prompt_as_one_user_message() {
+        for argv in [
+            v(&["claude", "-p", "--input-format", "stream-json"]),
+            v(&["claude", "-p", "--input-format=stream-json"]),
+        ] {
+            let inv = build_invocation(&argv, "is \"x\"\nright?");
+            assert_eq!(inv.argv, argv);
+            let line = inv.stdin.unwrap();
+            assert!(
+                line.ends_with('\n') && line.matches('\n').count() == 1,
+                "{line:?}"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                message,
+                serde_json::json!({"type": "user", "message": {"role": "user", "content": "is \"x\"\nright?"}})
+            );
+        }
+        let plain = v(&["claude", "-p", "--input-format", "text"]);
+        assert_eq!(build_invocation(&plain, "q").stdin.as_deref(), Some("q"));
+        let long = "x".repeat(MAX_ARG_BYTES + 1);
+        let slotted = v(&["claude", "--input-format", "stream-json", "--", "{prompt}"]);
+        let inv = build_invocation(&slotted, &long);
+        assert_eq!(inv.argv, v(&["claude", "--input-format", "stream-json"]));
+        let message: Value = serde_json::from_str(&inv.stdin.unwrap()).unwrap();
+        assert_eq!(message["message"]["content"], long.as_str());
     }
 }

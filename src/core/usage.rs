@@ -1,6 +1,7 @@
 //! What a runner's answer cost, read from the envelope its CLI prints (Claude Code's
-//! `--output-format json`, codex's `exec --json`), and the reply inside that envelope
-//! the answer rules read. Output in no known envelope is read as plain text. Pure.
+//! `--output-format json` and `stream-json`, codex's `exec --json`), and the reply
+//! inside that envelope the answer rules read. Output in no known envelope is read as
+//! plain text. Pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -47,10 +48,12 @@ pub struct Envelope {
     pub error: Option<String>,
 }
 
-/// `stdout` as a Claude Code result object or a codex event stream; `None` for any
-/// other output, which is read as plain text.
+/// `stdout` as a Claude Code result object or event stream, or a codex event stream;
+/// `None` for any other output, which is read as plain text.
 pub fn read_envelope(stdout: &str) -> Option<Envelope> {
-    claude_result(stdout).or_else(|| codex_events(stdout))
+    claude_result(stdout)
+        .or_else(|| claude_stream(stdout))
+        .or_else(|| codex_events(stdout))
 }
 
 /// Claude Code's `--output-format json`: the whole stdout is one object with
@@ -59,18 +62,59 @@ fn claude_result(stdout: &str) -> Option<Envelope> {
     let Ok(Value::Object(envelope)) = serde_json::from_str::<Value>(stdout.trim()) else {
         return None;
     };
-    if envelope.get("type").and_then(Value::as_str) != Some("result") {
+    result_event(&envelope)
+}
+
+/// Claude Code's `--output-format stream-json`: one event object per line, the first a
+/// `system` event (2.1.328 starts with `ui_invalidate`, then `init`); the reply is the
+/// last `result` event's. A stream that ends without one (the CLI died mid-answer) has
+/// no reply, so none of its events is ever read as the answer.
+fn claude_stream(stdout: &str) -> Option<Envelope> {
+    let mut lines = stdout.lines().filter(|l| !l.trim().is_empty());
+    let first = object(lines.next()?)?;
+    if kind(&first) != "system" || !first.contains_key("subtype") {
+        return None;
+    }
+    let last_result = stdout
+        .lines()
+        .rev()
+        .filter_map(object)
+        .find(|event| kind(event) == "result");
+    Some(
+        last_result
+            .and_then(|e| result_event(&e))
+            .unwrap_or(Envelope {
+                reply: String::new(),
+                usage: None,
+                error: Some("the stream-json output ended without a result event".into()),
+            }),
+    )
+}
+
+fn object(line: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(line.trim()) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// A `"type": "result"` object with a string `result`: the reply unless it is an error
+/// (`is_error`, or a `subtype` other than `success`).
+fn result_event(envelope: &Map<String, Value>) -> Option<Envelope> {
+    if kind(envelope) != "result" {
         return None;
     }
     let result = envelope.get("result").and_then(Value::as_str)?;
-    let is_error = envelope.get("is_error").and_then(Value::as_bool) == Some(true);
+    let subtype = envelope.get("subtype").and_then(Value::as_str);
+    let is_error = envelope.get("is_error").and_then(Value::as_bool) == Some(true)
+        || subtype.is_some_and(|s| s != "success");
     Some(Envelope {
         reply: if is_error {
             String::new()
         } else {
             result.to_string()
         },
-        usage: claude_usage(&envelope),
+        usage: claude_usage(envelope),
         error: is_error.then(|| result.to_string()),
     })
 }
@@ -193,6 +237,34 @@ mod tests {
             Some("Not logged in · Please run /login")
         );
         assert_eq!(out.usage.and_then(|u| u.cost_usd), Some(0.0));
+    }
+
+    #[test]
+    fn a_claude_stream_gives_its_result_events_text_and_usage() {
+        let init = r#"{"type":"system","subtype":"ui_invalidate","event":"ui.render"}
+{"type":"system","subtype":"init","cwd":"/tmp/x","tools":[]}"#;
+        let assistant = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"{\"bug\": true}"}]}}"#;
+        let stream = format!("{init}\n{assistant}\n{CLAUDE_OK}\n");
+        assert_eq!(read_envelope(&stream), read_envelope(CLAUDE_OK));
+        let cut = format!("{init}\n{assistant}\n");
+        let out = read_envelope(&cut).unwrap();
+        assert_eq!(out.reply, "", "no event of a cut stream is the answer");
+        assert!(out.error.unwrap().contains("without a result event"));
+        let failed = format!(
+            "{init}\n{}\n",
+            r#"{"type":"result","subtype":"error_during_execution","is_error":false,"result":"boom"}"#
+        );
+        let out = read_envelope(&failed).unwrap();
+        assert_eq!(
+            (out.reply.as_str(), out.error.as_deref()),
+            ("", Some("boom"))
+        );
+        let not_init = format!("{assistant}\n{CLAUDE_OK}\n");
+        assert_eq!(
+            read_envelope(&not_init),
+            None,
+            "a stream starts with a system event"
+        );
     }
 
     #[test]

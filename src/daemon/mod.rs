@@ -28,6 +28,7 @@ use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
 use crate::engine::attempts::Extras;
 use crate::engine::events::Control;
+use crate::engine::prestart::Prestart;
 use crate::engine::spawner::Processes;
 use crate::process::pool::SupervisorPool;
 use crate::store::config_file::{self, Sources};
@@ -87,6 +88,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     let slots = SharedSlots::default();
     match runtime {
         Ok(rt) => {
+            let prestart = Prestart::new(pool.clone(), rt.handle().clone());
             let spawner = Arc::new(Processes { pool });
             let daemon = Daemon::new(
                 settings,
@@ -94,7 +96,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
                 workers_flag,
                 state,
                 slots.clone(),
-                spawner,
+                (spawner, prestart),
             );
             let code = rt
                 .block_on(async move { tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE) });
@@ -151,7 +153,7 @@ impl Daemon {
         workers_flag: Option<usize>,
         state: StateDir,
         slots: SharedSlots,
-        spawner: Arc<Processes>,
+        (spawner, prestart): (Arc<Processes>, Arc<Prestart>),
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match Tally::create(&crate::store::status_file::tally_path(&state)) {
@@ -164,6 +166,7 @@ impl Daemon {
         let extras = Extras {
             flights: settings.config.single_flight.then(Arc::default),
             spawner,
+            prestart: Some(prestart),
             ..Extras::for_state(&settings, &state)
         };
         let control = watch::channel(Control::Run).0;
@@ -200,6 +203,7 @@ impl Daemon {
             flights,
             spawner: self.extras.spawner.clone(),
             spend: self.extras.spend.clone(),
+            prestart: self.extras.prestart.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }
@@ -280,6 +284,10 @@ impl Daemon {
                     }
                     self.scan();
                     crate::engine::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
+                    if let Some(prestart) = &self.extras.prestart {
+                        prestart.tick();
+                        self.status_dirty = true;
+                    }
                 }
                 Some(read) = self.codex.rx.recv() => self.codex_catalog_read(read),
                 _ = catalog_refresh.tick() => self.read_codex_catalog(),
@@ -297,6 +305,9 @@ impl Daemon {
                 // Pinged from the loop itself, so a stuck loop is noticed.
                 _ = tick(&mut watchdog) => self.notify("WATCHDOG=1"),
             }
+        }
+        if let Some(prestart) = &self.extras.prestart {
+            prestart.shut_down().await;
         }
         self.write_status();
         tracing::info!(pid = std::process::id(), "daemon stop");
@@ -372,6 +383,9 @@ impl Daemon {
                 )
             });
         lock_slots(&self.slots).grow(open, &self.board);
+        if let Some(prestart) = self.extras.prestart.as_ref().filter(|_| !self.draining) {
+            prestart.configure(&self.settings, self.workers());
+        }
     }
 
     fn scan(&mut self) {
@@ -426,6 +440,9 @@ impl Daemon {
             return;
         }
         self.draining = true;
+        if let Some(prestart) = &self.extras.prestart {
+            prestart.close();
+        }
         // Closed now, not at the loop's next turn: slots take jobs on their own.
         self.open_slots();
         self.status_dirty = true;
@@ -500,6 +517,7 @@ impl Daemon {
                 .ok()
                 .filter(|v| !v.is_empty()),
             codex_models: self.codex.in_use.clone(),
+            prestarted: self.extras.prestart.as_ref().map_or(0, |p| p.waiting()),
         };
         let written = serde_json::to_vec_pretty(&record)
             .map_err(|e| e.to_string())

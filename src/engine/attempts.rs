@@ -14,6 +14,8 @@ use crate::core::spend::SpendEntry;
 use crate::core::verdict::{Attempt, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for};
 use crate::engine::flight::Flights;
 use crate::engine::limits::RunnerLimits;
+use crate::engine::prestart::{Prestart, Waiting};
+use crate::engine::runner_folder::fresh_runner_folder;
 use crate::engine::spawner::{Processes, Spawner};
 use crate::process::spawn::{RunSpec, StopSignal, stopped};
 use crate::store::cache::Cache;
@@ -98,6 +100,8 @@ pub struct Extras {
     pub spawner: Arc<dyn Spawner>,
     /// Records each runner run and holds jobs to the spend cap (daemon and `run`).
     pub spend: Option<Arc<SpendLedger>>,
+    /// Runners started ahead of their jobs (daemon only).
+    pub prestart: Option<Arc<Prestart>>,
 }
 
 impl Default for Extras {
@@ -109,6 +113,7 @@ impl Default for Extras {
             flights: None,
             spawner: Arc::new(Processes::default()),
             spend: None,
+            prestart: None,
         }
     }
 }
@@ -205,6 +210,7 @@ pub async fn judge(
         tag,
         stop,
         spawner: extras.spawner.as_ref(),
+        prestart: extras.prestart.as_ref(),
     };
     for runner in ordered {
         // Biased: a stop that already fired wins over a free slot.
@@ -272,6 +278,7 @@ struct AttemptContext<'a> {
     tag: &'a str,
     stop: Option<&'a StopSignal>,
     spawner: &'a dyn Spawner,
+    prestart: Option<&'a Arc<Prestart>>,
 }
 
 /// Only a runner that passes the investigate allowlist gets the job's own folder: any
@@ -298,12 +305,21 @@ async fn attempt_runner(
         tag,
         stop,
         spawner,
+        prestart,
     } = *context;
-    // The temp folder lives until the attempt ends, then is removed with its content.
+    // A runner that would work in a fresh folder may have one waiting in its own.
+    let waiting = match cwd {
+        CwdChoice::Temp { .. } => prestart.and_then(|p| p.take(runner)),
+        CwdChoice::Given(_) => None,
+    };
+    // The temp folder lives until the attempt ends, then is removed with its content
+    // (a waiting runner's goes with it).
+    let waiting_dir = waiting.as_ref().map(|w| w.folder().to_path_buf());
     let temp;
-    let dir: &Path = match cwd {
-        CwdChoice::Given(path) => path,
-        CwdChoice::Temp { .. } => match fresh_runner_folder(settings) {
+    let dir: &Path = match (cwd, &waiting_dir) {
+        (_, Some(folder)) => folder,
+        (CwdChoice::Given(path), None) => path,
+        (CwdChoice::Temp { .. }, None) => match fresh_runner_folder(settings) {
             Ok(made) => {
                 temp = made;
                 temp.path()
@@ -335,11 +351,13 @@ async fn attempt_runner(
     };
     tracing::info!(
         id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
-        cwd = %dir.display(),
+        cwd = %dir.display(), prestarted = waiting.is_some().then_some(true),
         "runner start"
     );
-    let mut started = |pgid| on_spawn(&runner.name, pgid);
-    let out = spawner.run(&spec, &mut started).await;
+    let out = run_attempt(spawner, &spec, waiting, &mut |pgid| {
+        on_spawn(&runner.name, pgid)
+    })
+    .await;
     let (mut attempt, found) = judge_attempt(
         &runner.name,
         &out.end,
@@ -361,37 +379,19 @@ async fn attempt_runner(
     (attempt, found, out.end)
 }
 
-/// A fresh empty 0700 folder inside the judge's private runner folder (`<state>/tmp/`
-/// or under `$XDG_RUNTIME_DIR`): never in a folder others can write, since Claude Code
-/// reads `CLAUDE.md` from every parent.
-fn fresh_runner_folder(settings: &Settings) -> std::io::Result<RunnerFolder> {
-    use std::os::unix::fs::PermissionsExt;
-    let state = StateDir::new(&settings.state_dir);
-    let parent = state.runner_tmp(settings.runtime_dir.as_deref());
-    crate::store::state_dir::private_dir(&parent)?;
-    let made = tempfile::Builder::new()
-        .prefix("llm-judge-")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir_in(&parent)?;
-    Ok(RunnerFolder(made.keep()))
-}
-
-/// A runner's folder, removed with its content when dropped. Most runners leave it
-/// empty: one `rmdir` then, instead of the open, listing and close of a recursive
-/// removal (tempfile's), which runs only when something is left.
-struct RunnerFolder(PathBuf);
-
-impl RunnerFolder {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for RunnerFolder {
-    fn drop(&mut self) {
-        if std::fs::remove_dir(&self.0).is_err() {
-            let _ = std::fs::remove_dir_all(&self.0);
+/// Runs the attempt: gives a waiting runner its prompt, else spawns one.
+async fn run_attempt(
+    spawner: &dyn Spawner,
+    spec: &RunSpec<'_>,
+    waiting: Option<Waiting>,
+    on_spawn: &mut (dyn FnMut(u32) + Send),
+) -> crate::process::spawn::RunOutput {
+    match waiting {
+        Some(waiting) => {
+            on_spawn(waiting.pgid());
+            waiting.finish(spec).await
         }
+        None => spawner.run(spec, on_spawn).await,
     }
 }
 
@@ -408,26 +408,6 @@ fn failed(runner: &Runner, reason: String) -> Attempt {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An empty runner folder and one a runner filled (a file, a folder, a symlink to
-    /// a file outside) both go; the symlink's target stays.
-    #[test]
-    fn a_runner_folder_is_removed_empty_or_not() {
-        let parent = tempfile::tempdir().unwrap();
-        let outside = parent.path().join("outside");
-        std::fs::write(&outside, b"keep").unwrap();
-        let empty = parent.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        drop(RunnerFolder(empty.clone()));
-        assert!(!empty.exists());
-        let full = parent.path().join("full");
-        std::fs::create_dir_all(full.join("sub")).unwrap();
-        std::fs::write(full.join("sub/f"), b"x").unwrap();
-        std::os::unix::fs::symlink(&outside, full.join("link")).unwrap();
-        drop(RunnerFolder(full.clone()));
-        assert!(!full.exists());
-        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
-    }
 
     #[test]
     fn cwd_rules() {

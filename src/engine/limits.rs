@@ -45,6 +45,7 @@ mod tests {
             name: "r".into(),
             argv: vec!["r".into()],
             max_concurrent: Some(1),
+            prestart: None,
         };
         let first = limits.acquire(&r, "a").await;
         assert!(first.is_some());
@@ -58,6 +59,7 @@ mod tests {
         assert!(limits.acquire(&r, "c").await.is_some());
         let free = Runner {
             max_concurrent: None,
+            prestart: None,
             ..r
         };
         assert!(limits.acquire(&free, "d").await.is_none());

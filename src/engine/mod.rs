@@ -1,6 +1,7 @@
 //! The job engine: one job file from claim to removal (`lifecycle`), the runner
 //! attempts in fallback order (`attempts`), single-flight, per-runner limits,
-//! recovery of what an interrupted holder left, and the codex catalog lookup.
+//! recovery of what an interrupted holder left, the codex catalog lookup, runners
+//! started ahead of their jobs (`prestart`) and the folders runners work in.
 
 pub mod attempts;
 pub mod codex_catalog;
@@ -9,7 +10,9 @@ pub mod flight;
 pub mod job_file;
 pub mod lifecycle;
 pub mod limits;
+pub mod prestart;
 pub mod recovery;
+pub mod runner_folder;
 pub mod spawner;
 
 #[cfg(test)]

@@ -37,6 +37,6 @@ impl Spawner for Processes {
         spec: &'a RunSpec<'a>,
         on_spawn: &'a mut (dyn FnMut(u32) + Send),
     ) -> BoxFuture<'a, RunOutput> {
-        Box::pin(spawn::run(spec, self.pool.as_deref(), on_spawn))
+        Box::pin(spawn::run(spec, self.pool.as_ref(), on_spawn))
     }
 }

@@ -99,99 +99,196 @@ pub struct RunOutput {
 /// forked here. `on_spawn` gets the runner's pid (= process group id).
 pub async fn run(
     spec: &RunSpec<'_>,
-    pool: Option<&SupervisorPool>,
+    pool: Option<&Arc<SupervisorPool>>,
     on_spawn: impl FnOnce(u32),
 ) -> RunOutput {
     let started = Instant::now();
-    let output = |end, stdout: &Tail, stderr: &Tail| {
-        let (stdout, cut) = stdout.text();
-        RunOutput {
-            end,
-            stdout,
-            stderr: stderr.text().0,
-            stdout_cut: cut.then_some(spec.output_cap),
-            elapsed: started.elapsed(),
-        }
-    };
-    let stdout = Tail::new(spec.output_cap);
-    let stderr = Tail::new(spec.output_cap);
-    let Some(program) = resolve_program(&spec.argv[0]) else {
-        return output(RunEnd::NotInstalled, &stdout, &stderr);
-    };
-    let launch = runner_env(spec.tag).map(|env| Launch {
-        program: &program,
+    let start = StartSpec {
         argv: spec.argv,
-        env,
         cwd: spec.cwd,
+        tag: spec.tag,
         stdin_piped: spec.stdin.is_some(),
-    });
-    let forked = launch
-        .and_then(supervisor::prepare)
-        .and_then(|prepared| start_supervisor(prepared, pool));
-    let mut attempt = match forked.and_then(|started| Attempt::new(started, pool)) {
-        Ok(attempt) => attempt,
-        Err(e) => return output(spawn_failed(&e), &stdout, &stderr),
+        output_cap: spec.output_cap,
     };
-    let pgid = match attempt.next_report(REPORT_WAIT).await {
-        Some(Report::Spawned(pid)) => Some(pid),
-        // Gone already (or no /proc): the runner's group is then stopped by stopping
-        // its supervisor, which takes its whole namespace with it.
-        Some(Report::SpawnedInNamespace(inner)) => outer_pid(attempt.supervisor, inner),
-        Some(Report::SpawnFailed(errno)) => {
-            let e = std::io::Error::from_raw_os_error(errno);
-            attempt.finish(spec.tag).await;
-            return output(spawn_failed(&e), &stdout, &stderr);
+    match Running::start(&start, pool).await {
+        Ok(running) => {
+            on_spawn(running.pgid());
+            running.finish(spec, started).await
         }
-        other => {
-            attempt.finish(spec.tag).await;
-            let message = format!("the runner's supervisor did not start it ({other:?})");
-            return output(
-                RunEnd::SpawnFailed {
+        Err(end) => RunOutput::before_start(end, started),
+    }
+}
+
+/// What to start: a runner's argv, folder and tag, before any job data but the argv.
+pub struct StartSpec<'a> {
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    /// Put in the environment as `LLM_JUDGE_TAG` to find escaped descendants.
+    pub tag: &'a str,
+    /// Whether stdin is a pipe we hold (the prompt goes there), else /dev/null.
+    pub stdin_piped: bool,
+    /// Bytes of each stream kept (the tail).
+    pub output_cap: usize,
+}
+
+/// A runner process that has started: its supervisor reported the spawn. Its stdout
+/// and stderr are read, and its stdin written, once `finish` runs; until then it may
+/// wait (a pre-started runner waits for its prompt). Dropped unfinished, it is killed.
+pub struct Running {
+    attempt: Attempt,
+    tag: String,
+    output_cap: usize,
+}
+
+impl Running {
+    /// Starts the runner under its supervisor; the end (`NotInstalled`, `SpawnFailed`)
+    /// when it could not be started.
+    pub async fn start(
+        spec: &StartSpec<'_>,
+        pool: Option<&Arc<SupervisorPool>>,
+    ) -> Result<Running, RunEnd> {
+        let Some(program) = resolve_program(&spec.argv[0]) else {
+            return Err(RunEnd::NotInstalled);
+        };
+        let launch = runner_env(spec.tag).map(|env| Launch {
+            program: &program,
+            argv: spec.argv,
+            env,
+            cwd: spec.cwd,
+            stdin_piped: spec.stdin_piped,
+        });
+        let forked = launch
+            .and_then(supervisor::prepare)
+            .and_then(|prepared| start_supervisor(prepared, pool));
+        let mut attempt = match forked.and_then(|started| Attempt::new(started, pool.cloned())) {
+            Ok(attempt) => attempt,
+            Err(e) => return Err(spawn_failed(&e)),
+        };
+        let pgid = match attempt.next_report(REPORT_WAIT).await {
+            Some(Report::Spawned(pid)) => Some(pid),
+            // Gone already (or no /proc): the runner's group is then stopped by stopping
+            // its supervisor, which takes its whole namespace with it.
+            Some(Report::SpawnedInNamespace(inner)) => outer_pid(attempt.supervisor, inner),
+            Some(Report::SpawnFailed(errno)) => {
+                let e = std::io::Error::from_raw_os_error(errno);
+                attempt.finish(spec.tag).await;
+                return Err(spawn_failed(&e));
+            }
+            other => {
+                attempt.finish(spec.tag).await;
+                let message = format!("the runner's supervisor did not start it ({other:?})");
+                return Err(RunEnd::SpawnFailed {
                     kind: "Other".into(),
                     message,
-                },
-                &stdout,
-                &stderr,
-            );
-        }
-    };
-    attempt.runner = pgid;
-    on_spawn(pgid.and_then(|p| u32::try_from(p).ok()).unwrap_or(0));
-    let readers = [
-        attempt.take_reader(true, stdout.clone()),
-        attempt.take_reader(false, stderr.clone()),
-    ];
-    let writer = attempt.take_stdin().and_then(|pipe| {
-        let bytes = spec.stdin?.as_bytes().to_vec();
-        // A runner that exits without reading gives EPIPE: not an error of ours.
-        Some(tokio::spawn(async move {
-            let mut pipe = pipe;
-            let _ = pipe.write_all(&bytes).await;
-        }))
-    });
-    let end = attempt.wait_or_stop(spec).await;
-    attempt.finish(spec.tag).await;
-    if let Some(w) = writer {
-        w.abort();
+                });
+            }
+        };
+        attempt.runner = pgid;
+        Ok(Running {
+            attempt,
+            tag: spec.tag.to_string(),
+            output_cap: spec.output_cap,
+        })
     }
-    for mut reader in readers.into_iter().flatten() {
-        if tokio::time::timeout(PIPE_DRAIN, &mut reader).await.is_err() {
-            // Only a process outside the supervisor's reach can hold it: stop reading.
-            reader.abort();
-            tracing::warn!(
-                pgid = ?pgid,
-                "runner pipes still open after its processes were stopped; output cut"
-            );
+
+    /// The runner's pid (= process group id); 0 when it could not be seen.
+    pub fn pgid(&self) -> u32 {
+        self.attempt
+            .runner
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or(0)
+    }
+
+    /// True once the runner has ended (or its supervisor is gone) on its own; never
+    /// waits. A runner waiting for its prompt should not have.
+    pub fn has_ended(&self) -> bool {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut fds = [PollFd::new(&self.attempt.report, PollFlags::IN)];
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // A record (the end) or a closed pipe (the supervisor died) both mean gone.
+        poll(&mut fds, Some(&now)).map_or(true, |ready| ready > 0)
+    }
+
+    /// Writes the prompt (`spec.stdin`, then closes stdin), reads stdout and stderr
+    /// and waits for the end within `spec.timeout`, from now. `started` is when the
+    /// attempt began: the output's `elapsed` counts from there.
+    pub async fn finish(mut self, spec: &RunSpec<'_>, started: Instant) -> RunOutput {
+        let stdout = Tail::new(self.output_cap);
+        let stderr = Tail::new(self.output_cap);
+        let attempt = &mut self.attempt;
+        let readers = [
+            attempt.take_reader(true, stdout.clone()),
+            attempt.take_reader(false, stderr.clone()),
+        ];
+        let writer = attempt.take_stdin().and_then(|pipe| {
+            let bytes = spec.stdin?.as_bytes().to_vec();
+            // A runner that exits without reading gives EPIPE: not an error of ours.
+            Some(tokio::spawn(async move {
+                let mut pipe = pipe;
+                let _ = pipe.write_all(&bytes).await;
+            }))
+        });
+        let end = attempt.wait_or_stop(spec).await;
+        attempt.finish(&self.tag).await;
+        if let Some(w) = writer {
+            w.abort();
+        }
+        let pgid = attempt.runner;
+        for mut reader in readers.into_iter().flatten() {
+            if tokio::time::timeout(PIPE_DRAIN, &mut reader).await.is_err() {
+                // Only a process outside the supervisor's reach can hold it: stop reading.
+                reader.abort();
+                tracing::warn!(
+                    pgid = ?pgid,
+                    "runner pipes still open after its processes were stopped; output cut"
+                );
+            }
+        }
+        let (stdout_text, cut) = stdout.text();
+        RunOutput {
+            end,
+            stdout: stdout_text,
+            stderr: stderr.text().0,
+            stdout_cut: cut.then_some(self.output_cap),
+            elapsed: started.elapsed(),
         }
     }
-    output(end, &stdout, &stderr)
+
+    /// Stops a runner that will get no prompt the way a timeout does (SIGTERM to its
+    /// group, `kill_grace`, SIGKILL; at once if it already ended), then ends its
+    /// supervisor's attempt.
+    pub async fn discard(mut self, kill_grace: Duration) {
+        if self.has_ended() {
+            // Reads the end's record, so the supervisor counts as settled.
+            let _ = self.attempt.exit_within(REPORT_WAIT).await;
+        } else {
+            self.attempt.terminate(kill_grace, None).await;
+        }
+        self.attempt.finish(&self.tag).await;
+    }
+}
+
+impl RunOutput {
+    /// A runner that never started: no output.
+    fn before_start(end: RunEnd, started: Instant) -> RunOutput {
+        RunOutput {
+            end,
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_cut: None,
+            elapsed: started.elapsed(),
+        }
+    }
 }
 
 /// An idle pooled supervisor takes the attempt at once; else, off the async workers,
 /// a new one from the zygote (bounded by its socket timeout) or a fork here.
 fn start_supervisor(
     prepared: supervisor::Prepared,
-    pool: Option<&SupervisorPool>,
+    pool: Option<&Arc<SupervisorPool>>,
 ) -> std::io::Result<supervisor::Started> {
     use crate::support::runtime::blocking;
     let Some(pool) = pool else {
@@ -332,11 +429,11 @@ impl SupervisorState {
 }
 
 /// One supervised runner seen from the judge: the report pipe and the runner's pipes.
-struct Attempt<'p> {
+struct Attempt {
     supervisor: i32,
     state: SupervisorState,
     /// Where a pooled supervisor goes back to.
-    pool: Option<&'p SupervisorPool>,
+    pool: Option<Arc<SupervisorPool>>,
     runner: Option<i32>,
     report: pipe::Receiver,
     stdin: Option<OwnedFd>,
@@ -344,10 +441,10 @@ struct Attempt<'p> {
     stderr: Option<OwnedFd>,
 }
 
-impl<'p> Attempt<'p> {
+impl Attempt {
     fn new(
         started: supervisor::Started,
-        pool: Option<&'p SupervisorPool>,
+        pool: Option<Arc<SupervisorPool>>,
     ) -> std::io::Result<Self> {
         let (supervisor, lease) = (started.supervisor, started.lease);
         let report = match receiver(started.report) {
@@ -497,7 +594,7 @@ impl<'p> Attempt<'p> {
         }
         match self.state.finish() {
             Some((Owner::Pooled(lease), true)) if closed => {
-                if let Some(pool) = self.pool {
+                if let Some(pool) = &self.pool {
                     pool.give_back(lease);
                 }
             }
@@ -511,7 +608,7 @@ impl<'p> Attempt<'p> {
     }
 }
 
-impl Drop for Attempt<'_> {
+impl Drop for Attempt {
     /// Only a net: an attempt dropped mid-flight (the daemon exiting past its stop
     /// wait, a panic) kills its runner at once; the supervisor sweeps the rest and is
     /// reaped off the async threads. Shutdown normally goes through `terminate`.

@@ -167,6 +167,7 @@ mod tests {
             name: "r".into(),
             argv: vec!["r".into()],
             max_concurrent: None,
+            prestart: None,
         }
     }
 

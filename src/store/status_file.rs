@@ -31,6 +31,9 @@ pub struct StatusRecord {
     /// The model each codex runner with `-m` is started with (SPEC 4 "Codex model").
     #[serde(default)]
     pub codex_models: Vec<crate::core::codex_model::ModelInUse>,
+    /// Runners started ahead of their jobs, waiting now (`prestart`).
+    #[serde(default)]
+    pub prestarted: usize,
 }
 
 /// Outcomes since the daemon started.

@@ -21,8 +21,11 @@ pub const DEFAULT_CODEX: &[&str] = &[
 pub const DEFAULT_CLAUDE: &[&str] = &[
     "claude",
     "-p",
+    "--input-format",
+    "stream-json",
     "--output-format",
-    "json",
+    "stream-json",
+    "--verbose",
     "--model",
     "haiku",
     "--settings",
@@ -36,8 +39,6 @@ pub const DEFAULT_CLAUDE: &[&str] = &[
     "",
     "--strict-mcp-config",
     "--disable-slash-commands",
-    "--",
-    "{prompt}",
 ];
 pub const DEFAULT_CURSOR: &[&str] = &[
     "cursor-agent",

@@ -1,0 +1,388 @@
+//! Runners started ahead of their jobs (a default-table runner's `prestart = N`;
+//! docs/performance.md, "Pre-started claude"). Claude Code spends most of its start-up
+//! before it reads its prompt, so the daemon keeps up to N copies of such a runner
+//! waiting, each in a fresh private folder with its stdin held open, and a job takes one
+//! instead of spawning. The rules that keep this as safe as a fresh spawn:
+//! - a waiting runner has no job data: its argv is the table's (the prompt never goes
+//!   there), its folder is fresh and empty, and its prompt is written only by the job
+//!   that takes it, whose timeout starts then;
+//! - a process serves one job: taking removes it from the pool, and the prompt's end
+//!   closes its stdin;
+//! - it is stopped like any runner (SIGTERM to its group, the kill grace, SIGKILL)
+//!   when it is no longer wanted (reload, shutdown) or has waited `MAX_WAIT`;
+//! - one that ended while waiting is discarded and the job spawns its own, so a crash
+//!   before the prompt never counts as the runner failing.
+//!
+//! Waiting runners are started on the daemon loop's runtime and finished on whichever
+//! slot's runtime takes them. Their report pipe stays registered with the loop's
+//! reactor, so a runner's end is seen when the loop thread is free (it is busy only for
+//! moments: a scan, a status write); their stdin, stdout and stderr are registered by
+//! the slot that finishes them.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::core::config::Settings;
+use crate::core::job::Mode;
+use crate::core::runner_table::Runner;
+use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
+use crate::process::pool::SupervisorPool;
+use crate::process::spawn::{RunOutput, RunSpec, Running, StartSpec};
+
+/// A waiting runner older than this is replaced by a fresh one: the CLI on disk may have
+/// been updated, and its login may have expired, while it waited.
+pub const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// The daemon's waiting runners.
+pub struct Prestart {
+    inner: Mutex<Inner>,
+    pool: Option<Arc<SupervisorPool>>,
+    /// The daemon loop's runtime: starts and discards run there.
+    runtime: tokio::runtime::Handle,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// What to keep waiting: each runner and how many copies.
+    wanted: Vec<(Runner, usize)>,
+    waiting: Vec<Waiting>,
+    /// Copies being started, per runner.
+    starting: Vec<Runner>,
+    /// Runners whose copy ended on its own while waiting (a CLI that exits at start,
+    /// say): no copy is started again until a job asks for the runner, so a broken one
+    /// costs at most one start per job, never one per rescan.
+    dormant: Vec<Runner>,
+    /// The settings new copies start with (folder, output cap, kill grace), and the
+    /// `workers` they were configured with.
+    settings: Option<(Arc<Settings>, usize)>,
+    /// No more starts: the daemon is stopping.
+    closed: bool,
+}
+
+/// A runner waiting for its job's prompt.
+pub struct Waiting {
+    runner: Runner,
+    running: Running,
+    folder: RunnerFolder,
+    since: Instant,
+}
+
+impl Waiting {
+    /// The folder it works in (fresh, private, made for it).
+    pub fn folder(&self) -> &std::path::Path {
+        self.folder.path()
+    }
+
+    /// Its pid (= process group id).
+    pub fn pgid(&self) -> u32 {
+        self.running.pgid()
+    }
+
+    /// Gives it the job: writes `spec.stdin`, then runs it to its end within
+    /// `spec.timeout`, counted from now. Its folder goes with it.
+    pub async fn finish(self, spec: &RunSpec<'_>) -> RunOutput {
+        let Waiting {
+            running, folder, ..
+        } = self;
+        let out = running.finish(spec, Instant::now()).await;
+        drop(folder);
+        out
+    }
+
+    /// Stops it (no job came), then removes its folder.
+    async fn discard(self, kill_grace: Duration) {
+        let Waiting {
+            running, folder, ..
+        } = self;
+        running.discard(kill_grace).await;
+        drop(folder);
+    }
+}
+
+/// How many copies of each runner of `settings`' default table to keep waiting:
+/// `prestart`, at most `workers`; none under the override variable.
+pub fn wanted(settings: &Settings, workers: usize) -> Vec<(Runner, usize)> {
+    if settings.runner_override.is_some() {
+        return Vec::new();
+    }
+    settings
+        .table(Mode::Default)
+        .iter()
+        .filter_map(|r| {
+            let n = usize::try_from(r.prestart?).ok()?.min(workers);
+            (n > 0).then(|| (r.clone(), n))
+        })
+        .collect()
+}
+
+impl Prestart {
+    /// An empty pool of waiting runners; `runtime` is the daemon loop's.
+    pub fn new(pool: Option<Arc<SupervisorPool>>, runtime: tokio::runtime::Handle) -> Arc<Self> {
+        Arc::new(Prestart {
+            inner: Mutex::default(),
+            pool,
+            runtime,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps what `settings` asks for (at start and on reload; cheap when nothing
+    /// changed): stops waiting runners it no longer wants, starts the missing ones.
+    pub fn configure(self: &Arc<Self>, settings: &Arc<Settings>, workers: usize) {
+        let unwanted = {
+            let mut inner = self.lock();
+            let same = |(s, w): &(Arc<Settings>, usize)| Arc::ptr_eq(s, settings) && *w == workers;
+            if inner.closed || inner.settings.as_ref().is_some_and(same) {
+                return;
+            }
+            inner.wanted = wanted(settings, workers);
+            inner.settings = Some((settings.clone(), workers));
+            let mut kept = Vec::new();
+            let mut unwanted = Vec::new();
+            for w in std::mem::take(&mut inner.waiting) {
+                let allowed = inner.copies_wanted(&w.runner);
+                let have = kept
+                    .iter()
+                    .filter(|k: &&Waiting| k.runner == w.runner)
+                    .count();
+                if have < allowed {
+                    kept.push(w);
+                } else {
+                    unwanted.push(w);
+                }
+            }
+            inner.waiting = kept;
+            unwanted
+        };
+        self.discard_all(unwanted, "no longer wanted");
+        self.fill();
+    }
+
+    /// A waiting copy of `runner`, if one is ready; then starts its replacement. One that
+    /// ended while waiting is discarded, and `None` says: spawn one for this job.
+    pub fn take(self: &Arc<Self>, runner: &Runner) -> Option<Waiting> {
+        let taken = {
+            let mut inner = self.lock();
+            inner.dormant.retain(|r| r != runner);
+            let index = inner.waiting.iter().position(|w| w.runner == *runner);
+            index.map(|i| inner.waiting.swap_remove(i))
+        };
+        self.fill();
+        let taken = taken?;
+        if taken.running.has_ended() {
+            tracing::warn!(
+                runner = %runner.name, pgid = taken.pgid(),
+                "a pre-started runner ended before its job; the job starts its own"
+            );
+            self.discard_all(vec![taken], "ended while waiting");
+            return None;
+        }
+        Some(taken)
+    }
+
+    /// Replaces waiting runners that ended or waited `MAX_WAIT` (the daemon calls it
+    /// on every rescan), and starts missing ones.
+    pub fn tick(self: &Arc<Self>) {
+        let (ended, old) = {
+            let mut inner = self.lock();
+            let (ended, rest): (Vec<Waiting>, Vec<Waiting>) = std::mem::take(&mut inner.waiting)
+                .into_iter()
+                .partition(|w| w.running.has_ended());
+            let (old, fresh) = rest
+                .into_iter()
+                .partition(|w| w.since.elapsed() >= MAX_WAIT);
+            inner.waiting = fresh;
+            for w in &ended {
+                inner.dormant.push(w.runner.clone());
+            }
+            (ended, old)
+        };
+        self.discard_all(
+            ended,
+            "it ended while waiting; the next job for it starts one again",
+        );
+        self.discard_all(old, "it waited too long; a fresh one replaces it");
+        self.fill();
+    }
+
+    /// Starts no more runners (the daemon is draining); those waiting stay for the jobs
+    /// still running until `shut_down`.
+    pub fn close(&self) {
+        self.lock().closed = true;
+    }
+
+    /// Stops every waiting runner and starts no more (the daemon is stopping); returns
+    /// once they are gone.
+    pub async fn shut_down(&self) {
+        let (waiting, grace) = {
+            let mut inner = self.lock();
+            inner.closed = true;
+            (std::mem::take(&mut inner.waiting), inner.kill_grace())
+        };
+        let mut stops = tokio::task::JoinSet::new();
+        for w in waiting {
+            tracing::info!(runner = %w.runner.name, pgid = w.pgid(), "pre-started runner stopped: the daemon is stopping");
+            stops.spawn(w.discard(grace));
+        }
+        while stops.join_next().await.is_some() {}
+    }
+
+    /// How many runners are waiting now.
+    pub fn waiting(&self) -> usize {
+        self.lock().waiting.len()
+    }
+
+    /// Starts copies until each wanted runner has its count waiting or starting.
+    fn fill(self: &Arc<Self>) {
+        let mut inner = self.lock();
+        if inner.closed {
+            return;
+        }
+        let Some((settings, _)) = inner.settings.clone() else {
+            return;
+        };
+        for (runner, n) in inner.wanted.clone() {
+            if inner.dormant.contains(&runner) {
+                continue;
+            }
+            let have = inner.waiting.iter().filter(|w| w.runner == runner).count()
+                + inner.starting.iter().filter(|r| **r == runner).count();
+            for _ in have..n {
+                inner.starting.push(runner.clone());
+                let (this, runner, settings) = (self.clone(), runner.clone(), settings.clone());
+                self.runtime
+                    .spawn(async move { this.start_one(runner, settings).await });
+            }
+        }
+    }
+
+    /// Starts one copy of `runner` and adds it to the waiting ones, unless it is no
+    /// longer wanted by then.
+    async fn start_one(self: Arc<Self>, runner: Runner, settings: Arc<Settings>) {
+        let started = start_waiting(&runner, &settings, self.pool.as_ref()).await;
+        let mut inner = self.lock();
+        if let Some(i) = inner.starting.iter().position(|r| *r == runner) {
+            inner.starting.swap_remove(i);
+        }
+        let Some(waiting) = started else {
+            return;
+        };
+        let have = inner.waiting.iter().filter(|w| w.runner == runner).count();
+        if inner.closed || have >= inner.copies_wanted(&runner) {
+            drop(inner);
+            self.discard_all(vec![waiting], "no longer wanted");
+            return;
+        }
+        tracing::info!(
+            runner = %runner.name, pgid = waiting.pgid(), cwd = %waiting.folder().display(),
+            "runner pre-started: waiting for a job"
+        );
+        inner.waiting.push(waiting);
+    }
+
+    /// Stops `runners` in the background, the way a timeout stops a runner.
+    fn discard_all(&self, runners: Vec<Waiting>, why: &str) {
+        if runners.is_empty() {
+            return;
+        }
+        let grace = self.lock().kill_grace();
+        for w in runners {
+            tracing::info!(runner = %w.runner.name, pgid = w.pgid(), "pre-started runner stopped: {why}");
+            self.runtime.spawn(w.discard(grace));
+        }
+    }
+}
+
+impl Inner {
+    fn copies_wanted(&self, runner: &Runner) -> usize {
+        self.wanted
+            .iter()
+            .find(|(r, _)| r == runner)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    fn kill_grace(&self) -> Duration {
+        let seconds = self
+            .settings
+            .as_ref()
+            .map_or(5.0, |(s, _)| s.config.kill_grace_seconds);
+        Duration::from_secs_f64(seconds)
+    }
+}
+
+/// A fresh folder and a started copy of `runner` in it, stdin held open; `None` (logged)
+/// when either fails.
+async fn start_waiting(
+    runner: &Runner,
+    settings: &Settings,
+    pool: Option<&Arc<SupervisorPool>>,
+) -> Option<Waiting> {
+    let folder = match fresh_runner_folder(settings) {
+        Ok(folder) => folder,
+        Err(e) => {
+            tracing::warn!(runner = %runner.name, "cannot pre-start: cannot create a temp folder: {e}");
+            return None;
+        }
+    };
+    let tag = format!("prestart-{}", crate::store::claim::new_tag());
+    let spec = StartSpec {
+        argv: &runner.argv,
+        cwd: folder.path(),
+        tag: &tag,
+        stdin_piped: true,
+        output_cap: settings.config.output_cap_bytes,
+    };
+    match Running::start(&spec, pool).await {
+        Ok(running) => Some(Waiting {
+            runner: runner.clone(),
+            running,
+            folder,
+            since: Instant::now(),
+        }),
+        Err(end) => {
+            tracing::debug!(runner = %runner.name, ?end, "cannot pre-start");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings_with(table: Vec<Runner>) -> Settings {
+        let mut s = Settings::for_tests("/nonexistent".into(), "x");
+        s.config.runners.default = table;
+        s.runner_override = None;
+        s
+    }
+
+    #[test]
+    fn only_prestart_runners_are_wanted_and_at_most_workers_of_each() {
+        let plain = Runner::for_tests("plain", &["/bin/a"]);
+        let two = Runner {
+            prestart: Some(2),
+            ..Runner::for_tests("two", &["/bin/b"])
+        };
+        let off = Runner {
+            prestart: Some(0),
+            ..Runner::for_tests("off", &["/bin/c"])
+        };
+        let s = settings_with(vec![plain, two.clone(), off]);
+        assert_eq!(wanted(&s, 4), vec![(two.clone(), 2)]);
+        assert_eq!(wanted(&s, 1), vec![(two, 1)]);
+    }
+
+    #[test]
+    fn the_override_variable_wants_none() {
+        let mut s = settings_with(vec![Runner {
+            prestart: Some(1),
+            ..Runner::for_tests("p", &["/bin/p"])
+        }]);
+        s.runner_override = Some(Vec::new());
+        assert!(wanted(&s, 4).is_empty());
+    }
+}

@@ -1,0 +1,249 @@
+//! Runners started ahead of their jobs (`prestart`, issue 33): the daemon keeps one
+//! waiting in a fresh private folder with no job data, a job takes it (its prompt
+//! arrives on stdin as one stream-json message, its timeout starts then), a fresh one
+//! replaces it, no process serves two jobs, one that died while waiting is replaced
+//! without counting as a failure, and shutdown stops the waiting ones.
+
+mod support;
+use support::world;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use world::*;
+
+/// A fake Claude Code in stream-json mode: records its host pid, folder and folder
+/// listing as it starts (before any job), then reads one stdin line and answers with
+/// its pid in a `result` event.
+const FAKE_CLAUDE: &str = r#"read -r P _ < /proc/self/stat
+echo "$P $(pwd) [$(ls -A)]" >> "$W/starts"
+read -r line
+printf '%s\n' "$line" > "$W/stdin.$P"
+echo "$P" >> "$W/answered"
+echo '{"type":"system","subtype":"init","cwd":"x"}'
+echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{\\\"ok\\\": true, \\\"pid\\\": $P}\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"
+"#;
+
+/// A world whose config's default table is the fake claude with `prestart = 1`.
+fn world(extra: &str) -> World {
+    let w = World::new();
+    let script = w.path("bin/claude.sh");
+    std::fs::write(
+        &script,
+        format!("W={}\n{FAKE_CLAUDE}", w.path("").display()),
+    )
+    .unwrap();
+    w.config(&format!(
+        "workers = 2\nrescan_seconds = 1\n{extra}\n[[runners.default]]\nname = \"claude\"\n\
+         argv = [\"/bin/sh\", {script:?}, \"--input-format\", \"stream-json\"]\nprestart = 1\n"
+    ));
+    w
+}
+
+/// The daemon on the config file's tables (no override variable).
+fn start(w: &World) -> Daemon {
+    let mut cmd = w.command(&[]);
+    cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
+    w.start_with(cmd)
+}
+
+/// The started runners so far: (host pid, folder, folder listing at start).
+fn starts(w: &World) -> Vec<(u32, PathBuf, String)> {
+    w.read("starts")
+        .lines()
+        .filter_map(|l| {
+            let (pid, rest) = l.split_once(' ')?;
+            let (dir, listing) = rest.rsplit_once(' ')?;
+            Some((pid.parse().ok()?, PathBuf::from(dir), listing.to_string()))
+        })
+        .collect()
+}
+
+fn wait_starts(w: &World, n: usize) -> Vec<(u32, PathBuf, String)> {
+    wait_for(&format!("{n} pre-started runners"), DEADLINE, || {
+        starts(w).len() >= n
+    });
+    starts(w)
+}
+
+fn wait_verdict(w: &World, name: &str) -> Value {
+    wait_for(&format!("verdict {name}"), DEADLINE, || {
+        w.verdicts()
+            .iter()
+            .any(|(_, n, _)| n == &format!("{name}.json"))
+    });
+    w.verdict(name)
+}
+
+fn job(prompt: &str) -> Value {
+    json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout_seconds": 30})
+}
+
+fn under(dir: &Path, parent: &Path) -> bool {
+    dir.starts_with(parent)
+        && dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("llm-judge-"))
+}
+
+#[test]
+fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
+    let w = world("");
+    let mut daemon = start(&w);
+    let first = wait_starts(&w, 1);
+    let (p1, dir1, listing1) = first[0].clone();
+    assert!(
+        under(&dir1, &w.state().join("tmp")),
+        "{dir1:?} is not a private runner folder"
+    );
+    assert_eq!(
+        listing1, "[]",
+        "its folder was empty: no job data before its job"
+    );
+    assert!(is_alive(p1) && dir1.exists(), "it waits, in its folder");
+    assert!(!w.path(&format!("stdin.{p1}")).exists(), "no prompt yet");
+    w.wait_log("runner pre-started");
+    wait_for("status to show the waiting runner", DEADLINE, || {
+        let out = w.command(&[]).args(["status", "--json"]).output().unwrap();
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        status["daemon"]["prestarted"] == 1
+    });
+
+    w.job("a", &job("is \"a\" right?"));
+    let v = wait_verdict(&w, "a");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert_eq!(v["answer"]["pid"], p1, "the waiting runner answered: {v}");
+    assert_eq!(v["attempts"].as_array().map(Vec::len), Some(1), "{v}");
+    let message: Value = serde_json::from_str(&w.read(&format!("stdin.{p1}"))).unwrap();
+    assert_eq!(
+        message,
+        json!({"type": "user", "message": {"role": "user", "content": "is \"a\" right?"}})
+    );
+    assert!(w.log().contains("prestarted=true"), "{}", w.log());
+
+    // A fresh one replaces it, in a folder of its own; the first is gone with its folder.
+    let second = wait_starts(&w, 2);
+    let (p2, dir2, listing2) = second[1].clone();
+    assert_ne!(p2, p1);
+    assert_ne!(dir2, dir1);
+    assert_eq!(listing2, "[]");
+    wait_for("the first runner and its folder gone", DEADLINE, || {
+        !is_alive(p1) && !dir1.exists()
+    });
+    w.job("b", &job("b?"));
+    let v = wait_verdict(&w, "b");
+    assert_eq!(v["answer"]["pid"], p2, "each job its own process: {v}");
+    assert_eq!(
+        w.read("answered").lines().count(),
+        2,
+        "no process answered twice"
+    );
+
+    // Shutdown stops the waiting one and removes its folder.
+    let third = wait_starts(&w, 3);
+    let (p3, dir3, _) = third[2].clone();
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit(DEADLINE).success(), "{}", daemon.stderr());
+    assert!(!is_alive(p3), "the waiting runner was stopped");
+    assert!(!dir3.exists(), "its folder was removed");
+    assert!(
+        w.log().contains("pre-started runner stopped"),
+        "{}",
+        w.log()
+    );
+}
+
+#[test]
+fn the_timeout_starts_when_the_prompt_is_written() {
+    let w = world("");
+    let _daemon = start(&w);
+    let (p1, ..) = wait_starts(&w, 1)[0].clone();
+    let started = std::time::Instant::now();
+    // The runner has waited longer than the job's timeout before its job comes.
+    wait_for("the runner to wait past 1.5 s", DEADLINE, || {
+        started.elapsed().as_secs_f64() > 1.5
+    });
+    w.job(
+        "slow",
+        &json!({"prompt": "q", "hit_if_all_true": ["ok"], "timeout_seconds": 1}),
+    );
+    let v = wait_verdict(&w, "slow");
+    assert_eq!(v["outcome"], "hit", "not timed out: {v}");
+    assert_eq!(v["answer"]["pid"], p1, "{v}");
+}
+
+#[test]
+fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
+    let w = world("");
+    let _daemon = start(&w);
+    let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
+    let killed = Command::new("kill").args(["-9", &p1.to_string()]).status();
+    assert!(killed.is_ok_and(|s| s.success()));
+    // The next rescan finds it ended; none is started again until a job asks.
+    w.wait_log("it ended while waiting");
+    wait_for("the dead runner's folder removed", DEADLINE, || {
+        !dir1.exists()
+    });
+    w.job("a", &job("a?"));
+    let v = wait_verdict(&w, "a");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert_eq!(
+        v["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "no failed attempt: {v}"
+    );
+    let p2 = v["answer"]["pid"].as_u64().unwrap_or(0) as u32;
+    assert!(p2 != p1 && p2 != 0, "{v}");
+    assert!(
+        !w.log().contains("prestarted=true"),
+        "the job spawned its own runner: {}",
+        w.log()
+    );
+    // The job asked for the runner: a copy waits again and takes the next job.
+    let again = wait_starts(&w, 3);
+    let p3 = again.iter().map(|s| s.0).find(|p| *p != p1 && *p != p2);
+    w.job("b", &job("b?"));
+    let v = wait_verdict(&w, "b");
+    assert_eq!(v["answer"]["pid"].as_u64(), p3.map(u64::from), "{v}");
+}
+
+#[test]
+fn a_reload_that_drops_prestart_stops_the_waiting_runner() {
+    let w = world("");
+    let daemon = start(&w);
+    let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
+    let config = std::fs::read_to_string(w.path("config.toml")).unwrap();
+    std::fs::write(
+        w.path("config.toml"),
+        config.replace("prestart = 1", "prestart = 0"),
+    )
+    .unwrap();
+    daemon.signal("HUP");
+    wait_for("the waiting runner stopped on reload", DEADLINE, || {
+        !is_alive(p1) && !dir1.exists()
+    });
+    // Jobs now spawn their runner: it starts with the job, not before.
+    w.job("a", &job("a?"));
+    let v = wait_verdict(&w, "a");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert_eq!(starts(&w).len(), 2, "one start for the job, none waiting");
+    let log = w.log();
+    let start = log
+        .lines()
+        .find(|l| l.contains("runner start id=a "))
+        .unwrap_or_default();
+    assert!(!start.is_empty() && !start.contains("prestarted"), "{log}");
+}
+
+#[test]
+fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
+    let w = world("");
+    let mut daemon = start(&w);
+    let (p1, ..) = wait_starts(&w, 1)[0].clone();
+    daemon.kill9();
+    // Its supervisor's report pipe broke: the supervisor stops the runner's group.
+    wait_for("the waiting runner gone with its daemon", DEADLINE, || {
+        !is_alive(p1)
+    });
+}
