@@ -21,8 +21,8 @@ echo "$P $(pwd) [$(ls -A)]" >> "$W/starts"
 read -r line
 printf '%s\n' "$line" > "$W/stdin.$P"
 echo "$P" >> "$W/answered"
-echo '{"type":"system","subtype":"init","cwd":"x"}'
-echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{\\\"ok\\\": true, \\\"pid\\\": $P}\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"
+echo '{"type":"system","subtype":"init","cwd":"x","session_id":"s"}'
+echo "{\"type\":\"result\",\"session_id\":\"s\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{\\\"ok\\\": true, \\\"pid\\\": $P}\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"
 "#;
 
 /// A world whose config's default table is the fake claude with `prestart = 1`.
@@ -241,9 +241,55 @@ fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
     let w = world("");
     let mut daemon = start(&w);
     let (p1, ..) = wait_starts(&w, 1)[0].clone();
+    w.wait_log("runner pre-started");
+    let log = w.log();
+    let tag = log
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("tag="))
+        .unwrap_or_default()
+        .to_string();
+    assert!(tag.starts_with("prestart-"), "{log}");
     daemon.kill9();
     // Its supervisor's report pipe broke: the supervisor stops the runner's group.
     wait_for("the waiting runner gone with its daemon", DEADLINE, || {
         !is_alive(p1)
     });
+    // Something a copy started that escaped its supervisor carries the copy's tag: the
+    // next start's sweep stops it.
+    let mut escaped = Command::new("sleep")
+        .arg("300")
+        .env("LLM_JUDGE_TAG", &tag)
+        .spawn()
+        .unwrap();
+    let _daemon = start(&w);
+    wait_for(
+        "the escaped process stopped by the start-up sweep",
+        DEADLINE,
+        || escaped.try_wait().unwrap().is_some(),
+    );
+    w.wait_log("prestarted_stopped=1");
+}
+
+#[test]
+fn a_runner_that_exits_at_once_is_not_restarted_on_every_rescan() {
+    let w = World::new();
+    let script = w.path("bin/dies.sh");
+    std::fs::write(
+        &script,
+        format!("echo start >> {}/starts\nexit 3\n", w.path("").display()),
+    )
+    .unwrap();
+    w.config(&format!(
+        "rescan_seconds = 1\n[[runners.default]]\nname = \"dies\"\n\
+         argv = [\"/bin/sh\", {script:?}]\nprestart = 1\n"
+    ));
+    let _daemon = start(&w);
+    w.wait_log("it ended while waiting");
+    let updated = || {
+        let status: Value = serde_json::from_str(&w.read("state/status.json")).unwrap_or_default();
+        status["updated_at"].as_f64().unwrap_or(0.0)
+    };
+    let seen = updated();
+    wait_for("three more rescans", DEADLINE, || updated() > seen + 2.5);
+    assert_eq!(w.read("starts").lines().count(), 1, "restarted on a rescan");
 }

@@ -762,10 +762,14 @@ fn cost_of_one_default_verdict() {
 /// the same binary) carries the lane's marker; returns the others, described.
 fn leftovers_besides_daemon(lane: &Lane) -> Vec<String> {
     let daemon = lane.daemon_pid();
-    let ours =
-        |pid: u32| pid == daemon || support::is_daemon_helper(pid, daemon) || is_prestarted(pid);
     let mut left = Vec::new();
     support::wait_until(Instant::now() + Duration::from_secs(20), || {
+        let waiting = waiting_copy(lane);
+        let ours = |pid: u32| {
+            pid == daemon
+                || support::is_daemon_helper(pid, daemon)
+                || waiting.is_some_and(|group| process_group(pid) == Some(group))
+        };
         left = lane
             .marker_processes()
             .into_iter()
@@ -776,12 +780,23 @@ fn leftovers_besides_daemon(lane: &Lane) -> Vec<String> {
     left.iter().map(|p| describe_process(*p)).collect()
 }
 
-/// True for a runner the daemon started ahead of its job (and its tree): the one kept
-/// waiting for the next job, which is no leftover; shutdown stops it.
-fn is_prestarted(pid: u32) -> bool {
-    let env = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    env.split(|b| *b == 0)
-        .any(|v| v.starts_with(b"LLM_JUDGE_TAG=prestart-"))
+/// The process group of the claude the daemon keeps waiting for the next job (the last
+/// `runner pre-started` line of judge.log): no leftover; shutdown stops it. A copy a job
+/// took is not exempt.
+fn waiting_copy(lane: &Lane) -> Option<u32> {
+    let log = lane.log();
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("runner pre-started"))?;
+    let pgid = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("pgid="))?;
+    pgid.parse().ok()
+}
+
+fn process_group(pid: u32) -> Option<u32> {
+    support::stat_field(pid, 2)?.parse().ok()
 }
 
 /// `pid (ppid N, exe E): cmdline`, for a failure message.

@@ -65,14 +65,17 @@ fn claude_result(stdout: &str) -> Option<Envelope> {
     result_event(&envelope)
 }
 
-/// Claude Code's `--output-format stream-json`: one event object per line, the first a
-/// `system` event (2.1.328 starts with `ui_invalidate`, then `init`); the reply is the
-/// last `result` event's. A stream that ends without one (the CLI died mid-answer) has
-/// no reply, so none of its events is ever read as the answer.
+/// Claude Code's `--output-format stream-json`: one event object per line, each with
+/// its `type` and `session_id` (2.1.328 starts with a `system` `ui_invalidate`, then
+/// `init`); the reply is the last `result` event's. The first whole line decides, so a
+/// stream whose start the output cap dropped is still one. A stream that ends without a
+/// `result` event (the CLI died mid-answer) has no reply: none of its other events is
+/// ever read as the answer.
 fn claude_stream(stdout: &str) -> Option<Envelope> {
     let mut lines = stdout.lines().filter(|l| !l.trim().is_empty());
     let first = object(lines.next()?)?;
-    if kind(&first) != "system" || !first.contains_key("subtype") {
+    let has = |key: &str| first.get(key).is_some_and(Value::is_string);
+    if !(has("type") && has("session_id")) {
         return None;
     }
     let last_result = stdout
@@ -241,9 +244,9 @@ mod tests {
 
     #[test]
     fn a_claude_stream_gives_its_result_events_text_and_usage() {
-        let init = r#"{"type":"system","subtype":"ui_invalidate","event":"ui.render"}
-{"type":"system","subtype":"init","cwd":"/tmp/x","tools":[]}"#;
-        let assistant = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"{\"bug\": true}"}]}}"#;
+        let init = r#"{"type":"system","subtype":"ui_invalidate","session_id":"s"}
+{"type":"system","subtype":"init","cwd":"/tmp/x","tools":[],"session_id":"s"}"#;
+        let assistant = r#"{"type":"assistant","session_id":"s","message":{"content":[{"type":"text","text":"{\"bug\": true}"}]}}"#;
         let stream = format!("{init}\n{assistant}\n{CLAUDE_OK}\n");
         assert_eq!(read_envelope(&stream), read_envelope(CLAUDE_OK));
         let cut = format!("{init}\n{assistant}\n");
@@ -259,11 +262,19 @@ mod tests {
             (out.reply.as_str(), out.error.as_deref()),
             ("", Some("boom"))
         );
-        let not_init = format!("{assistant}\n{CLAUDE_OK}\n");
+        let cut = format!("{assistant}\n{CLAUDE_OK}\n");
         assert_eq!(
-            read_envelope(&not_init),
+            read_envelope(&cut),
+            read_envelope(CLAUDE_OK),
+            "a stream whose start was cut is still read as one"
+        );
+        let cut_before_result = format!("{assistant}\n");
+        assert_eq!(read_envelope(&cut_before_result).unwrap().reply, "");
+        let not_claude = format!("{{\"type\": \"note\"}}\n{CLAUDE_OK}\n");
+        assert_eq!(
+            read_envelope(&not_claude),
             None,
-            "a stream starts with a system event"
+            "no session_id: plain output"
         );
     }
 

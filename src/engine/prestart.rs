@@ -19,8 +19,12 @@
 //! moments: a scan, a status write); their stdin, stdout and stderr are registered by
 //! the slot that finishes them.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
@@ -33,12 +37,24 @@ use crate::process::spawn::{RunOutput, RunSpec, Running, StartSpec};
 /// been updated, and its login may have expired, while it waited.
 pub const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 
+/// How long `shut_down` waits, beyond the kill grace, for starts and stops under way.
+const SHUTDOWN_EXTRA: Duration = Duration::from_secs(25);
+
 /// The daemon's waiting runners.
 pub struct Prestart {
     inner: Mutex<Inner>,
     pool: Option<Arc<SupervisorPool>>,
     /// The daemon loop's runtime: starts and discards run there.
     runtime: tokio::runtime::Handle,
+    /// Starts and stops under way, which `shut_down` waits for.
+    tasks: Tasks,
+}
+
+/// A count of running tasks and a wake-up for when it reaches 0.
+#[derive(Default)]
+struct Tasks {
+    active: AtomicUsize,
+    idle: Notify,
 }
 
 #[derive(Default)]
@@ -48,9 +64,9 @@ struct Inner {
     waiting: Vec<Waiting>,
     /// Copies being started, per runner.
     starting: Vec<Runner>,
-    /// Runners whose copy ended on its own while waiting (a CLI that exits at start,
-    /// say): no copy is started again until a job asks for the runner, so a broken one
-    /// costs at most one start per job, never one per rescan.
+    /// Runners whose copy could not start or ended on its own while waiting (a CLI
+    /// that is missing or exits at start, say): no copy is started again until a job
+    /// asks for the runner, so a broken one costs a start per job, never one per rescan.
     dormant: Vec<Runner>,
     /// The settings new copies start with (folder, output cap, kill grace), and the
     /// `workers` they were configured with.
@@ -99,6 +115,14 @@ impl Waiting {
     }
 }
 
+/// The start of every waiting copy's `LLM_JUDGE_TAG` for a state folder: a daemon's
+/// start-up sweep stops whatever copies (and their descendants) a crashed daemon of the
+/// same folder left, taken by a job or not.
+pub fn tag_prefix(state_dir: &std::path::Path) -> String {
+    let key = crate::store::state_dir::transcript_hash(&state_dir.to_string_lossy());
+    format!("prestart-{key}-")
+}
+
 /// How many copies of each runner of `settings`' default table to keep waiting:
 /// `prestart`, at most `workers`; none under the override variable.
 pub fn wanted(settings: &Settings, workers: usize) -> Vec<(Runner, usize)> {
@@ -122,6 +146,7 @@ impl Prestart {
             inner: Mutex::default(),
             pool,
             runtime,
+            tasks: Tasks::default(),
         })
     }
 
@@ -215,19 +240,45 @@ impl Prestart {
     }
 
     /// Stops every waiting runner and starts no more (the daemon is stopping); returns
-    /// once they are gone.
-    pub async fn shut_down(&self) {
+    /// once they, and copies that were still starting, are gone (bounded).
+    pub async fn shut_down(self: &Arc<Self>) {
         let (waiting, grace) = {
             let mut inner = self.lock();
             inner.closed = true;
             (std::mem::take(&mut inner.waiting), inner.kill_grace())
         };
-        let mut stops = tokio::task::JoinSet::new();
-        for w in waiting {
-            tracing::info!(runner = %w.runner.name, pgid = w.pgid(), "pre-started runner stopped: the daemon is stopping");
-            stops.spawn(w.discard(grace));
+        self.discard_all(waiting, "the daemon is stopping");
+        let all_done = async {
+            loop {
+                let idle = self.tasks.idle.notified();
+                tokio::pin!(idle);
+                idle.as_mut().enable();
+                if self.tasks.active.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        };
+        if tokio::time::timeout(grace + SHUTDOWN_EXTRA, all_done)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "pre-started runners still stopping at exit; their supervisors end them"
+            );
         }
-        while stops.join_next().await.is_some() {}
+    }
+
+    /// Runs `task` on the daemon loop's runtime, counted until it ends.
+    fn spawn(self: &Arc<Self>, task: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.active.fetch_add(1, Ordering::SeqCst);
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            task.await;
+            if this.tasks.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+                this.tasks.idle.notify_waiters();
+            }
+        });
     }
 
     /// How many runners are waiting now.
@@ -253,8 +304,7 @@ impl Prestart {
             for _ in have..n {
                 inner.starting.push(runner.clone());
                 let (this, runner, settings) = (self.clone(), runner.clone(), settings.clone());
-                self.runtime
-                    .spawn(async move { this.start_one(runner, settings).await });
+                self.spawn(async move { this.start_one(runner, settings).await });
             }
         }
     }
@@ -268,6 +318,8 @@ impl Prestart {
             inner.starting.swap_remove(i);
         }
         let Some(waiting) = started else {
+            // Not again until a job asks for it: a missing CLI costs nothing per rescan.
+            inner.dormant.push(runner);
             return;
         };
         let have = inner.waiting.iter().filter(|w| w.runner == runner).count();
@@ -278,20 +330,20 @@ impl Prestart {
         }
         tracing::info!(
             runner = %runner.name, pgid = waiting.pgid(), cwd = %waiting.folder().display(),
-            "runner pre-started: waiting for a job"
+            tag = %waiting.running.tag(), "runner pre-started: waiting for a job"
         );
         inner.waiting.push(waiting);
     }
 
     /// Stops `runners` in the background, the way a timeout stops a runner.
-    fn discard_all(&self, runners: Vec<Waiting>, why: &str) {
+    fn discard_all(self: &Arc<Self>, runners: Vec<Waiting>, why: &str) {
         if runners.is_empty() {
             return;
         }
         let grace = self.lock().kill_grace();
         for w in runners {
             tracing::info!(runner = %w.runner.name, pgid = w.pgid(), "pre-started runner stopped: {why}");
-            self.runtime.spawn(w.discard(grace));
+            self.spawn(w.discard(grace));
         }
     }
 }
@@ -327,7 +379,11 @@ async fn start_waiting(
             return None;
         }
     };
-    let tag = format!("prestart-{}", crate::store::claim::new_tag());
+    let tag = format!(
+        "{}{}",
+        tag_prefix(&settings.state_dir),
+        crate::store::claim::new_tag()
+    );
     let spec = StartSpec {
         argv: &runner.argv,
         cwd: folder.path(),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::core::job_life::{ClaimRecord, FileIdentity, Previous, Stage, TakeOver, take_over};
-use crate::process::os::{kill_recorded_group, kill_tagged};
+use crate::process::os::{kill_recorded_group, kill_tagged, kill_tagged_prefix};
 use crate::store::claim::{self, Acquired};
 use crate::store::state_dir::{self, StateDir, transcript_hash};
 
@@ -87,6 +87,8 @@ pub struct Swept {
     pub temps_removed: usize,
     pub pruned: usize,
     pub runner_folders_removed: usize,
+    /// Processes of pre-started runners a crashed daemon left.
+    pub prestarted_stopped: usize,
 }
 
 /// A runner folder older than this is a crashed judge's: no attempt lives that long
@@ -108,11 +110,14 @@ pub fn sweep(
         + runtime_dir.map_or(0, |r| {
             remove_stale_runner_folders(&state.runner_tmp(Some(r)))
         });
+    let prefix = crate::engine::prestart::tag_prefix(&state.root);
+    let prestarted_stopped = crate::support::runtime::blocking(|| kill_tagged_prefix(&prefix));
     let swept = Swept {
         claims_dropped,
         temps_removed,
         pruned,
         runner_folders_removed,
+        prestarted_stopped,
     };
     if swept != Swept::default() {
         tracing::info!(
@@ -120,6 +125,7 @@ pub fn sweep(
             temps_removed = swept.temps_removed,
             pruned = swept.pruned,
             runner_folders_removed = swept.runner_folders_removed,
+            prestarted_stopped = swept.prestarted_stopped,
             "recovery sweep"
         );
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
@@ -191,6 +192,11 @@ impl Running {
         })
     }
 
+    /// The `LLM_JUDGE_TAG` it was started with.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     /// The runner's pid (= process group id); 0 when it could not be seen.
     pub fn pgid(&self) -> u32 {
         self.attempt
@@ -199,17 +205,21 @@ impl Running {
             .unwrap_or(0)
     }
 
-    /// True once the runner has ended (or its supervisor is gone) on its own; never
-    /// waits. A runner waiting for its prompt should not have.
+    /// True once the runner has ended (or its supervisor is gone) on its own, or has
+    /// closed its stdin (it died and its supervisor has not yet reported); never waits.
+    /// A runner waiting for its prompt should not have.
     pub fn has_ended(&self) -> bool {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let mut fds = [PollFd::new(&self.attempt.report, PollFlags::IN)];
-        let now = Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // A record (the end) or a closed pipe (the supervisor died) both mean gone.
-        poll(&mut fds, Some(&now)).map_or(true, |ready| ready > 0)
+        let stdin_gone = self.attempt.stdin.as_ref().is_some_and(|fd| {
+            // POLLERR or POLLHUP on a pipe's write end: nobody can read it any more.
+            let gone = PollFlags::ERR | PollFlags::HUP;
+            poll_now(fd, PollFlags::empty()).intersects(gone)
+        });
+        stdin_gone || self.reported_end()
+    }
+
+    /// True when the supervisor has reported the end, or died (its pipe closed).
+    fn reported_end(&self) -> bool {
+        !poll_now(&self.attempt.report, PollFlags::IN).is_empty()
     }
 
     /// Writes the prompt (`spec.stdin`, then closes stdin), reads stdout and stderr
@@ -261,13 +271,30 @@ impl Running {
     /// group, `kill_grace`, SIGKILL; at once if it already ended), then ends its
     /// supervisor's attempt.
     pub async fn discard(mut self, kill_grace: Duration) {
-        if self.has_ended() {
+        if self.reported_end() {
             // Reads the end's record, so the supervisor counts as settled.
             let _ = self.attempt.exit_within(REPORT_WAIT).await;
         } else {
             self.attempt.terminate(kill_grace, None).await;
         }
         self.attempt.finish(&self.tag).await;
+    }
+}
+
+/// The events `fd` has now, for `wanted` (errors and hang-ups are always reported);
+/// none when it cannot be polled. Never waits.
+fn poll_now(fd: &impl std::os::fd::AsFd, wanted: PollFlags) -> PollFlags {
+    let mut fds = [PollFd::new(fd, wanted)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        match poll(&mut fds, Some(&now)) {
+            Ok(_) => return fds[0].revents(),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return PollFlags::empty(),
+        }
     }
 }
 

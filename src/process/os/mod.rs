@@ -116,13 +116,24 @@ pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
 /// pass that met one is repeated a few times (a process that really has an empty
 /// environment only costs those retries; the tagged pids found are returned anyway).
 pub fn tagged_processes(tag: &str) -> Vec<u32> {
-    let mut scan = scan_tagged(tag);
+    processes_with(format!("{TAG_VAR}={tag}\0").as_bytes())
+}
+
+/// Pids of live processes whose `LLM_JUDGE_TAG` starts with `prefix`.
+pub fn processes_tagged_with_prefix(prefix: &str) -> Vec<u32> {
+    processes_with(format!("{TAG_VAR}={prefix}").as_bytes())
+}
+
+/// Pids of live processes whose environment holds `needle`, with `tagged_processes`'
+/// retries.
+fn processes_with(needle: &[u8]) -> Vec<u32> {
+    let mut scan = scan_tagged(needle);
     for _ in 0..5 {
         if !scan.unsure {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
-        scan = scan_tagged(tag);
+        scan = scan_tagged(needle);
     }
     scan.found
 }
@@ -133,7 +144,7 @@ struct Scan {
     unsure: bool,
 }
 
-fn scan_tagged(tag: &str) -> Scan {
+fn scan_tagged(needle: &[u8]) -> Scan {
     let mut scan = Scan {
         found: Vec::new(),
         unsure: false,
@@ -141,7 +152,6 @@ fn scan_tagged(tag: &str) -> Scan {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return scan;
     };
-    let needle = format!("{TAG_VAR}={tag}\0").into_bytes();
     let me = std::process::id();
     for pid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
         if pid == me {
@@ -150,7 +160,7 @@ fn scan_tagged(tag: &str) -> Scan {
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if env.windows(needle.len()).any(|w| w == needle.as_slice()) {
+        if env.windows(needle.len()).any(|w| w == needle) {
             if is_alive(pid) {
                 scan.found.push(pid);
             }
@@ -170,9 +180,18 @@ fn is_kernel_thread(pid: u32) -> bool {
 /// SIGKILLs every tagged process until none is left (bounded passes, for forkers).
 /// Returns how many were signalled.
 pub fn kill_tagged(tag: &str) -> usize {
+    kill_all(|| tagged_processes(tag))
+}
+
+/// SIGKILLs every process whose tag starts with `prefix`, as `kill_tagged` does.
+pub fn kill_tagged_prefix(prefix: &str) -> usize {
+    kill_all(|| processes_tagged_with_prefix(prefix))
+}
+
+fn kill_all(find: impl Fn() -> Vec<u32>) -> usize {
     let mut killed = 0;
     for _ in 0..50 {
-        let pids = tagged_processes(tag);
+        let pids = find();
         if pids.is_empty() {
             break;
         }
