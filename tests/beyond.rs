@@ -10,11 +10,6 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use world::*;
 
-/// Judges one job with `llm-judge run` and returns its verdict.
-fn run_job(w: &World, runners: &[Value], name: &str, job: &Value) -> Value {
-    w.run_job(runners, name, job)
-}
-
 fn attempts(v: &Value) -> Vec<(String, String)> {
     v["attempts"]
         .as_array()
@@ -54,8 +49,7 @@ fn backoff_doubles_up_to_the_cap_all_benched_runners_are_tried_and_reset_clears(
         w.runner("b", "exit 2"),
     ];
     for (i, expected) in [1.0, 2.0, 3.0, 3.0].into_iter().enumerate() {
-        let v = run_job(
-            &w,
+        let v = w.run_job(
             &table,
             &format!("j{i}"),
             &json!({"prompt": format!("p{i}")}),
@@ -92,7 +86,7 @@ fn a_benched_runner_is_tried_last_not_skipped_and_health_survives_a_restart() {
         "if [ -e $W/b_fails ]; then exit 1; fi; echo '{\"ok\": true}'",
     );
     let table = [a, b];
-    let v = run_job(&w, &table, "first", &json!({"prompt": "1"}));
+    let v = w.run_job(&table, "first", &json!({"prompt": "1"}));
     assert_eq!(
         attempts(&v),
         [
@@ -102,12 +96,12 @@ fn a_benched_runner_is_tried_last_not_skipped_and_health_survives_a_restart() {
     );
     assert_eq!(runner_health(&w, "a")["benched"], true);
     // A new process (health is kept in the state folder): a goes last, b answers.
-    let v = run_job(&w, &table, "second", &json!({"prompt": "2"}));
+    let v = w.run_job(&table, "second", &json!({"prompt": "2"}));
     assert_eq!(attempts(&v), [("b".to_string(), "answered".to_string())]);
     // b now fails: benched a is still tried, last, and its answer clears it.
     fs::write(w.path("b_fails"), "").unwrap();
     fs::write(w.path("a_ok"), "").unwrap();
-    let v = run_job(&w, &table, "third", &json!({"prompt": "3"}));
+    let v = w.run_job(&table, "third", &json!({"prompt": "3"}));
     assert_eq!(
         attempts(&v),
         [
@@ -142,7 +136,7 @@ fn a_runner_that_becomes_installed_is_checked_again() {
     let late = json!(["late", [link, script, "{prompt}"]]);
     let b = w.runner("b", &answer(r#"{"ok": true}"#));
     let table = [late, b];
-    let v = run_job(&w, &table, "before", &json!({"prompt": "1"}));
+    let v = w.run_job(&table, "before", &json!({"prompt": "1"}));
     assert_eq!(
         attempts(&v),
         [
@@ -152,7 +146,7 @@ fn a_runner_that_becomes_installed_is_checked_again() {
     );
     // "Installing" it: a symlink to the shell (never opened for writing: no Text file busy).
     std::os::unix::fs::symlink("/bin/sh", &link).unwrap();
-    let v = run_job(&w, &table, "after", &json!({"prompt": "2"}));
+    let v = w.run_job(&table, "after", &json!({"prompt": "2"}));
     assert_eq!(attempts(&v), [("late".to_string(), "answered".to_string())]);
 }
 
@@ -175,16 +169,14 @@ fn the_cache_hits_misses_expires_and_survives_a_corrupt_entry() {
     let w = World::new();
     w.config("[cache]\nttl_seconds = 3600\n");
     let table = [counting_runner(&w, "r")];
-    let v = run_job(
-        &w,
+    let v = w.run_job(
         &table,
         "miss",
         &json!({"prompt": "P", "hit_if_all_true": ["ok"]}),
     );
     assert_eq!((v["outcome"].as_str(), count(&w)), (Some("hit"), 1));
     // Same mode, table and prompt: the answer is reused, the verdict uses this job's keys.
-    let v = run_job(
-        &w,
+    let v = w.run_job(
         &table,
         "hit",
         &json!({"prompt": "P", "hit_if_all_true": ["other"], "transcript": "T"}),
@@ -200,10 +192,9 @@ fn the_cache_hits_misses_expires_and_survives_a_corrupt_entry() {
         json!([{"runner": "cache", "ok": true, "reason": "answered"}])
     );
     assert!(w.log().contains("cache hit"));
-    run_job(&w, &table, "other-prompt", &json!({"prompt": "P2"}));
+    w.run_job(&table, "other-prompt", &json!({"prompt": "P2"}));
     assert_eq!(count(&w), 2, "a changed prompt misses");
-    run_job(
-        &w,
+    w.run_job(
         &[counting_runner(&w, "renamed")],
         "other-table",
         &json!({"prompt": "P"}),
@@ -217,12 +208,12 @@ fn the_cache_hits_misses_expires_and_survives_a_corrupt_entry() {
         entry["created_at"] = json!(1.0);
         fs::write(&path, entry.to_string()).unwrap();
     }
-    run_job(&w, &table, "expired", &json!({"prompt": "P"}));
+    w.run_job(&table, "expired", &json!({"prompt": "P"}));
     assert_eq!(count(&w), 4, "an expired entry misses");
     for name in names(&cache) {
         fs::write(cache.join(name), "{corrupt").unwrap();
     }
-    let v = run_job(&w, &table, "corrupt", &json!({"prompt": "P"}));
+    let v = w.run_job(&table, "corrupt", &json!({"prompt": "P"}));
     assert_eq!(
         (v["outcome"].as_str(), count(&w)),
         (Some("hit"), 5),
@@ -237,8 +228,7 @@ fn the_cache_is_never_used_for_investigate_jobs_and_never_stores_unchecked() {
     w.config("[cache]\nttl_seconds = 3600\n");
     let table = [counting_runner(&w, "r")];
     for i in 0..2 {
-        run_job(
-            &w,
+        w.run_job(
             &table,
             &format!("inv{i}"),
             &json!({"prompt": "P", "mode": "investigate"}),
@@ -248,7 +238,7 @@ fn the_cache_is_never_used_for_investigate_jobs_and_never_stores_unchecked() {
     assert!(names(&w.state().join("cache")).is_empty());
     let failing = [w.runner("f", "echo x >> $W/count; exit 1")];
     for i in 0..2 {
-        let v = run_job(&w, &failing, &format!("bad{i}"), &json!({"prompt": "Q"}));
+        let v = w.run_job(&failing, &format!("bad{i}"), &json!({"prompt": "Q"}));
         assert_eq!(v["outcome"], "unchecked");
     }
     assert_eq!(count(&w), 4, "unchecked results are not stored");

@@ -26,16 +26,18 @@ echo "{\"type\":\"result\",\"session_id\":\"s\",\"subtype\":\"success\",\"is_err
 "#;
 
 /// A world whose config's default table is the fake claude with `prestart = 1`.
-fn world(extra: &str) -> World {
+fn world() -> World {
+    world_with("claude", FAKE_CLAUDE)
+}
+
+/// A world whose default table is one runner, `name`, running the shell `body` (with
+/// `$W` the world's folder) as a stream-json runner with `prestart = 1`.
+fn world_with(name: &str, body: &str) -> World {
     let w = World::new();
-    let script = w.path("bin/claude.sh");
-    std::fs::write(
-        &script,
-        format!("W={}\n{FAKE_CLAUDE}", w.path("").display()),
-    )
-    .unwrap();
+    let script = w.path(&format!("bin/{name}.sh"));
+    std::fs::write(&script, format!("W={}\n{body}", w.path("").display())).unwrap();
     w.config(&format!(
-        "workers = 2\nrescan_seconds = 1\n{extra}\n[[runners.default]]\nname = \"claude\"\n\
+        "workers = 2\nrescan_seconds = 1\n[[runners.default]]\nname = \"{name}\"\n\
          argv = [\"/bin/sh\", {script:?}, \"--input-format\", \"stream-json\"]\nprestart = 1\n"
     ));
     w
@@ -80,6 +82,16 @@ fn job(prompt: &str) -> Value {
     json!({"prompt": prompt, "hit_if_all_true": ["ok"], "timeout_seconds": 30})
 }
 
+/// A child of the test, killed and reaped when dropped (also when an assertion fails).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn under(dir: &Path, parent: &Path) -> bool {
     dir.starts_with(parent)
         && dir
@@ -89,7 +101,7 @@ fn under(dir: &Path, parent: &Path) -> bool {
 
 #[test]
 fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
-    let w = world("");
+    let w = world();
     let mut daemon = start(&w);
     let first = wait_starts(&w, 1);
     let (p1, dir1, listing1) = first[0].clone();
@@ -156,11 +168,12 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
 
 #[test]
 fn the_timeout_starts_when_the_prompt_is_written() {
-    let w = world("");
+    let w = world();
     let _daemon = start(&w);
     let (p1, ..) = wait_starts(&w, 1)[0].clone();
     let started = std::time::Instant::now();
-    // The runner has waited longer than the job's timeout before its job comes.
+    // The runner must wait longer than the job's timeout before its job comes: time
+    // passing is what this test is about, so this wait is on the clock.
     wait_for("the runner to wait past 1.5 s", DEADLINE, || {
         started.elapsed().as_secs_f64() > 1.5
     });
@@ -175,7 +188,7 @@ fn the_timeout_starts_when_the_prompt_is_written() {
 
 #[test]
 fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
-    let w = world("");
+    let w = world();
     let _daemon = start(&w);
     let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
     let killed = Command::new("kill").args(["-9", &p1.to_string()]).status();
@@ -210,7 +223,7 @@ fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
 
 #[test]
 fn a_reload_that_drops_prestart_stops_the_waiting_runner() {
-    let w = world("");
+    let w = world();
     let daemon = start(&w);
     let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
     let config = std::fs::read_to_string(w.path("config.toml")).unwrap();
@@ -238,7 +251,7 @@ fn a_reload_that_drops_prestart_stops_the_waiting_runner() {
 
 #[test]
 fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
-    let w = world("");
+    let w = world();
     let mut daemon = start(&w);
     let (p1, ..) = wait_starts(&w, 1)[0].clone();
     w.wait_log("runner pre-started");
@@ -256,33 +269,25 @@ fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
     });
     // Something a copy started that escaped its supervisor carries the copy's tag: the
     // next start's sweep stops it.
-    let mut escaped = Command::new("sleep")
-        .arg("300")
-        .env("LLM_JUDGE_TAG", &tag)
-        .spawn()
-        .unwrap();
+    let mut escaped = Reaped(
+        Command::new("sleep")
+            .arg("300")
+            .env("LLM_JUDGE_TAG", &tag)
+            .spawn()
+            .unwrap(),
+    );
     let _daemon = start(&w);
     wait_for(
         "the escaped process stopped by the start-up sweep",
         DEADLINE,
-        || escaped.try_wait().unwrap().is_some(),
+        || escaped.0.try_wait().unwrap().is_some(),
     );
     w.wait_log("prestarted_stopped=1");
 }
 
 #[test]
 fn a_runner_that_exits_at_once_is_not_restarted_on_every_rescan() {
-    let w = World::new();
-    let script = w.path("bin/dies.sh");
-    std::fs::write(
-        &script,
-        format!("echo start >> {}/starts\nexit 3\n", w.path("").display()),
-    )
-    .unwrap();
-    w.config(&format!(
-        "rescan_seconds = 1\n[[runners.default]]\nname = \"dies\"\n\
-         argv = [\"/bin/sh\", {script:?}]\nprestart = 1\n"
-    ));
+    let w = world_with("dies", "echo start >> \"$W/starts\"\nexit 3\n");
     let _daemon = start(&w);
     w.wait_log("it ended while waiting");
     let updated = || {

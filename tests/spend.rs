@@ -31,11 +31,6 @@ EOF"#,
     )
 }
 
-/// Judges one job with `llm-judge run` and returns its verdict.
-fn run_job(w: &World, runners: &[Value], name: &str, job: &Value) -> Value {
-    w.run_job(runners, name, job)
-}
-
 fn status_json(w: &World) -> Value {
     let out = w.command(&[]).args(["status", "--json"]).output().unwrap();
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
@@ -50,8 +45,7 @@ fn usage_reaches_the_verdict_judge_log_and_status_totals() {
     let w = World::new();
     let claude = claude_like(&w);
     let codex = codex_like(&w);
-    let v = run_job(
-        &w,
+    let v = w.run_job(
         &[claude],
         "c",
         &json!({"prompt": "1", "hit_if_all_true": ["ok"]}),
@@ -61,8 +55,7 @@ fn usage_reaches_the_verdict_judge_log_and_status_totals() {
         v["attempts"][0]["usage"],
         json!({"input_tokens": 14, "cached_input_tokens": 4, "output_tokens": 5, "cost_usd": 0.002})
     );
-    let v = run_job(
-        &w,
+    let v = w.run_job(
         &[codex],
         "x",
         &json!({"prompt": "2", "hit_if_all_true": ["ok"]}),
@@ -157,7 +150,7 @@ fn the_run_cap_ends_jobs_unchecked_logs_once_and_counts_across_restarts() {
     assert!(d.wait_exit(Duration::from_secs(30)).success());
 
     // A new process reads the ledger: still capped, and doctor and status say so.
-    let v = run_job(&w, &table, "f", &json!({"prompt": "f"}));
+    let v = w.run_job(&table, "f", &json!({"prompt": "f"}));
     assert!(
         v["reason"]
             .as_str()
@@ -182,14 +175,12 @@ fn the_cost_cap_counts_reported_dollars_across_run_processes() {
     let w = World::new();
     w.config("max_cost_usd_per_day = 0.003\n");
     let table = [claude_like(&w)];
-    let first = run_job(
-        &w,
+    let first = w.run_job(
         &table,
         "one",
         &json!({"prompt": "1", "hit_if_all_true": ["ok"]}),
     );
-    let second = run_job(
-        &w,
+    let second = w.run_job(
         &table,
         "two",
         &json!({"prompt": "2", "hit_if_all_true": ["ok"]}),
@@ -198,7 +189,7 @@ fn the_cost_cap_counts_reported_dollars_across_run_processes() {
         (&first["outcome"], &second["outcome"]),
         (&json!("hit"), &json!("hit"))
     );
-    let third = run_job(&w, &table, "three", &json!({"prompt": "3"}));
+    let third = w.run_job(&table, "three", &json!({"prompt": "3"}));
     assert_eq!(third["outcome"], "unchecked");
     assert_eq!(
         third["reason"],
@@ -212,8 +203,7 @@ fn the_cost_cap_counts_reported_dollars_across_run_processes() {
         doctor.contains("spend cap: under it (2 runs in the last hour, 0.0040 USD"),
         "{doctor}"
     );
-    let fourth = run_job(
-        &w,
+    let fourth = w.run_job(
         &table,
         "four",
         &json!({"prompt": "4", "hit_if_all_true": ["ok"]}),

@@ -94,6 +94,7 @@ fn claude_stream(stdout: &str) -> Option<Envelope> {
     )
 }
 
+/// The line as a JSON object, if it is one.
 fn object(line: &str) -> Option<Map<String, Value>> {
     match serde_json::from_str::<Value>(line.trim()) {
         Ok(Value::Object(map)) => Some(map),
@@ -146,9 +147,7 @@ fn claude_usage(envelope: &Map<String, Value>) -> Option<Usage> {
 fn codex_events(stdout: &str) -> Option<Envelope> {
     let mut events = Vec::new();
     for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
-        let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line.trim()) else {
-            return None;
-        };
+        let event = object(line)?;
         event.get("type").and_then(Value::as_str)?;
         events.push(event);
     }

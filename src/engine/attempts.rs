@@ -389,7 +389,7 @@ async fn run_attempt(
     match waiting {
         Some(waiting) => {
             on_spawn(waiting.pgid());
-            waiting.finish(spec).await
+            waiting.finish(&spec.to_prompt()).await
         }
         None => spawner.run(spec, on_spawn).await,
     }

@@ -31,7 +31,7 @@ use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
 use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
 use crate::process::pool::SupervisorPool;
-use crate::process::spawn::{RunOutput, RunSpec, Running, StartSpec};
+use crate::process::spawn::{PromptSpec, RunOutput, Running, StartSpec};
 
 /// A waiting runner older than this is replaced by a fresh one: the CLI on disk may have
 /// been updated, and its login may have expired, while it waited.
@@ -96,7 +96,7 @@ impl Waiting {
 
     /// Gives it the job: writes `spec.stdin`, then runs it to its end within
     /// `spec.timeout`, counted from now. Its folder goes with it.
-    pub async fn finish(self, spec: &RunSpec<'_>) -> RunOutput {
+    pub async fn finish(self, spec: &PromptSpec<'_>) -> RunOutput {
         let Waiting {
             running, folder, ..
         } = self;

@@ -83,6 +83,40 @@ pub struct RunSpec<'a> {
     pub stop: Option<&'a StopSignal>,
 }
 
+impl<'a> RunSpec<'a> {
+    /// What starting the runner needs (a pre-started one had it before its job).
+    pub fn to_start(&self) -> StartSpec<'a> {
+        StartSpec {
+            argv: self.argv,
+            cwd: self.cwd,
+            tag: self.tag,
+            stdin_piped: self.stdin.is_some(),
+            output_cap: self.output_cap,
+        }
+    }
+
+    /// What a started runner gets: its prompt, its timeout and its stop signal.
+    pub fn to_prompt(&self) -> PromptSpec<'a> {
+        PromptSpec {
+            stdin: self.stdin,
+            timeout: self.timeout,
+            kill_grace: self.kill_grace,
+            stop: self.stop,
+        }
+    }
+}
+
+/// What a started runner gets from its job.
+pub struct PromptSpec<'a> {
+    /// The prompt when it goes on stdin.
+    pub stdin: Option<&'a str>,
+    /// Counted from when the prompt is given.
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
+    pub stop: Option<&'a StopSignal>,
+}
+
 /// How a runner ended and what it printed (tails, read lossily).
 #[derive(Debug)]
 pub struct RunOutput {
@@ -104,17 +138,10 @@ pub async fn run(
     on_spawn: impl FnOnce(u32),
 ) -> RunOutput {
     let started = Instant::now();
-    let start = StartSpec {
-        argv: spec.argv,
-        cwd: spec.cwd,
-        tag: spec.tag,
-        stdin_piped: spec.stdin.is_some(),
-        output_cap: spec.output_cap,
-    };
-    match Running::start(&start, pool).await {
+    match Running::start(&spec.to_start(), pool).await {
         Ok(running) => {
             on_spawn(running.pgid());
-            running.finish(spec, started).await
+            running.finish(&spec.to_prompt(), started).await
         }
         Err(end) => RunOutput::before_start(end, started),
     }
@@ -225,7 +252,7 @@ impl Running {
     /// Writes the prompt (`spec.stdin`, then closes stdin), reads stdout and stderr
     /// and waits for the end within `spec.timeout`, from now. `started` is when the
     /// attempt began: the output's `elapsed` counts from there.
-    pub async fn finish(mut self, spec: &RunSpec<'_>, started: Instant) -> RunOutput {
+    pub async fn finish(mut self, spec: &PromptSpec<'_>, started: Instant) -> RunOutput {
         let stdout = Tail::new(self.output_cap);
         let stderr = Tail::new(self.output_cap);
         let attempt = &mut self.attempt;
@@ -527,7 +554,7 @@ impl Attempt {
 
     /// Waits for the runner's end within the timeout. At the timeout, and when the
     /// stop signal fires first, the runner goes the one way out: `terminate`.
-    async fn wait_or_stop(&mut self, spec: &RunSpec<'_>) -> RunEnd {
+    async fn wait_or_stop(&mut self, spec: &PromptSpec<'_>) -> RunEnd {
         let timed_out = tokio::select! {
             end = self.exit_within(spec.timeout) => match end {
                 Some(end) => return end,

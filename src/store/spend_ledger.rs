@@ -9,8 +9,8 @@ use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use crate::core::spend::{Budget, DAY, SpendEntry, over_budget};
 use crate::store::file_lock::{lock_exclusive, lock_shared, open_lock_file};
@@ -99,10 +99,7 @@ impl SpendLedger {
 
     /// The window, brought up to the file's end and cut to the last day.
     fn window(&self) -> std::sync::MutexGuard<'_, Window> {
-        let mut window = match self.window.lock() {
-            Ok(w) => w,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(e) = read_new_lines(&self.path, &mut window) {
             tracing::warn!(path = %self.path.display(), "cannot read the spend ledger: {e}");
         }
