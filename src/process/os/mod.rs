@@ -177,8 +177,7 @@ fn is_kernel_thread(pid: u32) -> bool {
     matches!(ppid, Some(0) | Some(2))
 }
 
-/// SIGKILLs every tagged process until none is left (bounded passes, for forkers).
-/// Returns how many were signalled.
+/// SIGKILLs every tagged process until none is left; returns how many.
 pub fn kill_tagged(tag: &str) -> usize {
     kill_all(|| tagged_processes(tag))
 }
@@ -188,8 +187,11 @@ pub fn kill_tagged_prefix(prefix: &str) -> usize {
     kill_all(|| processes_tagged_with_prefix(prefix))
 }
 
+/// SIGKILLs what `find` finds until it finds nothing (bounded passes, for forkers).
+/// Returns how many distinct processes were signalled: one that is still dying when the
+/// next pass looks counts once.
 fn kill_all(find: impl Fn() -> Vec<u32>) -> usize {
-    let mut killed = 0;
+    let mut killed = std::collections::HashSet::new();
     for _ in 0..50 {
         let pids = find();
         if pids.is_empty() {
@@ -200,11 +202,11 @@ fn kill_all(find: impl Fn() -> Vec<u32>) -> usize {
                 // Its own group too: a setsid'd process may have children without the tag.
                 let _ = kill_process_group(p, Signal::KILL);
                 let _ = kill_process(p, Signal::KILL);
-                killed += 1;
+                killed.insert(pid);
             }
         }
     }
-    killed
+    killed.len()
 }
 
 #[cfg(test)]
