@@ -23,7 +23,10 @@ pub mod api {
     };
     pub use crate::core::runner_table::Runner;
     pub use crate::core::safety::check_investigate_table;
-    pub use crate::core::verdict::{Attempt, REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
+    pub use crate::core::usage::OutputFormat;
+    pub use crate::core::verdict::{
+        Attempt, Output, REASON_MAX_CHARS, RunEnd, clip, judge_attempt,
+    };
     pub use crate::store::claim::new_tag;
     pub use crate::store::state_dir::transcript_hash;
 }

@@ -188,8 +188,14 @@ fn json_report_and_min_accuracy_exit_codes() {
 fn tokens_and_cost_come_from_the_envelope_and_failures_are_unchecked() {
     let w = World::new();
     let envelope = r#"echo '{"type":"result","is_error":false,"result":"{\"bug\": true}","total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":5}}'"#;
+    // Asking for the envelope (`--output-format json`) is what makes it read as one.
+    let mut claude_like = w.sh_runner("claude-like", envelope);
+    if let Some(argv) = claude_like[1].as_array_mut() {
+        argv.insert(2, json!("--output-format"));
+        argv.insert(3, json!("json"));
+    }
     let runners = [
-        w.sh_runner("claude-like", envelope),
+        claude_like,
         w.sh_runner("broken", "echo 'model overloaded' >&2\nexit 3\n"),
     ];
     let cases = write(

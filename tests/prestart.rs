@@ -38,7 +38,7 @@ fn world_with(name: &str, body: &str) -> World {
     std::fs::write(&script, format!("W={}\n{body}", w.path("").display())).unwrap();
     w.config(&format!(
         "workers = 2\nrescan_seconds = 1\n[[runners.default]]\nname = \"{name}\"\n\
-         argv = [\"/bin/sh\", {script:?}, \"--input-format\", \"stream-json\"]\nprestart = 1\n"
+         argv = [\"/bin/sh\", {script:?}, \"--input-format\", \"stream-json\", \"--output-format\", \"stream-json\"]\nprestart = 1\n"
     ));
     w
 }

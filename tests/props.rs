@@ -10,7 +10,7 @@ use llm_judge::api::Runner;
 use llm_judge::api::check_investigate_table;
 use llm_judge::api::last_json_object;
 use llm_judge::api::{Mode, TimeoutRules, check_id, parse_job, timeout_of};
-use llm_judge::api::{REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
+use llm_judge::api::{Output, OutputFormat, REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
 use pinned::{INVESTIGATE_CLAUDE, INVESTIGATE_CODEX, with_program};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -335,8 +335,11 @@ proptest! {
         end in run_end(),
         stdout in output_text(),
         stderr in output_text(),
+        format in prop::sample::select(&[OutputFormat::Plain, OutputFormat::ClaudeEvents, OutputFormat::CodexEvents][..]),
     ) {
-        let (attempt, answer) = judge_attempt(&runner, &end, &stdout, &stderr, None);
+        let output = Output { stdout: &stdout, stderr: &stderr, stdout_cut: None, format };
+        let judged = judge_attempt(&runner, &end, output);
+        let (attempt, answer) = (judged.attempt, judged.answer);
         prop_assert!(attempt.reason.chars().count() <= REASON_MAX_CHARS, "{:?}", attempt.reason);
         prop_assert_eq!(attempt.ok, answer.is_some());
         prop_assert_eq!(attempt.ok, attempt.reason == "answered");

@@ -99,7 +99,7 @@ fn check_budget(settings: &Settings, report: &mut Report) {
     }
     let recent = crate::store::spend_ledger::recent(&StateDir::new(&settings.state_dir));
     let now = crate::store::state_dir::now_unix();
-    match crate::core::spend::over_budget(&recent, &budget, now) {
+    match crate::core::spend::over_budget(&recent, &budget, now, 0) {
         Some(reason) => report.add(
             Level::Fail,
             format!("spend cap reached, jobs end unchecked without a runner: {reason}"),

@@ -125,7 +125,7 @@ fn spend(state: &StateDir, budget: &Budget, now: f64) -> Value {
         "budget": {
             "max_cost_usd_per_day": budget.max_cost_usd_per_day,
             "max_runs_per_hour": budget.max_runs_per_hour,
-            "reached": over_budget(&recent, budget, now),
+            "reached": over_budget(&recent, budget, now, 0),
         },
     })
 }

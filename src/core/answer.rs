@@ -3,6 +3,8 @@
 use serde_json::{Map, Value};
 
 /// The last JSON object in `stdout`: a whole line, or a multi-line block in a ``` fence.
+/// An event object of a CLI's JSON output is never an answer (`usage::is_cli_event`):
+/// a stray line must not turn a CLI's envelope into the answer itself.
 pub fn last_json_object(stdout: &str) -> Option<Map<String, Value>> {
     let mut found: Option<Map<String, Value>> = None;
     let mut fence: Option<Vec<&str>> = None;
@@ -44,7 +46,7 @@ fn parse_object(text: &str) -> Option<Map<String, Value>> {
         return None;
     }
     match serde_json::from_str(text) {
-        Ok(Value::Object(obj)) => Some(obj),
+        Ok(Value::Object(obj)) if !crate::core::usage::is_cli_event(&obj) => Some(obj),
         _ => None,
     }
 }
@@ -116,6 +118,22 @@ mod tests {
         let out = "```\n{\"a\":\n 1}\n```\n";
         assert_eq!(answer(out), Some(json!({"a": 1})));
         assert_eq!(answer(cut(out)), None, "an unclosed fence does not count");
+    }
+
+    #[test]
+    fn a_cli_event_is_never_the_answer() {
+        let result =
+            r#"{"type":"result","subtype":"success","result":"{\"bug\": true}","session_id":"s"}"#;
+        assert_eq!(
+            answer(&format!("{{\"bug\": false}}\n{result}\n")),
+            Some(json!({"bug": false}))
+        );
+        assert_eq!(answer("{\"type\":\"turn.completed\",\"usage\":{}}\n"), None);
+        assert_eq!(
+            answer(&format!("```json\n{result}\n```\n")),
+            None,
+            "fenced neither"
+        );
     }
 
     #[test]

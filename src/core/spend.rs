@@ -39,11 +39,20 @@ pub struct Totals {
     pub usage: Usage,
 }
 
+impl SpendEntry {
+    /// The usage this run counts for: none when the line's figures are out of the
+    /// per-run bounds (`Usage::out_of_bounds`), as a line written before those bounds
+    /// existed may be. So a forged line cannot lock judging out for a day.
+    pub fn counted_usage(&self) -> Option<&Usage> {
+        self.usage.as_ref().filter(|u| u.out_of_bounds().is_none())
+    }
+}
+
 impl Totals {
     fn add(&mut self, entry: &SpendEntry) {
         self.runs += 1;
         self.verdicts += u64::from(entry.answered);
-        if let Some(u) = &entry.usage {
+        if let Some(u) = entry.counted_usage() {
             self.usage.add(u);
         }
     }
@@ -77,18 +86,22 @@ impl Budget {
     }
 }
 
-/// Why jobs end unchecked now: the reason text (`budget: ...`), or `None` under budget.
+/// Why no runner may start now: the reason text (`budget: ...`), or `None` under
+/// budget. `in_flight` runs were started and are not in `entries` yet: they count
+/// toward `max_runs_per_hour` already (their cost is not known until they end).
 pub fn over_budget<'a>(
     entries: impl IntoIterator<Item = &'a SpendEntry> + Clone,
     budget: &Budget,
     now: f64,
+    in_flight: u64,
 ) -> Option<String> {
     if let Some(max) = budget.max_runs_per_hour {
-        let runs = entries
+        let ended = entries
             .clone()
             .into_iter()
             .filter(|e| e.at >= now - HOUR)
             .count() as u64;
+        let runs = ended.saturating_add(in_flight);
         if runs >= max {
             return Some(format!(
                 "budget: {runs} runner runs in the last hour reached max_runs_per_hour = {max}; \
@@ -100,7 +113,7 @@ pub fn over_budget<'a>(
         let cost: f64 = entries
             .into_iter()
             .filter(|e| e.at >= now - DAY)
-            .filter_map(|e| e.usage.as_ref().and_then(|u| u.cost_usd))
+            .filter_map(|e| e.counted_usage().and_then(|u| u.cost_usd))
             .sum();
         if cost >= max {
             return Some(format!(
@@ -178,7 +191,7 @@ mod tests {
             .map(|i| run(f64::from(i), "c", true, Some(9.0)))
             .collect();
         assert!(Budget::default().is_unlimited());
-        assert_eq!(over_budget(&entries, &Budget::default(), 1000.0), None);
+        assert_eq!(over_budget(&entries, &Budget::default(), 1000.0, 0), None);
     }
 
     #[test]
@@ -191,10 +204,10 @@ mod tests {
         let old = run(now - HOUR - 1.0, "c", true, None);
         let one = run(now - 10.0, "c", true, None);
         assert_eq!(
-            over_budget(&[old.clone(), old.clone(), one.clone()], &budget, now),
+            over_budget(&[old.clone(), old.clone(), one.clone()], &budget, now, 0),
             None
         );
-        let reason = over_budget(&[one.clone(), one], &budget, now).unwrap_or_default();
+        let reason = over_budget(&[one.clone(), one.clone()], &budget, now, 0).unwrap_or_default();
         assert_eq!(
             reason,
             "budget: 2 runner runs in the last hour reached max_runs_per_hour = 2; raise it in the config or wait"
@@ -203,7 +216,12 @@ mod tests {
             max_runs_per_hour: Some(0),
             ..Budget::default()
         };
-        assert!(over_budget(&[], &zero, now).is_some(), "0 runs nothing");
+        assert!(over_budget(&[], &zero, now, 0).is_some(), "0 runs nothing");
+        assert_eq!(
+            over_budget(&[one], &budget, now, 1).map(|r| r.starts_with("budget: 2 runner runs")),
+            Some(true),
+            "a run in flight counts before it ends"
+        );
     }
 
     #[test]
@@ -217,14 +235,40 @@ mod tests {
         let half = run(now - 60.0, "claude", true, Some(0.5));
         let unknown = run(now - 60.0, "codex", true, None);
         assert_eq!(
-            over_budget(&[stale, half.clone(), unknown], &budget, now),
-            None
+            over_budget(&[stale, half.clone(), unknown], &budget, now, 5),
+            None,
+            "runs in flight have no cost yet"
         );
-        let reason = over_budget(&[half.clone(), half], &budget, now).unwrap_or_default();
+        let reason = over_budget(&[half.clone(), half], &budget, now, 0).unwrap_or_default();
         assert_eq!(
             reason,
             "budget: 1.0000 USD reported in the last 24 hours reached max_cost_usd_per_day = 1; raise it in the config or wait"
         );
+    }
+
+    /// Issue 39, item 4: a ledger line with a forged cost of 1.7e308 and token counts
+    /// of 2^64-1 ended every job `unchecked` for a day, its 300-digit figure in `status`.
+    #[test]
+    fn a_forged_line_counts_as_a_run_but_not_its_usage() {
+        let now = 10_000.0;
+        let mut forged = run(now - 5.0, "cursor", true, Some(1.7e308));
+        if let Some(u) = forged.usage.as_mut() {
+            u.input_tokens = u64::MAX;
+            u.output_tokens = u64::MAX;
+        }
+        let fair = run(now - 5.0, "cursor", true, Some(0.25));
+        let budget = Budget {
+            max_cost_usd_per_day: Some(1.0),
+            ..Budget::default()
+        };
+        assert_eq!(
+            over_budget(&[forged.clone(), fair.clone()], &budget, now, 0),
+            None
+        );
+        let totals = totals_since(&[forged, fair], 0.0);
+        assert_eq!(totals["cursor"].runs, 2);
+        assert_eq!(totals["cursor"].usage.input_tokens, 10);
+        assert_eq!(totals["cursor"].usage.cost_usd, Some(0.25));
     }
 
     #[test]

@@ -1,10 +1,21 @@
 //! What a runner's answer cost, read from the envelope its CLI prints (Claude Code's
 //! `--output-format json` and `stream-json`, codex's `exec --json`), and the reply
-//! inside that envelope the answer rules read. Output in no known envelope is read as
-//! plain text. Pure.
+//! inside that envelope the answer rules read. Only a runner whose table argv asks for
+//! an envelope has its output read as one: a plain-text runner prints the model's reply,
+//! which a judged transcript can shape, so its output never counts as usage. Pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::core::runner_table::PROMPT_SLOT;
+
+/// Tokens of one kind a single run may report and still be counted: about ten times
+/// the largest context window, summed over an investigate run's turns. A CLI's figure
+/// above it is a forgery or a bug, not spend.
+pub const MAX_TOKENS_PER_RUN: u64 = 10_000_000;
+/// Dollars a single run may report and still be counted (a run bounded by the
+/// 600 s timeout spends cents).
+pub const MAX_COST_USD_PER_RUN: f64 = 100.0;
 
 /// Tokens and cost of one runner attempt, as its CLI reported them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -34,6 +45,67 @@ impl Usage {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
     }
+
+    /// Why one run's usage cannot be real (and is not counted), or `None` when every
+    /// figure is within the per-run bounds: tokens at most [`MAX_TOKENS_PER_RUN`] each,
+    /// cost finite and from 0 to [`MAX_COST_USD_PER_RUN`].
+    pub fn out_of_bounds(&self) -> Option<String> {
+        let tokens = [
+            ("input_tokens", self.input_tokens),
+            ("cached_input_tokens", self.cached_input_tokens),
+            ("output_tokens", self.output_tokens),
+        ];
+        if let Some((name, n)) = tokens.iter().find(|(_, n)| *n > MAX_TOKENS_PER_RUN) {
+            return Some(format!("{name} {n} is over {MAX_TOKENS_PER_RUN} per run"));
+        }
+        match self.cost_usd {
+            // `{:e}`: a forged 1.7e308 would print as 309 digits.
+            Some(c) if !(0.0..=MAX_COST_USD_PER_RUN).contains(&c) => Some(format!(
+                "cost_usd {c:e} is outside 0 to {MAX_COST_USD_PER_RUN} per run"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// How a runner's stdout is read, from the flags its table argv gives the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// No envelope asked for: the plain-text answer rules, and never usage.
+    Plain,
+    /// `--output-format json` or `stream-json`: Claude Code's result object or event
+    /// stream (cursor-agent prints the same shape).
+    ClaudeEvents,
+    /// `exec --json`: codex's event stream.
+    CodexEvents,
+}
+
+/// The format `argv` (a table's, before the prompt is put in) asks its CLI for. Only
+/// flags count: items after `--` and the prompt slot are the prompt, so a prompt can
+/// never choose how the output is read.
+pub fn output_format(argv: &[String]) -> OutputFormat {
+    let flags: Vec<&str> = argv
+        .iter()
+        .skip(1)
+        .map(String::as_str)
+        .take_while(|a| *a != "--")
+        .filter(|a| *a != PROMPT_SLOT)
+        .collect();
+    let asks_for_events = flags.iter().enumerate().any(|(i, flag)| {
+        let value = match flag.strip_prefix("--output-format") {
+            Some("") => flags.get(i + 1).copied(),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        };
+        matches!(value, Some("json" | "stream-json"))
+    });
+    if asks_for_events {
+        OutputFormat::ClaudeEvents
+    } else if flags.contains(&"exec") && flags.contains(&"--json") {
+        OutputFormat::CodexEvents
+    } else {
+        OutputFormat::Plain
+    }
 }
 
 /// What a CLI's envelope holds.
@@ -41,57 +113,97 @@ impl Usage {
 pub struct Envelope {
     /// The model's reply: the text the answer rules read.
     pub reply: String,
-    /// What the attempt cost, when the envelope says.
+    /// What the attempt cost, when the envelope says and the figures are in bounds.
     pub usage: Option<Usage>,
     /// An error the envelope reports (Claude Code's `is_error` result, codex's
-    /// `error` and `turn.failed` events): the detail of a failed attempt's reason.
+    /// `error` and `turn.failed` events), or what it lacks: the detail of a failed
+    /// attempt's reason.
     pub error: Option<String>,
+    /// Why the usage it reported was not counted ([`Usage::out_of_bounds`]).
+    pub refused_usage: Option<String>,
 }
 
-/// `stdout` as a Claude Code result object or event stream, or a codex event stream;
-/// `None` for any other output, which is read as plain text.
-pub fn read_envelope(stdout: &str) -> Option<Envelope> {
-    claude_result(stdout)
-        .or_else(|| claude_stream(stdout))
-        .or_else(|| codex_events(stdout))
-}
-
-/// Claude Code's `--output-format json`: the whole stdout is one object with
-/// `"type": "result"` and a string `result`.
-fn claude_result(stdout: &str) -> Option<Envelope> {
-    let Ok(Value::Object(envelope)) = serde_json::from_str::<Value>(stdout.trim()) else {
-        return None;
+/// `stdout` read in the `format` the runner's argv asked for: `None` for a plain-text
+/// runner, and for output with no event line of that CLI at all (read as plain text,
+/// without usage). Lines of other text mixed in (a wrapper's banner, a warning) are
+/// skipped: any whole line that is an event of that CLI makes the output an envelope.
+pub fn read_envelope(stdout: &str, format: OutputFormat) -> Option<Envelope> {
+    let mut envelope = match format {
+        OutputFormat::Plain => return None,
+        OutputFormat::ClaudeEvents => claude_events(stdout)?,
+        OutputFormat::CodexEvents => codex_events(stdout)?,
     };
-    result_event(&envelope)
+    if let Some(why) = envelope.usage.as_ref().and_then(Usage::out_of_bounds) {
+        envelope.usage = None;
+        envelope.refused_usage = Some(why);
+    }
+    Some(envelope)
 }
 
-/// Claude Code's `--output-format stream-json`: one event object per line, each with
-/// its `type` and `session_id` (2.1.328 starts with a `system` `ui_invalidate`, then
-/// `init`); the reply is the last `result` event's. The first whole line decides, so a
-/// stream whose start the output cap dropped is still one. A stream that ends without a
-/// `result` event (the CLI died mid-answer) has no reply: none of its other events is
-/// ever read as the answer.
-fn claude_stream(stdout: &str) -> Option<Envelope> {
-    let mut lines = stdout.lines().filter(|l| !l.trim().is_empty());
-    let first = object(lines.next()?)?;
-    let has = |key: &str| first.get(key).is_some_and(Value::is_string);
-    if !(has("type") && has("session_id")) {
+/// True for an object that is an event of Claude Code's or codex's JSON output. Such
+/// an object is never itself an answer, whatever format the runner asked for.
+pub fn is_cli_event(object: &Map<String, Value>) -> bool {
+    is_claude_event(object) || is_codex_event(object)
+}
+
+/// Claude Code's events carry a `type` and a `session_id`; its result object is a
+/// `"type": "result"` object with a `result` or a `subtype`.
+fn is_claude_event(object: &Map<String, Value>) -> bool {
+    let Some(kind) = object.get("type").and_then(Value::as_str) else {
+        return false;
+    };
+    object.get("session_id").is_some_and(Value::is_string)
+        || (kind == "result" && (object.contains_key("result") || object.contains_key("subtype")))
+}
+
+/// The event types of codex 0.171's `exec --json`.
+const CODEX_EVENTS: [&str; 8] = [
+    "thread.started",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "item.started",
+    "item.updated",
+    "item.completed",
+    "error",
+];
+
+fn is_codex_event(object: &Map<String, Value>) -> bool {
+    object
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| CODEX_EVENTS.contains(&kind))
+}
+
+/// The whole lines of `stdout` that are JSON objects passing `is_event`.
+fn events(stdout: &str, is_event: fn(&Map<String, Value>) -> bool) -> Vec<Map<String, Value>> {
+    stdout.lines().filter_map(object).filter(is_event).collect()
+}
+
+/// Claude Code's result object (`json`) or event stream (`stream-json`): the reply is
+/// the last `result` event's. Output with events but no `result` (the CLI died
+/// mid-answer, or the output cap dropped it) has no reply: none of its other events
+/// is ever read as the answer.
+fn claude_events(stdout: &str) -> Option<Envelope> {
+    let events = events(stdout, is_claude_event);
+    if events.is_empty() {
         return None;
     }
-    let last_result = stdout
-        .lines()
-        .rev()
-        .filter_map(object)
-        .find(|event| kind(event) == "result");
-    Some(
-        last_result
-            .and_then(|e| result_event(&e))
-            .unwrap_or(Envelope {
-                reply: String::new(),
-                usage: None,
-                error: Some("the stream-json output ended without a result event".into()),
-            }),
-    )
+    let last_result = events.iter().rev().find(|e| kind(e) == "result");
+    Some(last_result.map_or_else(
+        || no_reply("the claude output has no result event"),
+        result_event,
+    ))
+}
+
+/// An envelope with no reply, for the reason `why`.
+fn no_reply(why: &str) -> Envelope {
+    Envelope {
+        reply: String::new(),
+        usage: None,
+        error: Some(why.into()),
+        refused_usage: None,
+    }
 }
 
 /// The line as a JSON object, if it is one.
@@ -102,29 +214,34 @@ fn object(line: &str) -> Option<Map<String, Value>> {
     }
 }
 
-/// A `"type": "result"` object with a string `result`: the reply unless it is an error
-/// (`is_error`, or a `subtype` other than `success`).
-fn result_event(envelope: &Map<String, Value>) -> Option<Envelope> {
-    if kind(envelope) != "result" {
-        return None;
-    }
-    let result = envelope.get("result").and_then(Value::as_str)?;
-    let subtype = envelope.get("subtype").and_then(Value::as_str);
-    let is_error = envelope.get("is_error").and_then(Value::as_bool) == Some(true)
+/// A `"type": "result"` event: its `result` text is the reply unless it is an error
+/// (`is_error`, a `subtype` other than `success`, or no `result` text).
+fn result_event(event: &Map<String, Value>) -> Envelope {
+    let result = event.get("result").and_then(Value::as_str);
+    let subtype = event.get("subtype").and_then(Value::as_str);
+    let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true)
         || subtype.is_some_and(|s| s != "success");
-    Some(Envelope {
-        reply: if is_error {
-            String::new()
-        } else {
-            result.to_string()
-        },
-        usage: claude_usage(envelope),
-        error: is_error.then(|| result.to_string()),
-    })
+    let (reply, error) = match result {
+        Some(text) if !is_error => (text.to_string(), None),
+        Some(text) => (String::new(), Some(text.to_string())),
+        None => (
+            String::new(),
+            Some(format!(
+                "the result event has no result text (subtype {})",
+                subtype.unwrap_or("none")
+            )),
+        ),
+    };
+    Envelope {
+        reply,
+        usage: claude_usage(event),
+        error,
+        refused_usage: None,
+    }
 }
 
-fn claude_usage(envelope: &Map<String, Value>) -> Option<Usage> {
-    let usage = envelope.get("usage")?.as_object()?;
+fn claude_usage(event: &Map<String, Value>) -> Option<Usage> {
+    let usage = event.get("usage")?.as_object()?;
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     let cached = count("cache_read_input_tokens");
     let input = count("input_tokens")
@@ -134,25 +251,15 @@ fn claude_usage(envelope: &Map<String, Value>) -> Option<Usage> {
         input_tokens: input,
         cached_input_tokens: cached,
         output_tokens: count("output_tokens"),
-        cost_usd: envelope
-            .get("total_cost_usd")
-            .and_then(Value::as_f64)
-            .filter(|c| c.is_finite() && *c >= 0.0),
+        cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
     })
 }
 
-/// codex's `exec --json`: every non-empty line is an event object with a string `type`,
-/// and one of them starts the thread or ends a turn. The reply is the last
-/// `agent_message` item; usage is summed over `turn.completed` events.
+/// codex's `exec --json` events: the reply is the last `agent_message` item; usage
+/// is summed over `turn.completed` events.
 fn codex_events(stdout: &str) -> Option<Envelope> {
-    let mut events = Vec::new();
-    for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
-        let event = object(line)?;
-        event.get("type").and_then(Value::as_str)?;
-        events.push(event);
-    }
-    let known = ["thread.started", "turn.completed", "turn.failed"];
-    if !events.iter().any(|e| known.contains(&kind(e))) {
+    let events = events(stdout, is_codex_event);
+    if events.is_empty() {
         return None;
     }
     let mut reply = None;
@@ -184,10 +291,16 @@ fn codex_events(stdout: &str) -> Option<Envelope> {
             _ => {}
         }
     }
+    let error = match (reply, error) {
+        (_, Some(message)) => Some(message.to_string()),
+        (None, None) => Some("the codex output has no agent_message".to_string()),
+        (Some(_), None) => None,
+    };
     Some(Envelope {
         reply: reply.unwrap_or("").to_string(),
         usage,
-        error: error.map(str::to_string),
+        error,
+        refused_usage: None,
     })
 }
 
@@ -206,172 +319,5 @@ fn codex_usage(turn: &Map<String, Value>) -> Usage {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const CLAUDE_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":612,"duration_api_ms":410,"num_turns":1,"result":"{\"bug\": true}","session_id":"s","total_cost_usd":0.000135,"usage":{"input_tokens":10,"cache_creation_input_tokens":2,"cache_read_input_tokens":3,"output_tokens":5}}"#;
-
-    #[test]
-    fn a_claude_result_gives_its_text_and_usage() {
-        let out = read_envelope(CLAUDE_OK).unwrap();
-        assert_eq!(out.reply, "{\"bug\": true}");
-        assert_eq!(out.error, None);
-        assert_eq!(
-            out.usage,
-            Some(Usage {
-                input_tokens: 15,
-                cached_input_tokens: 3,
-                output_tokens: 5,
-                cost_usd: Some(0.000135),
-            })
-        );
-    }
-
-    #[test]
-    fn a_claude_error_result_gives_no_text_and_its_message() {
-        let out = read_envelope(
-            r#"{"type":"result","is_error":true,"result":"Not logged in · Please run /login","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#,
-        )
-        .unwrap();
-        assert_eq!(out.reply, "");
-        assert_eq!(
-            out.error.as_deref(),
-            Some("Not logged in · Please run /login")
-        );
-        assert_eq!(out.usage.and_then(|u| u.cost_usd), Some(0.0));
-    }
-
-    #[test]
-    fn a_claude_stream_gives_its_result_events_text_and_usage() {
-        let init = r#"{"type":"system","subtype":"ui_invalidate","session_id":"s"}
-{"type":"system","subtype":"init","cwd":"/tmp/x","tools":[],"session_id":"s"}"#;
-        let assistant = r#"{"type":"assistant","session_id":"s","message":{"content":[{"type":"text","text":"{\"bug\": true}"}]}}"#;
-        let stream = format!("{init}\n{assistant}\n{CLAUDE_OK}\n");
-        assert_eq!(read_envelope(&stream), read_envelope(CLAUDE_OK));
-        let cut = format!("{init}\n{assistant}\n");
-        let out = read_envelope(&cut).unwrap();
-        assert_eq!(out.reply, "", "no event of a cut stream is the answer");
-        assert!(out.error.unwrap().contains("without a result event"));
-        let failed = format!(
-            "{init}\n{}\n",
-            r#"{"type":"result","subtype":"error_during_execution","is_error":false,"result":"boom"}"#
-        );
-        let out = read_envelope(&failed).unwrap();
-        assert_eq!(
-            (out.reply.as_str(), out.error.as_deref()),
-            ("", Some("boom"))
-        );
-        let cut = format!("{assistant}\n{CLAUDE_OK}\n");
-        assert_eq!(
-            read_envelope(&cut),
-            read_envelope(CLAUDE_OK),
-            "a stream whose start was cut is still read as one"
-        );
-        let cut_before_result = format!("{assistant}\n");
-        assert_eq!(read_envelope(&cut_before_result).unwrap().reply, "");
-        let not_claude = format!("{{\"type\": \"note\"}}\n{CLAUDE_OK}\n");
-        assert_eq!(
-            read_envelope(&not_claude),
-            None,
-            "no session_id: plain output"
-        );
-    }
-
-    #[test]
-    fn a_claude_result_without_usage_has_none() {
-        let out = read_envelope(r#"{"type":"result","result":"{\"a\": 1}"}"#).unwrap();
-        assert_eq!(out.reply, "{\"a\": 1}");
-        assert_eq!(out.usage, None);
-    }
-
-    #[test]
-    fn codex_events_give_the_last_message_and_summed_usage() {
-        let out = read_envelope(concat!(
-            "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n",
-            "{\"type\":\"turn.started\"}\n",
-            "{\"type\":\"item.completed\",\"item\":{\"id\":\"i0\",\"type\":\"reasoning\",\"text\":\"{\\\"bug\\\": false}\"}}\n",
-            "{\"type\":\"item.completed\",\"item\":{\"id\":\"i1\",\"type\":\"agent_message\",\"text\":\"looking\"}}\n",
-            "{\"type\":\"item.completed\",\"item\":{\"id\":\"i2\",\"type\":\"agent_message\",\"text\":\"{\\\"bug\\\": true}\"}}\n",
-            "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":100,\"cached_input_tokens\":40,\"output_tokens\":7}}\n",
-            "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":1,\"cached_input_tokens\":0,\"output_tokens\":1}}\n",
-        ))
-        .unwrap();
-        assert_eq!(out.reply, "{\"bug\": true}");
-        assert_eq!(
-            out.usage,
-            Some(Usage {
-                input_tokens: 101,
-                cached_input_tokens: 40,
-                output_tokens: 8,
-                cost_usd: None,
-            })
-        );
-    }
-
-    #[test]
-    fn a_failed_codex_turn_gives_its_message() {
-        let out = read_envelope(concat!(
-            "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n",
-            "{\"type\":\"error\",\"message\":\"reconnecting 1/5\"}\n",
-            "{\"type\":\"turn.failed\",\"error\":{\"message\":\"unexpected status 401\"}}\n",
-        ))
-        .unwrap();
-        assert_eq!(out.reply, "");
-        assert_eq!(out.error.as_deref(), Some("unexpected status 401"));
-        assert_eq!(out.usage, None);
-    }
-
-    #[test]
-    fn other_output_is_plain_text() {
-        for stdout in [
-            "{\"bug\": true}\n",
-            "thinking\n{\"type\": \"result\"}\n",
-            "{\"type\": \"result\", \"result\": 5}",
-            "{\"type\":\"turn.completed\"}\nprose\n",
-            "{\"type\":\"item.completed\"}\n",
-            "",
-        ] {
-            assert_eq!(read_envelope(stdout), None, "{stdout:?}");
-        }
-    }
-
-    #[test]
-    fn usage_reads_and_writes_its_wire_form() {
-        let u = Usage {
-            input_tokens: 15,
-            cached_input_tokens: 3,
-            output_tokens: 5,
-            cost_usd: None,
-        };
-        let text = serde_json::to_string(&u).unwrap_or_default();
-        assert_eq!(
-            text,
-            r#"{"input_tokens":15,"cached_input_tokens":3,"output_tokens":5}"#
-        );
-        assert_eq!(serde_json::from_str::<Usage>(&text).ok(), Some(u.clone()));
-    }
-
-    #[test]
-    fn usage_adds_tokens_and_reported_costs() {
-        let codex = Usage {
-            input_tokens: 10,
-            cached_input_tokens: 4,
-            output_tokens: 5,
-            cost_usd: None,
-        };
-        let mut sum = Usage::default();
-        sum.add(&codex);
-        sum.add(&codex);
-        assert_eq!(
-            (sum.input_tokens, sum.cached_input_tokens, sum.output_tokens),
-            (20, 8, 10)
-        );
-        assert_eq!(sum.cost_usd, None, "no run reported a cost");
-        sum.add(&Usage {
-            cost_usd: Some(0.5),
-            ..codex
-        });
-        assert_eq!(sum.cost_usd, Some(0.5));
-        assert_eq!(sum.output_tokens, 15);
-    }
-}
+#[path = "usage_tests.rs"]
+mod tests;

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::core::job::{HitRule, Job, JobError};
+use crate::core::usage::OutputFormat;
 
 /// Reasons are clipped to this many code points.
 pub const REASON_MAX_CHARS: usize = 300;
@@ -40,22 +41,45 @@ pub enum RunEnd {
     Stopped,
 }
 
-/// The attempt for a finished runner; also returns the answer when there is one.
-/// `stdout_cut` is the output cap when it dropped the start of `stdout` (the tail).
-pub fn judge_attempt(
-    runner: &str,
-    end: &RunEnd,
-    stdout: &str,
-    stderr: &str,
-    stdout_cut: Option<usize>,
-) -> (Attempt, Option<Map<String, Value>>) {
+/// What one finished runner gave: its attempt, and the answer when there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// The attempt as the verdict lists it.
+    pub attempt: Attempt,
+    /// The answer object, when the runner answered.
+    pub answer: Option<Map<String, Value>>,
+    /// Why the usage the runner's CLI reported was not counted (out of bounds).
+    pub refused_usage: Option<String>,
+}
+
+/// What a runner's output is, for judging its attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct Output<'a> {
+    /// stdout, or its tail when the output cap dropped its start.
+    pub stdout: &'a str,
+    /// stderr (its tail).
+    pub stderr: &'a str,
+    /// The output cap, when it dropped the start of `stdout`.
+    pub stdout_cut: Option<usize>,
+    /// The envelope the runner's argv asked its CLI for.
+    pub format: OutputFormat,
+}
+
+/// Judges a finished runner's attempt from how it ended and its output.
+pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
+    let Output {
+        stdout,
+        stderr,
+        stdout_cut,
+        format,
+    } = output;
     // The cut line lost its start: what is left of it may parse as an object the
     // runner never printed on a line of its own.
     let whole = match stdout_cut {
         Some(_) => crate::core::answer::whole_lines_of_cut_tail(stdout),
         None => stdout,
     };
-    let envelope = crate::core::usage::read_envelope(whole);
+    let envelope = crate::core::usage::read_envelope(whole, format);
     let reply = envelope.as_ref().map_or(whole, |e| e.reply.as_str());
     // The detail of a failure: stderr, else the error the envelope reports, else the
     // reply in it, else stdout.
@@ -94,14 +118,22 @@ pub fn judge_attempt(
             }
         },
     };
+    let (usage, refused_usage) = match envelope {
+        Some(e) => (e.usage, e.refused_usage),
+        None => (None, None),
+    };
     let attempt = Attempt {
         runner: runner.to_string(),
         ok: answer.is_some(),
         reason,
         elapsed_ms: None,
-        usage: envelope.and_then(|e| e.usage),
+        usage,
     };
-    (attempt, answer)
+    Judged {
+        attempt,
+        answer,
+        refused_usage,
+    }
 }
 
 /// `<label>: <detail>` clipped to 300 code points, keeping the end of the detail.
@@ -200,9 +232,15 @@ pub fn verdict_for(
     verdict
 }
 
-/// The verdict of a job the spend cap stopped: `unchecked`, no attempts, `budget: ...`.
-pub fn budget_verdict(job: &Job, reason: &str, finished_at: f64) -> Verdict {
-    let mut verdict = verdict_for(job, None, Vec::new(), finished_at);
+/// The verdict of a job the spend cap stopped before its next runner: `unchecked`,
+/// the attempts it made before (none when the cap stopped its first), `budget: ...`.
+pub fn budget_verdict(
+    job: &Job,
+    reason: &str,
+    attempts: Vec<Attempt>,
+    finished_at: f64,
+) -> Verdict {
+    let mut verdict = verdict_for(job, None, attempts, finished_at);
     verdict.reason = clip(reason, "");
     verdict
 }
@@ -293,242 +331,5 @@ pub fn decide(rule: &HitRule, answer: &Map<String, Value>) -> Decision {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn obj(v: Value) -> Map<String, Value> {
-        match v {
-            Value::Object(m) => m,
-            _ => unreachable!(),
-        }
-    }
-
-    fn reason(end: RunEnd, stdout: &str, stderr: &str) -> String {
-        judge_attempt("r", &end, stdout, stderr, None).0.reason
-    }
-
-    #[test]
-    fn every_attempt_reason_is_pinned() {
-        assert_eq!(reason(RunEnd::NotInstalled, "", ""), "not installed");
-        let spawn = RunEnd::SpawnFailed {
-            kind: "PermissionDenied".into(),
-            message: "Permission denied (os error 13)".into(),
-        };
-        assert_eq!(
-            reason(spawn, "", ""),
-            "PermissionDenied: Permission denied (os error 13)"
-        );
-        assert_eq!(
-            reason(RunEnd::TimedOut { seconds: 60.0 }, "out", ""),
-            "timed out after 60s"
-        );
-        assert_eq!(
-            reason(RunEnd::TimedOut { seconds: 1.5 }, "", " slow\n"),
-            "timed out after 1.5s: slow"
-        );
-        assert_eq!(reason(RunEnd::Exited { code: 2 }, "", ""), "exit 2");
-        assert_eq!(
-            reason(RunEnd::Exited { code: 1 }, "Not logged in", ""),
-            "exit 1: Not logged in"
-        );
-        assert_eq!(
-            reason(RunEnd::Exited { code: 1 }, "out", "err\nmore\n"),
-            "exit 1: err\nmore"
-        );
-        assert_eq!(reason(RunEnd::Exited { code: -9 }, "", ""), "exit -9");
-        assert_eq!(
-            reason(RunEnd::Exited { code: 0 }, "prose", ""),
-            "no JSON object line in stdout: prose"
-        );
-        assert_eq!(
-            reason(RunEnd::Exited { code: 0 }, "prose", "warn"),
-            "no JSON object line in stdout: warn"
-        );
-        assert_eq!(
-            reason(RunEnd::Exited { code: 0 }, "", ""),
-            "no JSON object line in stdout"
-        );
-        let (a, answer) = judge_attempt(
-            "r",
-            &RunEnd::Exited { code: 0 },
-            "{\"x\":true}",
-            "noise",
-            None,
-        );
-        assert_eq!((a.ok, a.reason.as_str()), (true, "answered"));
-        assert_eq!(answer, Some(obj(json!({"x": true}))));
-    }
-
-    #[test]
-    fn a_cut_stdout_answers_only_from_whole_lines_and_says_it_was_cut() {
-        let exited = RunEnd::Exited { code: 0 };
-        let cut =
-            |stdout: &str, stderr: &str| judge_attempt("r", &exited, stdout, stderr, Some(1024));
-        let (a, answer) = cut("{\"bug\": true}\n", "");
-        assert_eq!(answer, None, "the first line lost its start");
-        assert_eq!(
-            a.reason,
-            "no JSON object line in stdout (output cut to the last 1024 bytes): {\"bug\": true}"
-        );
-        let (a, answer) = cut("rue}\n{\"bug\": false}\nbye\n", "warn");
-        assert_eq!((a.ok, a.reason.as_str()), (true, "answered"));
-        assert_eq!(answer, Some(obj(json!({"bug": false}))));
-        let (a, _) = cut("", "");
-        assert_eq!(
-            a.reason,
-            "no JSON object line in stdout (output cut to the last 1024 bytes)"
-        );
-    }
-
-    #[test]
-    fn nonzero_exit_never_answers_even_with_json() {
-        let (a, answer) =
-            judge_attempt("r", &RunEnd::Exited { code: 143 }, "{\"x\":true}", "", None);
-        assert!(!a.ok && answer.is_none());
-        assert_eq!(a.reason, "exit 143: {\"x\":true}");
-    }
-
-    #[test]
-    fn clipping_keeps_the_label_and_the_end_in_code_points() {
-        let detail = format!("start{}END", "é".repeat(400));
-        let r = clip("exit 1", &detail);
-        assert_eq!(r.chars().count(), REASON_MAX_CHARS);
-        assert!(r.starts_with("exit 1: éé"));
-        assert!(r.ends_with("END"));
-        let exact = "x".repeat(REASON_MAX_CHARS - 8);
-        assert_eq!(clip("exit 1", &exact), format!("exit 1: {exact}"));
-    }
-
-    #[test]
-    fn numbers_print_like_people_write_them() {
-        assert_eq!(human_number(60.0), "60");
-        assert_eq!(human_number(1.5), "1.5");
-        assert_eq!(human_number(0.25), "0.25");
-        assert_eq!(human_number(600.0), "600");
-    }
-
-    #[test]
-    fn all_true_rules() {
-        let rule = HitRule::AllTrue(vec!["a".into(), "b".into()]);
-        let d = decide(&rule, &obj(json!({"a": true, "b": true})));
-        assert_eq!(
-            (d.outcome, d.reason.as_str()),
-            (Outcome::Hit, "all true: a, b")
-        );
-        let d = decide(&rule, &obj(json!({"a": true, "b": "true"})));
-        assert_eq!(
-            (d.outcome, d.reason.as_str()),
-            (Outcome::Clean, "not true: b")
-        );
-        let d = decide(&rule, &obj(json!({"a": 1})));
-        assert_eq!(d.reason, "not true: a, b");
-        let d = decide(&HitRule::AllTrue(vec![]), &obj(json!({})));
-        assert_eq!((d.outcome, d.reason.as_str()), (Outcome::Hit, "all true"));
-    }
-
-    #[test]
-    fn any_true_rules() {
-        let rule = HitRule::AnyTrue(vec![
-            ("z".into(), "Z!".into()),
-            ("m".into(), "M!".into()),
-            ("a".into(), "A!".into()),
-        ]);
-        let d = decide(&rule, &obj(json!({"a": true, "z": true, "m": false})));
-        assert_eq!(
-            d,
-            Decision {
-                outcome: Outcome::Hit,
-                reason: "any true: z, a".into(),
-                on_hit: Some("Z!\nA!".into())
-            }
-        );
-        let d = decide(&rule, &obj(json!({"a": "true"})));
-        assert_eq!(
-            d,
-            Decision {
-                outcome: Outcome::Clean,
-                reason: "none true: z, m, a".into(),
-                on_hit: None
-            }
-        );
-    }
-
-    #[test]
-    fn no_answer_lists_attempts_and_keeps_the_end() {
-        let a = |r: &str, why: &str| Attempt {
-            runner: r.into(),
-            ok: false,
-            reason: why.into(),
-            elapsed_ms: None,
-            usage: None,
-        };
-        assert_eq!(no_answer_reason(&[]), "no runner answered");
-        assert_eq!(
-            no_answer_reason(&[a("codex", "not installed"), a("claude", "exit 1: x")]),
-            "no runner answered: codex: not installed; claude: exit 1: x"
-        );
-        let long = no_answer_reason(&[a("codex", &"y".repeat(400)), a("claude", "exit 1: tail")]);
-        assert_eq!(long.chars().count(), REASON_MAX_CHARS);
-        assert!(long.starts_with("no runner answered: y"));
-        assert!(long.ends_with("claude: exit 1: tail"));
-    }
-
-    #[test]
-    fn verdict_keys_are_in_spec_order() {
-        let v = Verdict {
-            id: "i".into(),
-            hook: Value::Null,
-            transcript: "".into(),
-            outcome: Outcome::Clean,
-            on_hit: Value::Null,
-            reason: "r".into(),
-            runner: None,
-            answer: None,
-            attempts: vec![],
-            finished_at: 1.5,
-            rule_id: None,
-        };
-        let text = serde_json::to_string(&v).unwrap();
-        assert_eq!(
-            text,
-            r#"{"id":"i","hook":null,"transcript":"","outcome":"clean","on_hit":null,"reason":"r","runner":null,"answer":null,"attempts":[],"finished_at":1.5}"#
-        );
-    }
-
-    /// The cases integrations/catstack/tests/test_judge.py also runs through the
-    /// drop-in's `verdict()`, so the Python copy of this file's rules cannot drift.
-    const SHARED_CASES: &str =
-        include_str!("../../integrations/catstack/tests/fixtures/verdict_cases.json");
-
-    #[test]
-    fn the_shared_verdict_cases_hold() {
-        let doc: Value = serde_json::from_str(SHARED_CASES).unwrap();
-        let cases = doc["cases"].as_array().unwrap();
-        assert!(cases.len() >= 10, "the shared cases file lost cases");
-        let rules = crate::core::job::TimeoutRules {
-            default_seconds: 60.0,
-            max_seconds: 600.0,
-        };
-        for case in cases {
-            let name = case["name"].as_str().unwrap();
-            let job = crate::core::job::parse_job(case["job"].to_string().as_bytes(), "x", rules)
-                .unwrap_or_else(|e| panic!("{name}: {}", e.reason));
-            let result = &case["result"];
-            let answered = result["outcome"] == "answered";
-            let answer = match (&result["answer"], result["runner"].as_str()) {
-                (Value::Object(obj), Some(runner)) if answered => {
-                    Some((runner.to_string(), obj.clone()))
-                }
-                _ => None,
-            };
-            let attempts: Vec<Attempt> =
-                serde_json::from_value(result.get("attempts").cloned().unwrap_or(json!([])))
-                    .unwrap();
-            let mut got = serde_json::to_value(verdict_for(&job, answer, attempts, 1.0)).unwrap();
-            assert_eq!(got["finished_at"], 1.0, "{name}");
-            got.as_object_mut().unwrap().remove("finished_at");
-            assert_eq!(got, case["verdict"], "{name}");
-        }
-    }
-}
+#[path = "verdict_tests.rs"]
+mod tests;

@@ -11,7 +11,10 @@ use crate::core::health::sign_of;
 use crate::core::job::{Job, Mode};
 use crate::core::runner_table::{Runner, build_invocation};
 use crate::core::spend::SpendEntry;
-use crate::core::verdict::{Attempt, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for};
+use crate::core::usage::output_format;
+use crate::core::verdict::{
+    Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
+};
 use crate::engine::flight::Flights;
 use crate::engine::limits::RunnerLimits;
 use crate::engine::prestart::{Prestart, Waiting};
@@ -20,7 +23,7 @@ use crate::engine::spawner::{Processes, Spawner};
 use crate::process::spawn::{RunSpec, StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
-use crate::store::spend_ledger::SpendLedger;
+use crate::store::spend_ledger::{Reservation, SpendLedger};
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 
@@ -194,9 +197,6 @@ pub async fn judge(
     if let Some(warning) = &job.mode_warning {
         tracing::warn!(id = %job.id, "{warning}");
     }
-    if let Some(reason) = spent(settings, extras) {
-        return Some(budget_verdict(job, &reason, now_unix()));
-    }
     let mut attempts = Vec::new();
     let mut answer = None;
     let table = settings.table(job.mode);
@@ -213,6 +213,12 @@ pub async fn judge(
         prestart: extras.prestart.as_ref(),
     };
     for runner in ordered {
+        // Reserved before each runner start (and before waiting for its slot, so a
+        // capped job ends at once): this process never passes the run cap.
+        let reservation = match reserve(settings, extras) {
+            Ok(reservation) => reservation,
+            Err(reason) => return Some(budget_verdict(job, &reason, attempts, now_unix())),
+        };
         // Biased: a stop that already fired wins over a free slot.
         let _slot = tokio::select! {
             biased;
@@ -235,10 +241,10 @@ pub async fn judge(
             let sign = sign_of(&end, found.is_some());
             health.record(runner, sign, &attempt.reason);
         }
-        if let Some(spend) = &extras.spend
+        if let Some(reservation) = reservation
             && started_a_process(&end)
         {
-            spend.record(&SpendEntry {
+            reservation.record(SpendEntry {
                 at: now_unix(),
                 runner: runner.name.clone(),
                 answered: found.is_some(),
@@ -254,16 +260,22 @@ pub async fn judge(
     Some(verdict_for(job, answer, attempts, now_unix()))
 }
 
-/// The `budget: ...` reason when the spend cap is reached; logged once a minute.
-fn spent(settings: &Settings, extras: &Extras) -> Option<String> {
-    let spend = extras.spend.as_ref()?;
-    let reason = spend.over_budget(&settings.config.budget())?;
+/// A run reserved under the spend cap (none without a ledger: `ask`, `eval`), or the
+/// `budget: ...` reason the cap stops it with, logged at most once a minute.
+fn reserve<'a>(settings: &Settings, extras: &'a Extras) -> Result<Option<Reservation<'a>>, String> {
+    let Some(spend) = extras.spend.as_ref() else {
+        return Ok(None);
+    };
+    let reason = match spend.reserve(&settings.config.budget()) {
+        Ok(reservation) => return Ok(Some(reservation)),
+        Err(reason) => reason,
+    };
     if spend.budget_log_due() {
         tracing::warn!(
             "{reason}: jobs end unchecked without starting a runner (this line repeats at most once a minute)"
         );
     }
-    Some(reason)
+    Err(reason)
 }
 
 /// A run that started a process: it may have cost something and counts toward the cap.
@@ -358,13 +370,20 @@ async fn attempt_runner(
         on_spawn(&runner.name, pgid)
     })
     .await;
-    let (mut attempt, found) = judge_attempt(
-        &runner.name,
-        &out.end,
-        &out.stdout,
-        &out.stderr,
-        out.stdout_cut,
-    );
+    let output = Output {
+        stdout: &out.stdout,
+        stderr: &out.stderr,
+        stdout_cut: out.stdout_cut,
+        format: output_format(&runner.argv),
+    };
+    let Judged {
+        mut attempt,
+        answer: found,
+        refused_usage,
+    } = judge_attempt(&runner.name, &out.end, output);
+    if let Some(why) = refused_usage {
+        tracing::warn!(id = %job.id, runner = %runner.name, "usage the runner reported is not counted: {why}");
+    }
     attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
     // Fields of a runner that reported no usage are left out of the line.
     let usage = attempt.usage.as_ref();

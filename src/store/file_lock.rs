@@ -37,8 +37,3 @@ pub fn try_lock_shared(file: &File) -> bool {
 pub fn lock_exclusive(file: &File) -> io::Result<()> {
     flock(file, FlockOperation::LockExclusive).map_err(io::Error::from)
 }
-
-/// Waits for a shared lock.
-pub fn lock_shared(file: &File) -> io::Result<()> {
-    flock(file, FlockOperation::LockShared).map_err(io::Error::from)
-}

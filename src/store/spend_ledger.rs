@@ -3,23 +3,39 @@
 //! `spend.lock` shared and compaction (dropping lines older than a day) holds it
 //! exclusive, so no append lands in a file being replaced. Not fsynced: a power loss
 //! may forget the last runs, which only loosens the cap by that much.
+//!
+//! Nothing a job waits for ever waits on `spend.lock` (any process of the user can
+//! hold it): every lock is tried without waiting. A run that finds it taken is kept in
+//! memory, counted by this process's cap at once, and appended when the lock is next
+//! had (the next run's start or end); past [`MAX_PENDING`] runs, and when the ledger is
+//! dropped at exit, they are appended without it: one `O_APPEND` write of whole lines,
+//! which the kernel keeps whole among other appends to a regular file. The one risk of
+//! that write is a compaction replacing the file at that moment, which would lose those
+//! lines (a looser cap, never a torn file: compaction publishes by rename). Reading the
+//! file takes no lock; an unreadable file leaves the cap to the runs read before and
+//! this process's own (it fails open: a stuck ledger must not stop judging, and the cap
+//! bounds spend, it guards nothing).
 
 use std::collections::VecDeque;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::core::spend::{Budget, DAY, SpendEntry, over_budget};
-use crate::store::file_lock::{lock_exclusive, lock_shared, open_lock_file};
+use crate::store::file_lock::{open_lock_file, try_lock_exclusive, try_lock_shared};
 use crate::store::state_dir::{NOFOLLOW, StateDir, now_unix, open_nofollow, publish};
 
 /// Appends between two looks at whether the ledger needs compacting.
 const COMPACT_EVERY: u64 = 512;
 /// The budget line is logged at most this often (SPEC: not per job).
-const BUDGET_LOG_SECONDS: f64 = 60.0;
+const BUDGET_LOG_EVERY: Duration = Duration::from_secs(60);
+/// Runs kept in memory while `spend.lock` is taken; past it they are appended without
+/// the lock (a lock held through this many runs is no compaction of ours).
+pub const MAX_PENDING: usize = 256;
 
 /// The ledger of a state folder, with the entries of the last day read so far.
 #[derive(Debug)]
@@ -27,8 +43,23 @@ pub struct SpendLedger {
     path: PathBuf,
     lock: PathBuf,
     logged: PathBuf,
-    window: Mutex<Window>,
+    book: Mutex<Book>,
     appends: AtomicU64,
+}
+
+/// This process's view: what it read of the file, the runs it has not appended yet,
+/// and the runs started and not ended.
+#[derive(Debug, Default)]
+struct Book {
+    window: Window,
+    pending: Vec<SpendEntry>,
+    in_flight: u64,
+    /// `spend.lock` was found taken and that was logged; cleared once it is had.
+    lock_taken_logged: bool,
+    /// Reading or appending failed and that was logged; cleared once it works.
+    read_failed_logged: bool,
+    append_failed_logged: bool,
+    budget_logged_at: Option<Instant>,
 }
 
 /// What this process has read of the ledger file.
@@ -37,6 +68,40 @@ struct Window {
     inode: u64,
     offset: u64,
     entries: VecDeque<SpendEntry>,
+}
+
+/// A run counted toward `max_runs_per_hour` from before its runner starts until it is
+/// recorded, or dropped unrecorded (a runner that started no process).
+#[must_use]
+pub struct Reservation<'a> {
+    ledger: &'a SpendLedger,
+    recorded: bool,
+}
+
+impl Reservation<'_> {
+    /// Records the run this reservation was for; a failure is logged, never fatal.
+    pub fn record(mut self, entry: SpendEntry) {
+        self.recorded = true;
+        {
+            let mut book = self.ledger.book();
+            book.in_flight = book.in_flight.saturating_sub(1);
+            book.pending.push(entry);
+            self.ledger.flush(&mut book, false);
+        }
+        if self.ledger.appends.fetch_add(1, Ordering::Relaxed) % COMPACT_EVERY == COMPACT_EVERY - 1
+        {
+            self.ledger.compact_if_stale();
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if !self.recorded {
+            let mut book = self.ledger.book();
+            book.in_flight = book.in_flight.saturating_sub(1);
+        }
+    }
 }
 
 impl SpendLedger {
@@ -52,83 +117,147 @@ impl SpendLedger {
             path: state.spend(),
             lock: state.spend_lock(),
             logged: state.spend_logged(),
-            window: Mutex::default(),
+            book: Mutex::default(),
             appends: AtomicU64::new(0),
         }
     }
 
-    /// Appends one run; a failure is logged, never fatal.
-    pub fn record(&self, entry: &SpendEntry) {
-        let Ok(mut line) = serde_json::to_vec(entry) else {
-            return;
-        };
-        line.push(b'\n');
-        if let Err(e) = self.append(&line) {
-            tracing::warn!(path = %self.path.display(), "cannot append to the spend ledger: {e}");
+    /// Reserves the next runner run under `budget`, or says why the cap stops it
+    /// (`budget: ...`). The check and the reservation are one step, so this process
+    /// never starts more runs than `max_runs_per_hour`; other processes' runs count
+    /// once they end (they are in the file then).
+    pub fn reserve(&self, budget: &Budget) -> Result<Reservation<'_>, String> {
+        let mut book = self.book();
+        self.flush(&mut book, false);
+        if !budget.is_unlimited() {
+            self.catch_up(&mut book);
+            let book = &*book;
+            let entries = book.window.entries.iter().chain(&book.pending);
+            if let Some(reason) = over_budget(entries, budget, now_unix(), book.in_flight) {
+                return Err(reason);
+            }
         }
-        if self.appends.fetch_add(1, Ordering::Relaxed) % COMPACT_EVERY == COMPACT_EVERY - 1 {
-            self.compact_if_stale();
-        }
-    }
-
-    fn append(&self, line: &[u8]) -> std::io::Result<()> {
-        let lock = open_lock_file(&self.lock)?;
-        lock_shared(&lock)?;
-        let mut file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(NOFOLLOW)
-            .open(&self.path)?;
-        // One write of a whole line: O_APPEND keeps lines of several writers whole.
-        file.write_all(line)
+        book.in_flight += 1;
+        Ok(Reservation {
+            ledger: self,
+            recorded: false,
+        })
     }
 
     /// The entries of the last day, this process's and every other writer's.
     pub fn recent(&self) -> Vec<SpendEntry> {
-        self.window().entries.iter().cloned().collect()
+        let mut book = self.book();
+        self.catch_up(&mut book);
+        let book = &*book;
+        book.window
+            .entries
+            .iter()
+            .chain(&book.pending)
+            .cloned()
+            .collect()
     }
 
-    /// The `budget: ...` reason when `budget` is spent; reads nothing when it is unlimited.
-    pub fn over_budget(&self, budget: &Budget) -> Option<String> {
-        if budget.is_unlimited() {
-            return None;
-        }
-        over_budget(&self.window().entries, budget, now_unix())
+    fn book(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The window, brought up to the file's end and cut to the last day.
-    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
-        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = read_new_lines(&self.path, &mut window) {
-            tracing::warn!(path = %self.path.display(), "cannot read the spend ledger: {e}");
+    /// Brings the window up to the file's end and cuts it to the last day. A failure
+    /// is logged once until a read works again; the window keeps what it had.
+    fn catch_up(&self, book: &mut Book) {
+        match read_new_lines(&self.path, &mut book.window) {
+            Ok(()) => book.read_failed_logged = false,
+            Err(e) if !book.read_failed_logged => {
+                book.read_failed_logged = true;
+                tracing::warn!(
+                    path = %self.path.display(),
+                    "cannot read the spend ledger ({e}): the cap counts the runs read before and this process's own until it can"
+                );
+            }
+            Err(_) => {}
         }
         let since = now_unix() - DAY;
-        while window.entries.front().is_some_and(|e| e.at < since) {
-            window.entries.pop_front();
+        while book.window.entries.front().is_some_and(|e| e.at < since) {
+            book.window.entries.pop_front();
         }
-        window
+    }
+
+    /// Appends the runs kept in memory: under `spend.lock` shared when it can be had at
+    /// once; without it when `unlocked_ok`, or when [`MAX_PENDING`] runs wait.
+    fn flush(&self, book: &mut Book, unlocked_ok: bool) {
+        if book.pending.is_empty() {
+            return;
+        }
+        let lock = open_lock_file(&self.lock);
+        let held = match &lock {
+            Ok(file) if try_lock_shared(file) => None,
+            Ok(_) => Some("another process holds it".to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        match held {
+            None if book.lock_taken_logged => {
+                book.lock_taken_logged = false;
+                tracing::info!(
+                    path = %self.lock.display(), runs = book.pending.len(),
+                    "spend.lock can be had again: the runs kept in memory are appended"
+                );
+            }
+            None => {}
+            Some(why) => {
+                if !book.lock_taken_logged {
+                    book.lock_taken_logged = true;
+                    tracing::warn!(
+                        path = %self.lock.display(),
+                        "spend.lock cannot be had at once ({why}): runs are kept in memory and counted by this process's cap, and appended once it is free (this line is not repeated per job)"
+                    );
+                }
+                if !unlocked_ok && book.pending.len() < MAX_PENDING {
+                    return;
+                }
+            }
+        }
+        match append(&self.path, &book.pending) {
+            Ok(()) => {
+                book.pending.clear();
+                book.append_failed_logged = false;
+            }
+            Err(e) => {
+                if !book.append_failed_logged {
+                    book.append_failed_logged = true;
+                    tracing::warn!(path = %self.path.display(), "cannot append to the spend ledger: {e}");
+                }
+                // Bounded: the oldest runs kept in memory go first.
+                let over = book.pending.len().saturating_sub(MAX_PENDING);
+                book.pending.drain(..over);
+            }
+        }
     }
 
     /// True at most once a minute across every process of the state folder: the
-    /// budget line's turn to be logged. Kept as `spend.logged`'s mtime.
+    /// budget line's turn to be logged. Kept as `spend.logged`'s mtime; `spend.lock`
+    /// (when it can be had at once) keeps two processes from both logging.
     pub fn budget_log_due(&self) -> bool {
-        // Held across the look and the touch, so two workers seeing the cap at the
-        // same moment log it once.
+        let mut book = self.book();
+        if book
+            .budget_logged_at
+            .is_some_and(|at| at.elapsed() < BUDGET_LOG_EVERY)
+        {
+            return false;
+        }
         let lock = open_lock_file(&self.lock);
-        if let Ok(lock) = &lock {
-            let _ = lock_exclusive(lock);
+        if let Ok(file) = &lock {
+            let _ = try_lock_exclusive(file);
         }
         let last = std::fs::symlink_metadata(&self.logged)
             .ok()
             .filter(std::fs::Metadata::is_file)
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.elapsed().ok());
-        if last.is_some_and(|age| age.as_secs_f64() < BUDGET_LOG_SECONDS) {
+        if last.is_some_and(|age| age < BUDGET_LOG_EVERY) {
             return false;
         }
-        // A failed write only means the next job logs again.
+        // A failed write only means another process may log again.
         let _ = publish(&self.logged, b"", false);
+        book.budget_logged_at = Some(Instant::now());
         true
     }
 
@@ -143,9 +272,14 @@ impl SpendLedger {
         }
     }
 
+    /// Compacts under `spend.lock` exclusive, or not at all when it cannot be had at
+    /// once (a later look does it).
     fn compact_locked(&self) -> std::io::Result<()> {
         let lock = open_lock_file(&self.lock)?;
-        lock_exclusive(&lock)?;
+        if !try_lock_exclusive(&lock) {
+            tracing::debug!(path = %self.lock.display(), "spend.lock is taken: compaction left for later");
+            return Ok(());
+        }
         let text = match crate::store::state_dir::read_nofollow(&self.path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -165,6 +299,36 @@ impl SpendLedger {
         }
         publish(&self.path, out.as_bytes(), false)
     }
+}
+
+impl Drop for SpendLedger {
+    /// At exit the runs still kept in memory are appended, with the lock if it can be
+    /// had at once and without it otherwise: losing them would loosen the cap.
+    fn drop(&mut self) {
+        let mut book = std::mem::take(self.book.get_mut().unwrap_or_else(PoisonError::into_inner));
+        self.flush(&mut book, true);
+    }
+}
+
+/// Appends `entries` as whole lines in one write to the ledger, a regular file: never
+/// a FIFO (opened without blocking) or a symlink.
+fn append(path: &Path, entries: &[SpendEntry]) -> std::io::Result<()> {
+    let mut lines = Vec::new();
+    for entry in entries {
+        serde_json::to_writer(&mut lines, entry).map_err(std::io::Error::other)?;
+        lines.push(b'\n');
+    }
+    let mut file: File = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    // One write of whole lines: O_APPEND keeps lines of several writers whole.
+    file.write_all(&lines)
 }
 
 /// The runs of the last day, read without compacting (for `status` and `doctor`).
@@ -190,7 +354,8 @@ fn first_line_is_stale(path: &Path) -> bool {
 }
 
 /// Reads what was appended since the last look; starts over when compaction replaced
-/// the file. A torn last line waits for its end; a bad line is skipped and logged.
+/// the file. A torn last line waits for its end; a bad line is skipped and logged, and
+/// so is a run whose usage is out of bounds (it counts as a run, not its usage).
 fn read_new_lines(path: &Path, window: &mut Window) -> std::io::Result<()> {
     let mut file = match open_nofollow(path) {
         Ok(f) => f,
@@ -214,120 +379,29 @@ fn read_new_lines(path: &Path, window: &mut Window) -> std::io::Result<()> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let mut bad = 0usize;
+    let (mut bad, mut forged) = (0usize, 0usize);
     for line in bytes[..whole]
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
     {
         match serde_json::from_slice::<SpendEntry>(line) {
-            Ok(entry) => window.entries.push_back(entry),
+            Ok(entry) => {
+                forged += usize::from(entry.usage.is_some() && entry.counted_usage().is_none());
+                window.entries.push_back(entry);
+            }
             Err(_) => bad += 1,
         }
     }
     if bad > 0 {
         tracing::warn!(path = %path.display(), lines = bad, "spend ledger lines that are not runs were skipped");
     }
+    if forged > 0 {
+        tracing::warn!(path = %path.display(), lines = forged, "spend ledger runs with usage out of the per-run bounds count as runs, not their tokens or cost");
+    }
     window.offset += whole as u64;
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(at: f64, runner: &str) -> SpendEntry {
-        SpendEntry {
-            at,
-            runner: runner.into(),
-            answered: true,
-            usage: None,
-        }
-    }
-
-    #[test]
-    fn runs_recorded_by_two_writers_are_read_by_both_and_survive_reopening() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        let a = SpendLedger::open(&state);
-        let b = SpendLedger::open(&state);
-        let now = now_unix();
-        a.record(&entry(now, "claude"));
-        b.record(&entry(now, "codex"));
-        assert_eq!(a.recent().len(), 2);
-        a.record(&entry(now, "claude"));
-        assert_eq!(b.recent().len(), 3);
-        assert_eq!(SpendLedger::open(&state).recent().len(), 3);
-    }
-
-    #[test]
-    fn opening_drops_runs_older_than_a_day_and_readers_start_over() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        let reader = SpendLedger::open(&state);
-        let now = now_unix();
-        reader.record(&entry(now - DAY - 10.0, "old"));
-        reader.record(&entry(now, "new"));
-        assert_eq!(reader.recent().len(), 1, "the window drops the old run");
-        let _compacting = SpendLedger::open(&state);
-        let text = std::fs::read_to_string(state.spend()).unwrap();
-        assert_eq!(text.lines().count(), 1, "{text}");
-        reader.record(&entry(now, "newer"));
-        let names: Vec<String> = reader.recent().into_iter().map(|e| e.runner).collect();
-        assert_eq!(names, ["new", "newer"]);
-    }
-
-    #[test]
-    fn opening_a_ledger_with_a_fresh_first_line_rewrites_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        SpendLedger::open(&state).record(&entry(now_unix(), "x"));
-        let inode = std::fs::metadata(state.spend()).unwrap().ino();
-        let _again = SpendLedger::open(&state);
-        assert_eq!(std::fs::metadata(state.spend()).unwrap().ino(), inode);
-        assert!(!first_line_is_stale(&state.spend()));
-        std::fs::write(state.spend(), "not a run\n").unwrap();
-        assert!(first_line_is_stale(&state.spend()));
-    }
-
-    #[test]
-    fn bad_and_torn_lines_are_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        let now = now_unix();
-        let good = serde_json::to_string(&entry(now, "x")).unwrap();
-        std::fs::write(state.spend(), format!("not json\n{good}\n{{\"at\":")).unwrap();
-        let ledger = SpendLedger::unopened(&state);
-        assert_eq!(ledger.recent().len(), 1);
-        let mut f = OpenOptions::new().append(true).open(state.spend()).unwrap();
-        f.write_all(format!("{now},\"runner\":\"y\",\"answered\":false}}\n").as_bytes())
-            .unwrap();
-        assert_eq!(ledger.recent().len(), 2, "the torn line once whole");
-    }
-
-    #[test]
-    fn the_budget_line_is_due_once_a_minute() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        let ledger = SpendLedger::open(&state);
-        assert!(ledger.budget_log_due());
-        assert!(!ledger.budget_log_due());
-        assert!(
-            !SpendLedger::open(&state).budget_log_due(),
-            "across writers"
-        );
-    }
-
-    #[test]
-    fn an_unlimited_budget_reads_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        std::fs::create_dir(state.spend()).unwrap();
-        let ledger = SpendLedger::open(&state);
-        assert_eq!(ledger.over_budget(&Budget::default()), None);
-        let tight = Budget {
-            max_runs_per_hour: Some(0),
-            ..Budget::default()
-        };
-        assert!(ledger.over_budget(&tight).is_some());
-    }
-}
+#[path = "spend_ledger_tests.rs"]
+mod tests;
