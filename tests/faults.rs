@@ -287,9 +287,13 @@ fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again()
             &json!({"prompt": name, "timeout_seconds": 300, "transcript": "T", "hit_if_all_true": ["ok"]}),
         );
     }
-    // The daemon, 2 + 66 + 3 runner processes once every fault is fully started.
+    // Every fault fully started (its ready file), then the daemon, 2 + 66 + 3 runner
+    // processes.
     world::wait_for("faults running", world::DEADLINE, || {
-        marked(&mark).len() >= 1 + 2 + 66 + 3
+        cases
+            .iter()
+            .all(|(name, _)| w.path(&format!("{name}.ready")).exists())
+            && marked(&mark).len() >= 1 + 2 + 66 + 3
     });
     let first_daemon = d.child.id();
     d.kill9();
