@@ -78,7 +78,7 @@ fn still_serving(w: &World, d: &mut world::Daemon, mark: &str) {
         w.verdicts().len() == before + 1
     });
     assert_eq!(w.verdict("sentinel")["runner"], "rec");
-    let left = wait_no_marked(mark, &[d.child.id()], Duration::from_secs(10));
+    let left = wait_no_marked(mark, &[d.child.id()], Duration::from_secs(30));
     assert!(left.is_empty(), "left running: {left:?}");
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
@@ -388,7 +388,7 @@ fn a_250_byte_job_file_name_gets_one_verdict() {
         name.as_bytes(),
         br#"{"prompt": "long", "transcript": "T"}"#,
     );
-    wait_for("the long-named job judged", Duration::from_secs(20), || {
+    wait_for("the long-named job judged", DEADLINE, || {
         w.verdicts().len() == 1
     });
     assert!(w.jobs_left().is_empty());

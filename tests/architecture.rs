@@ -1,6 +1,7 @@
 //! docs/architecture.md as a test: every `crate::` and `super::` path in `src/`
 //! (outside unit-test modules) names the module's own layer or one below it, and the
-//! modules import each other without a circle.
+//! modules import each other without a circle. And the README's test command is the
+//! one `.ci/run` runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -177,4 +178,23 @@ fn modules_use_only_their_layer_and_those_below_without_a_circle() {
         let circle = visit(module, &edges, &mut Vec::new(), &mut done);
         assert!(circle.is_none(), "import circle: {circle:?}");
     }
+}
+
+/// The README's first block names the test command; `.ci/run` must run exactly it.
+#[test]
+fn the_readmes_test_command_is_the_one_ci_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let command = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("cargo test "))
+            .map(str::to_string)
+            .collect()
+    };
+    let readme_block: String = readme.split("```").nth(1).unwrap_or_default().to_string();
+    let readme_command = command(&readme_block);
+    assert_eq!(readme_command.len(), 1, "{readme_command:?}");
+    assert_eq!(command(&ci), readme_command, "README.md against .ci/run");
 }

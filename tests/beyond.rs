@@ -282,10 +282,14 @@ fn ten_identical_jobs_start_one_runner() {
 fn a_runner_limit_of_one_never_overlaps_across_eight_workers() {
     let w = World::new();
     let script = w.path("bin/limited.sh");
+    // Each run holds the one slot until judge.log shows a job waiting for it (bounded:
+    // 30 s), so another job is seen waiting however slowly the machine starts them.
     fs::write(
         &script,
         format!(
-            "W={}\necho \"start $(date +%s%N)\" >> $W/spans\nsleep 0.1\necho \"end $(date +%s%N)\" >> $W/spans\necho '{{\"ok\": true}}'\n",
+            "W={}\necho \"start $(date +%s%N)\" >> $W/spans\n\
+             n=0; while ! grep -q 'waiting for a free runner slot' $W/state/judge.log && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n\
+             sleep 0.1\necho \"end $(date +%s%N)\" >> $W/spans\necho '{{\"ok\": true}}'\n",
             w.path("").display()
         ),
     )

@@ -13,6 +13,11 @@ use common::*;
 use pinned::*;
 use serde_json::{Value, json};
 
+/// The job timeout of a test where one runner must time out beside runners that must
+/// answer: many times what a fake takes to answer (or to say something first) on a
+/// loaded machine, so the timeout only ever ends the one that hangs.
+const SLOW_TIMEOUT: u64 = 5;
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -176,7 +181,7 @@ fn investigate_job_timeout_stops_a_slow_runner() {
     let job = w.job(
         "inv2",
         &json!({
-            "prompt": "look around", "mode": "investigate", "timeout_seconds": 0.5,
+            "prompt": "look around", "mode": "investigate", "timeout_seconds": SLOW_TIMEOUT,
             "cwd": s(&w.work), "hit_if_all_true": ["found"],
         }),
     );
@@ -186,13 +191,13 @@ fn investigate_job_timeout_stops_a_slow_runner() {
     assert_eq!(done.code, Some(0), "{done:?}");
     let cwd = s(&w.work);
     w.log_line_ending(&format!(
-        " INFO runner start id=inv2 runner=codex timeout=0.5 cwd={cwd}"
+        " INFO runner start id=inv2 runner=codex timeout={SLOW_TIMEOUT} cwd={cwd}"
     ));
     let v = w.verdict("", "inv2");
     assert_eq!(
         attempts(&v),
         expected(&[
-            ("codex", false, "timed out after 0.5s"),
+            ("codex", false, &format!("timed out after {SLOW_TIMEOUT}s")),
             ("claude", true, "answered")
         ])
     );
@@ -529,7 +534,7 @@ fn every_attempt_reason_of_the_spec_is_pinned() {
     let config = w.config("grace.toml", "kill_grace_seconds = 1\n");
     let job = w.job(
         "reasons",
-        &json!({"prompt": "p", "timeout_seconds": 0.5, "hit_if_all_true": ["fine"]}),
+        &json!({"prompt": "p", "timeout_seconds": SLOW_TIMEOUT, "hit_if_all_true": ["fine"]}),
     );
     let done = w.run_job_configured(&job, &runners, &config);
     assert_eq!(done.code, Some(0), "{done:?}");
@@ -543,7 +548,11 @@ fn every_attempt_reason_of_the_spec_is_pinned() {
                 false,
                 "NotFound: No such file or directory (os error 2)"
             ),
-            ("slow", false, "timed out after 0.5s: still thinking"),
+            (
+                "slow",
+                false,
+                &format!("timed out after {SLOW_TIMEOUT}s: still thinking"),
+            ),
             ("out", false, "exit 3: only stdout"),
             ("sig", false, "exit -9: about to die"),
             (
@@ -625,7 +634,7 @@ fn a_runner_that_ignores_sigterm_and_leaves_a_setsid_grandchild_does_not_hang_th
     let config = w.config("grace.toml", "kill_grace_seconds = 1\n");
     let job = w.job(
         "tree",
-        &json!({"prompt": "p", "timeout_seconds": 1, "hit_if_all_true": ["a"]}),
+        &json!({"prompt": "p", "timeout_seconds": SLOW_TIMEOUT, "hit_if_all_true": ["a"]}),
     );
     let mut cmd = w.command();
     cmd.env(RUNNERS_VAR, &runners)
@@ -633,21 +642,23 @@ fn a_runner_that_ignores_sigterm_and_leaves_a_setsid_grandchild_does_not_hang_th
         .arg(&config)
         .arg("run")
         .arg(&job);
-    let done = w.start(cmd).finish(Duration::from_secs(15));
+    let done = w.start(cmd).finish(NO_HANG);
     assert_eq!(done.code, Some(0), "{done:?}");
     let v = w.verdict("", "tree");
     assert_eq!(
         attempts(&v),
         expected(&[
-            ("stubborn", false, "timed out after 1s"),
+            (
+                "stubborn",
+                false,
+                &format!("timed out after {SLOW_TIMEOUT}s")
+            ),
             ("ok", true, "answered")
         ])
     );
     assert_eq!(v["outcome"], "hit");
     let pids = [read_pid(&runner_pid), read_pid(&grandchild_pid)];
-    let all_gone = wait_until(within(Duration::from_secs(10)), || {
-        pids.iter().all(|&p| process_gone(p))
-    });
+    let all_gone = wait_until(within(NO_HANG), || pids.iter().all(|&p| process_gone(p)));
     let alive: Vec<u32> = pids.into_iter().filter(|&p| !process_gone(p)).collect();
     assert!(all_gone, "runner processes still alive: {alive:?}");
     cleanup.armed = false;

@@ -73,8 +73,11 @@ fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
 fn never_more_than_workers_runners_at_once() {
     let w = World::new();
     w.config("workers = 3");
+    // Each runner waits (bounded) until a second one has started before its 0.3 s: a
+    // pool that runs jobs side by side shows it however slowly the machine starts them.
     let body = format!(
-        "echo \"start $(date +%s%N)\" >> $W/spans\nsleep 0.3\necho \"end $(date +%s%N)\" >> $W/spans\n{}",
+        "echo \"start $(date +%s%N)\" >> $W/spans\n{}sleep 0.3\necho \"end $(date +%s%N)\" >> $W/spans\n{}",
+        until_started(2, "$W/spans"),
         answer(r#"{"ok": true}"#)
     );
     let slow = w.runner("slow", &body);
@@ -89,6 +92,13 @@ fn never_more_than_workers_runners_at_once() {
     assert!(peak >= 2, "the pool ran jobs in parallel (peak {peak})");
 }
 
+/// Shell that waits (at most 30 s) until `spans` holds `n` start lines.
+fn until_started(n: usize, spans: &str) -> String {
+    format!(
+        "n=0; while [ \"$(grep -c start {spans})\" -lt {n} ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n"
+    )
+}
+
 /// A reload that lowers `workers` while jobs run holds new jobs back until fewer than
 /// the new count hold a slot, and a reload that raises it lets more run at once.
 #[test]
@@ -97,9 +107,12 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
     w.config("workers = 3");
     // The prompt is "<phase> <seconds> <n>" (distinct, so no answer is reused): spans
     // go to $W/spans.<phase>.
+    // Phase "more" waits for a second start (as in never_more_than_workers_runners_at_once).
     let body = format!(
-        "set -- $1\necho \"start $(date +%s%N)\" >> $W/spans.$1\nsleep $2\n\
+        "set -- $1\necho \"start $(date +%s%N)\" >> $W/spans.$1\n\
+         if [ \"$1\" = more ]; then {}fi\nsleep $2\n\
          echo \"end $(date +%s%N)\" >> $W/spans.$1\n{}",
+        until_started(2, "$W/spans.more"),
         answer(r#"{"ok": true}"#)
     );
     let sleeper = w.runner("sleeper", &body);
@@ -764,8 +777,9 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
         "{}",
         w.log()
     );
-    // 0.1 + 0.2 + 10 s, then at most 5 s for the slots: not held up by the stuck job.
-    assert!(took < Duration::from_secs(25), "exit took {took:?}");
+    // 0.1 + 0.2 + 10 s, then at most 5 s for the slots (15.3 s): not held up by the
+    // stuck job (an upper bound with room for a loaded machine).
+    assert!(took < Duration::from_secs(40), "exit took {took:?}");
     assert!(!is_alive(runner), "runner {runner} outlived the daemon");
     assert_eq!(w.jobs_left(), ["j.json"], "{}", w.log());
     assert!(w.verdicts().is_empty());
@@ -787,9 +801,9 @@ fn a_cwd_on_a_hung_file_system_stalls_no_other_job() {
     let mut d = w.start_with(cmd);
     w.job(
         "hung",
-        &json!({"prompt": "p", "cwd": hung, "mode": "investigate", "timeout_seconds": 5}),
+        &json!({"prompt": "p", "cwd": hung, "mode": "investigate", "timeout_seconds": 30}),
     );
-    w.job("next", &json!({"prompt": "p", "timeout_seconds": 5}));
+    w.job("next", &json!({"prompt": "p", "timeout_seconds": 30}));
     wait_for("both jobs judged", DEADLINE, || w.verdicts().len() == 2);
     assert_eq!(w.verdict("hung")["outcome"], "hit");
     assert_eq!(w.verdict("next")["outcome"], "hit");
@@ -807,9 +821,9 @@ fn a_cwd_on_a_hung_file_system_stalls_no_other_job() {
 fn a_job_file_written_in_place_is_judged_once_from_its_whole_content() {
     use std::io::Write;
     let w = World::new();
-    // Twice the default: a producer paused by a loaded machine between two chunks
+    // Five times the default: a producer paused by a loaded machine between two chunks
     // must not pass for one that gave up.
-    w.config("job_settle_seconds = 2");
+    w.config("job_settle_seconds = 5");
     let seen = w.path("prompts");
     let runner = w.runner(
         "r",
@@ -824,8 +838,13 @@ fn a_job_file_written_in_place_is_judged_once_from_its_whole_content() {
     let prompt = format!("the whole prompt {}", "x".repeat(200));
     let text = json!({"prompt": prompt, "id": "slow", "hit_if_all_true": ["ok"]}).to_string();
     let mut file = fs::File::create(w.state().join("jobs/slow.json")).unwrap();
-    // The producer's own pace (not a wait for the daemon): 8 chunks over about 1 s.
-    for chunk in text.as_bytes().chunks(text.len().div_ceil(8)) {
+    let mut chunks = text.as_bytes().chunks(text.len().div_ceil(8));
+    file.write_all(chunks.next().unwrap()).unwrap();
+    // The daemon has seen the file half-written (however slowly it looked) ...
+    w.wait_log("job file still being written");
+    // ... and the producer goes on at its own pace (not a wait for the daemon): 7
+    // more chunks over about 1 s.
+    for chunk in chunks {
         std::thread::sleep(Duration::from_millis(150));
         file.write_all(chunk).unwrap();
     }

@@ -16,7 +16,7 @@ use serde_json::json;
 use world::World;
 
 /// How long a leftover gets to disappear (generous: proves nothing survives).
-const GONE: Duration = Duration::from_secs(10);
+const GONE: Duration = Duration::from_secs(30);
 /// The token in every escapee's command line (guards the reaper against pid reuse).
 const TOKEN: &str = "sleep 3019";
 
@@ -24,7 +24,7 @@ const TOKEN: &str = "sleep 3019";
 fn escape(file: &str) -> String {
     format!(
         "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/{file}; exec {TOKEN}\" </dev/null >/dev/null 2>&1 &\n\
-         i=0; while [ ! -s $W/{file} ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n"
+         i=0; while [ ! -s $W/{file} ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n"
     )
 }
 
@@ -67,7 +67,9 @@ fn an_escapee_is_stopped_while_another_job_still_runs() {
     w.wait_log("daemon start");
     let job = |name: &str| json!({"prompt": name, "transcript": "T", "hit_if_all_true": ["ok"]});
     w.job("slow", &job("slow"));
-    world::wait_for("slow job running", GONE, || w.path("slow.started").exists());
+    world::wait_for("slow job running", world::DEADLINE, || {
+        w.path("slow.started").exists()
+    });
     w.job("leaver", &job("leaver"));
     world::wait_for("leaver judged", Duration::from_secs(60), || {
         w.verdicts().len() == 1
@@ -96,7 +98,9 @@ fn an_escapee_is_stopped_through_a_daemon_shutdown() {
     let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
     w.wait_log("daemon start");
     w.job("hang", &json!({"prompt": "p", "timeout_seconds": 300}));
-    world::wait_for("runner hanging", GONE, || w.path("hanging").exists());
+    world::wait_for("runner hanging", world::DEADLINE, || {
+        w.path("hanging").exists()
+    });
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
     assert_eq!(

@@ -6,6 +6,11 @@
 //! test's judge starts carries a per-test marker variable, so `/proc` is searched for
 //! leftovers the fakes did not write down too. (Gigabytes of output, with the memory
 //! bound, are in `tests/faults_memory.rs`: getrusage covers a whole test binary.)
+//!
+//! No stop races a fake's start-up: each fake writes `$W/<fault>.ready` once every
+//! process it means to start is up. A test about the tree it leaves is stopped by the
+//! test once the fake is ready; a test about the timeout itself gives the fake a
+//! timeout many times what its start-up takes, and checks it was ready in time.
 
 mod support;
 use support::{reliability, world};
@@ -16,10 +21,24 @@ use reliability::*;
 use serde_json::{Value, json};
 use world::World;
 
-/// Kill grace in every config of this file.
-/// Generous: proves nothing hangs (2 s of pipe drain, slow CI), asserts no speed.
 /// How long leftovers get to disappear after the judge is done.
-const GONE: Duration = Duration::from_secs(10);
+/// Generous: proves nothing hangs (2 s of pipe drain, slow CI), asserts no speed.
+const GONE: Duration = Duration::from_secs(30);
+/// The timeout of a fault test about the timeout: many times the fake's start-up (a
+/// few processes) on a loaded machine, so the timeout never comes before it is ready.
+const TIMEOUT: f64 = 5.0;
+
+/// How a fault job ends.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// Its timeout (seconds); the fake must have written its ready file by then.
+    Timeout(f64),
+    /// The test sends the runner's group SIGTERM once the fake is ready (its timeout
+    /// never comes).
+    WhenReady,
+    /// The fake answers by itself.
+    Answers(f64),
+}
 
 /// What one fault run left.
 struct Ran {
@@ -34,14 +53,26 @@ struct Ran {
 /// Runs one job with one fake runner through `llm-judge run`, checks the common
 /// invariants (exit 0, ended in time, one verdict, job and claim gone, nothing left
 /// running) and returns the verdict.
-fn run_fault(name: &str, body: &str, timeout: f64, escaped: Option<(&str, &str)>) -> Ran {
+fn run_fault(name: &str, body: &str, stop: Stop, escaped: Option<(&str, &str)>) -> Ran {
     let w = World::new();
     let mark = new_mark(name);
     let mut reaper = Reaper::new(&mark);
     if let Some((file, token)) = escaped {
         reaper.pid_files.push((w.path(file), token.to_string()));
     }
-    let elapsed = run_one_job(&w, &mark, name, body, timeout);
+    let ready = format!("{name}.ready");
+    let elapsed = match stop {
+        Stop::Timeout(timeout) => {
+            let elapsed = run_one_job(&w, &mark, name, body, timeout);
+            assert!(
+                w.path(&ready).exists(),
+                "{name}: the fake was not ready within its {timeout} s timeout"
+            );
+            elapsed
+        }
+        Stop::WhenReady => run_one_job_stopped_when_ready(&w, &mark, name, body, &ready),
+        Stop::Answers(timeout) => run_one_job(&w, &mark, name, body, timeout),
+    };
     assert!(w.jobs_left().is_empty(), "{:?}", w.jobs_left());
     assert!(entries(&w.state().join("claims")).is_empty());
     let verdict = w.verdict(name);
@@ -68,100 +99,130 @@ fn first_reason(v: &Value) -> String {
         .to_string()
 }
 
-// The bodies, shared by the `run` tests and the all-at-once daemon test. `$W` is the
-// world folder; each body appends to `$W/pids` (one file per test in the `run` tests).
+// The bodies, shared by the `run` tests and the daemon tests. `$W` is the world
+// folder; each body appends to `$W/pids` (one file per test in the `run` tests, the
+// runner's own pid first) and touches `$W/<fault>.ready` once everything it starts is up.
 
 const IGNORES_TERM: &str = "trap '' TERM\n\
     hostpid >> $W/pids\n\
+    touch $W/ignores_term.ready\n\
     while :; do sleep 0.2 & outerpid $! >> $W/pids; wait $!; done";
 
 /// 50 background sleeps (half of them ignoring SIGTERM), 5 sub-shells each with 2
-/// more, then it hangs. Bounded: a loop cap, not `ulimit -u` (root ignores it).
+/// more (each of those 15 also writes a line to `$W/forks_fifty.up`), then it hangs:
+/// 66 pids in all. Bounded: a loop cap, not `ulimit -u` (root ignores it).
 const FORKS_FIFTY: &str = "hostpid >> $W/pids\n\
     i=0\n\
     while [ $i -lt 25 ]; do sleep 300 & outerpid $! >> $W/pids; (trap '' TERM; exec sleep 300) & outerpid $! >> $W/pids; i=$((i+1)); done\n\
     j=0\n\
-    while [ $j -lt 5 ]; do sh -c 'read -r p _ </proc/self/stat; for k in 1 2; do sh -c \"read -r q _ </proc/self/stat; echo \\$q >> '$W'/pids; exec sleep 300\" & done; echo $p >> '$W'/pids; wait' & j=$((j+1)); done\n\
+    while [ $j -lt 5 ]; do sh -c 'read -r p _ </proc/self/stat; for k in 1 2; do sh -c \"read -r q _ </proc/self/stat; echo \\$q >> '$W'/pids; echo up >> '$W'/forks_fifty.up; exec sleep 300\" & done; echo $p >> '$W'/pids; echo up >> '$W'/forks_fifty.up; wait' & j=$((j+1)); done\n\
+    n=0; while [ \"$(cat $W/forks_fifty.up 2>/dev/null | wc -l)\" -lt 15 ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done\n\
+    touch $W/forks_fifty.ready\n\
     wait";
 
 /// A grandchild in its own session (setsid), holding the runner's stdout; the runner hangs.
 const SETSID_GRANDCHILD_HANGS: &str = "hostpid >> $W/pids\n\
-    setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; exec sleep 300\" &\n\
+    setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/setsid_hangs.up; exec sleep 300\" &\n\
     sleep 300 & outerpid $! >> $W/pids\n\
+    n=0; while [ ! -e $W/setsid_hangs.up ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done\n\
+    touch $W/setsid_hangs.ready\n\
     wait";
 
 /// The runner answers and exits at once; its setsid'd grandchild keeps stdout open.
 const SETSID_GRANDCHILD_HOLDS_PIPE: &str = "setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/ready.$$; exec sleep 300\" &\n\
-    i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+    i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
     echo '{\"ok\": true}'";
 
 /// The runner answers and exits; a double-forked daemon (own session, re-parented to
 /// init, stdio closed) stays behind.
 const DAEMONIZED_GRANDCHILD: &str = "setsid sh -c \"sh -c 'read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/ready.$$; exec sleep 300' </dev/null >/dev/null 2>&1 &\" </dev/null >/dev/null 2>&1\n\
-    i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+    i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
     echo '{\"ok\": true}'";
 
 /// Closes stdout and stderr at once, then keeps running past the timeout.
 const CLOSES_OUTPUT: &str = "exec >&- 2>&-\n\
     hostpid >> $W/pids\n\
     sleep 300 & outerpid $! >> $W/pids\n\
+    touch $W/closes_output.ready\n\
     wait";
 
 #[test]
 fn a_runner_ignoring_sigterm_is_killed_after_the_grace() {
-    let r = run_fault("ignores_term", IGNORES_TERM, 1.0, None);
-    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    let r = run_fault("ignores_term", IGNORES_TERM, Stop::Timeout(TIMEOUT), None);
+    assert_eq!(first_reason(&r.verdict), "timed out after 5s");
     assert_eq!(r.verdict["outcome"], "unchecked");
+    // The grace is what this test is about: a lower bound, which load only lengthens.
     assert!(
-        r.elapsed.as_secs_f64() >= 1.0 + GRACE * 0.9,
+        r.elapsed.as_secs_f64() >= TIMEOUT + GRACE * 0.9,
         "SIGKILL came before the grace: {:?}",
         r.elapsed
     );
-    assert!(r.w.log().contains("timed out after 1s"), "{}", r.w.log());
+    assert!(r.w.log().contains("timed out after 5s"), "{}", r.w.log());
 }
 
+/// The runner's group gets SIGTERM (as at a timeout) only once all 66 processes run:
+/// the 25 that ignore it, and whatever the runner's death leaves, must still go.
 #[test]
 fn a_runner_that_forks_fifty_children_then_hangs_leaves_none() {
-    let r = run_fault("forks_fifty", FORKS_FIFTY, 1.0, None);
-    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    let r = run_fault("forks_fifty", FORKS_FIFTY, Stop::WhenReady, None);
+    assert_eq!(first_reason(&r.verdict), "exit -15");
     let recorded = pids_in_file(&r.w.path("pids"));
-    assert!(
-        recorded.len() >= 1 + 50 + 5 * 3 - 5,
-        "the fake started its children ({} pids recorded)",
-        recorded.len()
+    assert_eq!(
+        recorded.len(),
+        1 + 50 + 5 * 3,
+        "the fake started its children"
     );
 }
 
 #[test]
 fn a_setsid_grandchild_of_a_hanging_runner_is_stopped() {
-    let r = run_fault("setsid_hangs", SETSID_GRANDCHILD_HANGS, 1.0, None);
-    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    let r = run_fault(
+        "setsid_hangs",
+        SETSID_GRANDCHILD_HANGS,
+        Stop::WhenReady,
+        None,
+    );
+    assert_eq!(first_reason(&r.verdict), "exit -15");
     assert_eq!(pids_in_file(&r.w.path("pids")).len(), 3);
 }
 
+/// Far below the timeout (120 s), however loaded the machine: the judge did not wait
+/// for the grandchild's pipe (held for 300 s).
+const WELL_BELOW_THE_TIMEOUT: Duration = Duration::from_secs(60);
+
 #[test]
 fn a_setsid_grandchild_holding_stdout_neither_hangs_the_judge_nor_survives() {
-    let r = run_fault("setsid_pipe", SETSID_GRANDCHILD_HOLDS_PIPE, 60.0, None);
+    let r = run_fault(
+        "setsid_pipe",
+        SETSID_GRANDCHILD_HOLDS_PIPE,
+        Stop::Answers(120.0),
+        None,
+    );
     assert_eq!(first_reason(&r.verdict), "answered");
     assert_eq!(r.verdict["outcome"], "hit");
-    // Far below the 60 s timeout: the judge did not wait for the grandchild's pipe.
-    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+    assert!(r.elapsed < WELL_BELOW_THE_TIMEOUT, "{:?}", r.elapsed);
     assert_eq!(pids_in_file(&r.w.path("pids")).len(), 1);
 }
 
 #[test]
 fn a_double_forked_daemon_left_by_an_answering_runner_is_stopped() {
-    let r = run_fault("daemonized", DAEMONIZED_GRANDCHILD, 60.0, None);
+    let r = run_fault(
+        "daemonized",
+        DAEMONIZED_GRANDCHILD,
+        Stop::Answers(120.0),
+        None,
+    );
     assert_eq!(first_reason(&r.verdict), "answered");
-    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+    assert!(r.elapsed < WELL_BELOW_THE_TIMEOUT, "{:?}", r.elapsed);
     assert_eq!(pids_in_file(&r.w.path("pids")).len(), 1);
     let _ = r.mark;
 }
 
+/// Closed output is not an end: the timeout itself stops the runner.
 #[test]
 fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
-    let r = run_fault("closes_output", CLOSES_OUTPUT, 1.0, None);
-    assert_eq!(first_reason(&r.verdict), "timed out after 1s");
+    let r = run_fault("closes_output", CLOSES_OUTPUT, Stop::Timeout(TIMEOUT), None);
+    assert_eq!(first_reason(&r.verdict), "timed out after 5s");
     assert_eq!(pids_in_file(&r.w.path("pids")).len(), 2);
 }
 
@@ -172,12 +233,12 @@ fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
 #[test]
 fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
     let body = "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
-        i=0; while [ ! -s $W/escaped.pids ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+        i=0; while [ ! -s $W/escaped.pids ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
         echo '{\"ok\": true}'";
     let r = run_fault(
         "env_cleared",
         body,
-        60.0,
+        Stop::Answers(120.0),
         Some(("escaped.pids", "sleep 3017")),
     );
     assert_eq!(first_reason(&r.verdict), "answered");
@@ -226,9 +287,13 @@ fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again()
             &json!({"prompt": name, "timeout_seconds": 300, "transcript": "T", "hit_if_all_true": ["ok"]}),
         );
     }
-    // The daemon, 2 + 66 + 3 runner processes once every fault is fully started.
-    world::wait_for("faults running", Duration::from_secs(30), || {
-        marked(&mark).len() >= 1 + 2 + 66 + 3
+    // Every fault fully started (its ready file), then the daemon, 2 + 66 + 3 runner
+    // processes.
+    world::wait_for("faults running", world::DEADLINE, || {
+        cases
+            .iter()
+            .all(|(name, _)| w.path(&format!("{name}.ready")).exists())
+            && marked(&mark).len() >= 1 + 2 + 66 + 3
     });
     let first_daemon = d.child.id();
     d.kill9();

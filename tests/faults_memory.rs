@@ -24,7 +24,7 @@ fn judge_one(name: &str, body: &str, timeout: f64) -> (World, serde_json::Value,
     let (elapsed, rss) = run_one_job_measured(&w, &mark, name, body, timeout);
     eprintln!("{name}: max RSS of the judge's tree {rss} KiB");
     assert!(rss < MAX_RSS_KIB, "{name}: max RSS {rss} KiB");
-    let left = wait_no_marked(&mark, &[], Duration::from_secs(10));
+    let left = wait_no_marked(&mark, &[], Duration::from_secs(30));
     assert!(left.is_empty(), "{name}: processes left running: {left:?}");
     assert!(w.jobs_left().is_empty());
     let v = w.verdict(name);

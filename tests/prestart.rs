@@ -173,13 +173,14 @@ fn the_timeout_starts_when_the_prompt_is_written() {
     let (p1, ..) = wait_starts(&w, 1)[0].clone();
     let started = std::time::Instant::now();
     // The runner must wait longer than the job's timeout before its job comes: time
-    // passing is what this test is about, so this wait is on the clock.
-    wait_for("the runner to wait past 1.5 s", DEADLINE, || {
-        started.elapsed().as_secs_f64() > 1.5
+    // passing is what this test is about, so this wait is on the clock. The timeout
+    // (3 s) is many times what the waiting fake takes to answer on a loaded machine.
+    wait_for("the runner to wait past 4 s", DEADLINE, || {
+        started.elapsed().as_secs_f64() > 4.0
     });
     w.job(
         "slow",
-        &json!({"prompt": "q", "hit_if_all_true": ["ok"], "timeout_seconds": 1}),
+        &json!({"prompt": "q", "hit_if_all_true": ["ok"], "timeout_seconds": 3}),
     );
     let v = wait_verdict(&w, "slow");
     assert_eq!(v["outcome"], "hit", "not timed out: {v}");

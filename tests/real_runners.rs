@@ -272,7 +272,7 @@ fn shipped_claude_is_prestarted_and_answers_on_its_stdin() {
     assert_eq!(leftovers_besides_daemon(&lane), Vec::<String>::new());
     assert_eq!(lane.stop_daemon(), Some(0), "{}", lane.daemon_stderr());
     assert_eq!(
-        lane.wait_no_marker_processes(Duration::from_secs(20)),
+        lane.wait_no_marker_processes(Duration::from_secs(60)),
         Vec::<u32>::new(),
         "the waiting claude outlived the daemon"
     );
@@ -763,7 +763,7 @@ fn cost_of_one_default_verdict() {
 fn leftovers_besides_daemon(lane: &Lane) -> Vec<String> {
     let daemon = lane.daemon_pid();
     let mut left = Vec::new();
-    support::wait_until(Instant::now() + Duration::from_secs(20), || {
+    support::wait_until(Instant::now() + Duration::from_secs(60), || {
         let waiting = waiting_copy(lane);
         let ours = |pid: u32| {
             pid == daemon
@@ -850,7 +850,7 @@ fn no_prompt_in_home_and_no_process_left_after_real_jobs() {
             lane.daemon_stderr()
         );
         assert_eq!(
-            lane.wait_no_marker_processes(Duration::from_secs(20)),
+            lane.wait_no_marker_processes(Duration::from_secs(60)),
             Vec::<u32>::new()
         );
         let kept = Lane::files_containing(&lane.home, &canary);
@@ -895,9 +895,10 @@ fn a_stream_that_never_ends_is_killed_within_timeout_plus_grace() {
         let reason = attempt["reason"].as_str().unwrap_or_default();
         assert!(reason.starts_with("timed out after 3s"), "reason: {reason}");
         let elapsed = attempt["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
-        // Bound, not speed: the timeout, the grace, and slack for a loaded 2-core machine.
+        // Bound, not speed: the timeout, the grace, and wide slack for a loaded 2-core
+        // machine (the stream itself would never end).
         assert!(
-            elapsed < (3 + 2 + 5) * 1000,
+            elapsed < (3 + 2 + 15) * 1000,
             "{name} attempt took {elapsed} ms"
         );
         record(&format!(
@@ -1111,7 +1112,7 @@ fn daemon_warns_at_start_when_no_runner_of_a_table_is_installed() {
     let mut lane = Lane::new(&[], StandIn::text(YES));
     lane.start_daemon();
     let mut log = String::new();
-    support::wait_until(Instant::now() + Duration::from_secs(30), || {
+    support::wait_until(Instant::now() + Duration::from_secs(60), || {
         log = lane.log();
         log.contains("investigate table: none of its runners")
     });
@@ -1200,7 +1201,7 @@ fn start_up_of_each_cli_spawn_to_first_request() {
         ));
     }
     assert_eq!(
-        lane.wait_no_marker_processes(Duration::from_secs(20)),
+        lane.wait_no_marker_processes(Duration::from_secs(60)),
         Vec::<u32>::new()
     );
 }

@@ -317,7 +317,8 @@ fn unsafe_investigate_tables_are_refused_at_daemon_start() {
         let mut d = spawn(&w, command(&w, None, &mark), &["daemon"]);
         let (status, elapsed) = d.finish(Duration::from_secs(30));
         assert!(!status.success(), "{name}: the daemon started: {status:?}");
-        assert!(elapsed < Duration::from_secs(10), "{name}: {elapsed:?}");
+        // Refused at start, not after a wait (room for a loaded machine).
+        assert!(elapsed < Duration::from_secs(20), "{name}: {elapsed:?}");
         let err = d.stderr();
         let runner = format!("investigate runner \"{name}\"");
         assert!(
@@ -335,7 +336,7 @@ fn unsafe_investigate_tables_are_refused_at_daemon_start() {
     }
     assert_eq!(w.jobs_left(), ["waiting.json"], "nothing was judged");
     assert!(w.verdicts().is_empty());
-    assert!(wait_no_marked(&mark, &[], Duration::from_secs(5)).is_empty());
+    assert!(wait_no_marked(&mark, &[], Duration::from_secs(30)).is_empty());
 }
 
 /// The `n`th (1-based) line holding `what` in judge.log.
@@ -592,5 +593,5 @@ fn no_job_key_reaches_the_runner_argv_only_mode_picks_a_table() {
     );
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
-    assert!(wait_no_marked(&mark, &[], Duration::from_secs(5)).is_empty());
+    assert!(wait_no_marked(&mark, &[], Duration::from_secs(30)).is_empty());
 }

@@ -1206,14 +1206,12 @@ fn notify_ready_after_lock_scan_and_watch_then_status_watchdog_and_stopping() {
 
     // The watchdog is pinged from the loop, repeatedly (every WATCHDOG_USEC/2 = 100 ms).
     for _ in 0..3 {
-        notify.until(Duration::from_secs(10), "WATCHDOG=1", |m| m == "WATCHDOG=1");
+        notify.until(NO_HANG, "WATCHDOG=1", |m| m == "WATCHDOG=1");
     }
     // STATUS= follows the queue: it ends at nothing waiting and nothing running.
-    notify.until(
-        Duration::from_secs(10),
-        "STATUS=0 waiting, 0 running",
-        |m| queue(m) == Some((0, 0)),
-    );
+    notify.until(NO_HANG, "STATUS=0 waiting, 0 running", |m| {
+        queue(m) == Some((0, 0))
+    });
     assert!(
         notify.seen.iter().filter(|m| m.contains("READY=1")).count() == 1,
         "READY=1 twice: {:?}",
@@ -1228,7 +1226,7 @@ fn notify_ready_after_lock_scan_and_watch_then_status_watchdog_and_stopping() {
     // SIGTERM: STOPPING=1, then a clean exit.
     // SAFETY: kill(2) on our own, not yet reaped child.
     assert_eq!(unsafe { libc::kill(daemon.pid() as i32, libc::SIGTERM) }, 0);
-    notify.until(Duration::from_secs(10), "STOPPING=1", |m| {
+    notify.until(NO_HANG, "STOPPING=1", |m| {
         m.lines().any(|l| l == "STOPPING=1")
     });
     let status = daemon.wait(NO_HANG);

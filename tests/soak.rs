@@ -274,7 +274,7 @@ fn soak(plan: Plan) -> Figures {
             problems.push(format!("{id}: a hit verdict but its runner never ran"));
         }
     }
-    let left = wait_no_marked(&mark, &[], Duration::from_secs(10));
+    let left = wait_no_marked(&mark, &[], Duration::from_secs(30));
     assert!(left.is_empty(), "runner processes still alive: {left:?}");
     figures.seconds = started.elapsed().as_secs_f64();
     eprintln!("soak figures (seed {}): {figures:?}", plan.seed);

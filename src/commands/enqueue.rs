@@ -14,6 +14,7 @@ use crate::core::config::Settings;
 use crate::core::job::parse_job;
 use crate::store::outbox;
 use crate::store::state_dir::{self, StateDir};
+use crate::store::verdict_watch::VerdictWatch;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE};
 
 /// Examples shown by `--help`.
@@ -404,7 +405,10 @@ fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), En
 }
 
 /// Waits for the job's verdict without busy polling: a watch on its verdict folder
-/// wakes the wait, with a slow re-check in case an event is lost.
+/// wakes the wait only for that verdict's own file (`store::verdict_watch`), with a
+/// slow re-check in case an event is lost. Looking finds nothing without writing
+/// anything (`outbox::take` claims only a verdict that is there), so the wait never
+/// wakes itself.
 fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     let dir = state.verdict_dir(&job.transcript);
     let path = dir.join(format!("{}.json", job.id));
@@ -412,28 +416,15 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         say_err!("llm-judge enqueue: {e}");
         return EXIT_FAILURE;
     }
+    let mut watch = VerdictWatch::new(&path);
     if crate::store::daemon_lock::holder(&state.lock()).is_none() {
         say_err!(
             "llm-judge enqueue: no daemon is running for {}; waiting anyway",
             state.root.display()
         );
     }
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let watcher = notify::recommended_watcher(move |_| {
-        let _ = tx.send(());
-    })
-    .and_then(|mut w| {
-        use notify::Watcher;
-        w.watch(&dir, notify::RecursiveMode::NonRecursive)
-            .map(|()| w)
-    });
     let mut spinner = Spinner::new(&job.id);
     let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
-    let recheck = if watcher.is_ok() {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_millis(200)
-    };
     loop {
         if let Some(taken) = outbox::take(&path) {
             spinner.clear();
@@ -460,9 +451,9 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         let step = (deadline - now).min(if spinner.on {
             Duration::from_millis(120)
         } else {
-            recheck
+            watch.recheck_interval()
         });
-        let _ = rx.recv_timeout(step);
+        watch.wait(step);
         spinner.tick();
     }
 }

@@ -520,7 +520,7 @@ mod tests {
     use crate::engine::spawner::{BoxFuture, Spawner};
     use crate::process::spawn::{RunOutput, RunSpec};
 
-    /// Answers yes once `parties` runners run at once (or after 10 s), recording
+    /// Answers yes once `parties` runners run at once (or after 60 s), recording
     /// each one's thread and whether it met the others.
     struct Together {
         parties: usize,
@@ -549,7 +549,7 @@ mod tests {
             self.arrived.notify_all();
             let wait = self
                 .arrived
-                .wait_timeout_while(seen, Duration::from_secs(10), |s| s.0 < round_end);
+                .wait_timeout_while(seen, Duration::from_secs(60), |s| s.0 < round_end);
             if let Ok((mut seen, timeout)) = wait {
                 seen.1.push((thread, !timeout.timed_out()));
             }

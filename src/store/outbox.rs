@@ -81,9 +81,12 @@ pub fn pending(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(names.into_iter().map(|name| dir.join(name)).collect())
 }
 
-/// Claims one verdict; `None` when another taker got it first.
+/// Claims one verdict; `None` when it is not there or another taker got it first.
 pub fn take(path: &Path) -> Option<Taken> {
     let name = path.file_name()?;
+    // Looking writes nothing: a claim folder made and removed for a verdict that is not
+    // there yet would wake every watch on the folder, the waiter's own too.
+    fs::symlink_metadata(path).ok()?;
     let dir = path.parent()?.join(claim_dir_name());
     crate::store::state_dir::private_dir(&dir).ok()?;
     let claim = dir.join(name);

@@ -175,18 +175,21 @@ impl Drop for StandIn {
 
 fn read_request(reader: &mut BufReader<TcpStream>, stop: &AtomicBool) -> Option<Request> {
     let mut head = Vec::new();
+    // Kept across read timeouts: a line that arrives in pieces is not lost.
+    let mut line = String::new();
     loop {
-        let mut line = String::new();
         match reader.read_line(&mut line) {
             Ok(0) => return None,
+            Ok(_) if !line.ends_with('\n') => {}
             Ok(_) => {
-                if line == "\r\n" || line == "\n" {
+                let text = std::mem::take(&mut line);
+                if text == "\r\n" || text == "\n" {
                     if head.is_empty() {
                         continue;
                     }
                     break;
                 }
-                head.push(line.trim_end().to_string());
+                head.push(text.trim_end().to_string());
             }
             Err(e)
                 if e.kind() == std::io::ErrorKind::WouldBlock
@@ -209,6 +212,11 @@ fn read_request(reader: &mut BufReader<TcpStream>, stop: &AtomicBool) -> Option<
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
     let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    // The head is in: the body follows at the client's pace, however loaded the machine
+    // (the short timeout above only lets the head's wait see `stop`).
+    let _ = reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(60)));
     let mut body = Vec::new();
     if get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
         loop {

@@ -563,7 +563,7 @@ impl Drop for KillPidsOnDrop {
 /// Reads a pid file a runner wrote (bounded wait for it to appear).
 pub fn read_pid(file: &Path) -> u32 {
     let mut pid = None;
-    let found = wait_until(within(Duration::from_secs(10)), || {
+    let found = wait_until(within(NO_HANG), || {
         pid = fs::read_to_string(file)
             .ok()
             .and_then(|t| t.trim().parse().ok());

@@ -370,6 +370,52 @@ pub fn run_one_job(w: &World, mark: &str, name: &str, body: &str, timeout: f64) 
     run_one_job_measured(w, mark, name, body, timeout).0
 }
 
+/// Judges `jobs/<name>.json` with one fake runner (`body`) through `llm-judge run`, with
+/// a timeout long enough never to come: once the fake has written `$W/<ready>` (every
+/// process it means to start is up), the test sends its process group the SIGTERM a
+/// timeout would, so the stop never races the fake's start-up however loaded the
+/// machine. Checks `run` exits 0 and returns how long it took.
+pub fn run_one_job_stopped_when_ready(
+    w: &World,
+    mark: &str,
+    name: &str,
+    body: &str,
+    ready: &str,
+) -> Duration {
+    write_config(w, &format!("fsync = false\nkill_grace_seconds = {GRACE}\n"));
+    let runner = w.runner(name, body);
+    w.job(
+        name,
+        &serde_json::json!({"prompt": "p", "timeout_seconds": 600, "transcript": "T", "hit_if_all_true": ["ok"]}),
+    );
+    let job = w.state().join(format!("jobs/{name}.json"));
+    let mut p = spawn(
+        w,
+        command(w, Some(&[runner]), mark),
+        &["run", job.to_str().unwrap()],
+    );
+    let up = super::wait_until(Instant::now() + super::NO_HANG, || {
+        w.path(ready).exists() || !p.alive()
+    });
+    assert!(
+        up && w.path(ready).exists(),
+        "{name}: the fake never got ready; stderr: {}",
+        p.stderr()
+    );
+    // The runner is the first pid the fake writes down, and leads its process group.
+    let group = pids_in_file(&w.path("pids"))[0];
+    // SAFETY: kill(2) with a process group and a signal has no memory effects.
+    let rc = unsafe { libc::kill(-(group as i32), libc::SIGTERM) };
+    assert_eq!(rc, 0, "{name}: kill(-{group}, SIGTERM)");
+    let (status, elapsed) = p.finish(super::NO_HANG);
+    assert!(
+        status.success(),
+        "{name}: {status:?}; stderr: {}",
+        p.stderr()
+    );
+    elapsed
+}
+
 /// As `run_one_job`, and the largest RSS (KiB) of the judge's process tree.
 pub fn run_one_job_measured(
     w: &World,
