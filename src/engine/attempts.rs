@@ -191,9 +191,6 @@ pub async fn judge(
     if let CwdChoice::Temp { refused: Some(why) } = &cwd {
         tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
     }
-    if let Some(warning) = &job.mode_warning {
-        tracing::warn!(id = %job.id, "{warning}");
-    }
     if let Some(reason) = spent(settings, extras) {
         return Some(budget_verdict(job, &reason, now_unix()));
     }
