@@ -222,4 +222,74 @@ mod tests {
             let _ = transcript_in_prefix(bytes);
         }
     }
+
+    mod props {
+        use super::super::transcript_in_prefix;
+        use proptest::prelude::*;
+        use serde_json::{Map, Value};
+
+        fn value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(Value::from),
+                any::<String>().prop_map(Value::String),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::vec((any::<String>(), inner), 0..4)
+                        .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+
+            #[test]
+            fn any_bytes_are_scanned_without_a_panic(
+                bytes in prop::collection::vec(
+                    prop_oneof![Just(b'"'), Just(b'\\'), Just(b'{'), Just(b'['), Just(b']'),
+                        Just(b'}'), Just(b':'), Just(b','), any::<u8>()],
+                    0..200,
+                ),
+            ) {
+                let mut with_start = b"{\"transcript\":".to_vec();
+                with_start.extend(&bytes);
+                let _ = transcript_in_prefix(&bytes);
+                let _ = transcript_in_prefix(&with_start);
+            }
+
+            /// On a whole job, the scan finds what a full parse finds; on any prefix
+            /// of it, nothing else (the transcript, or none).
+            #[test]
+            fn the_scan_agrees_with_a_full_parse(
+                pairs in prop::collection::vec(
+                    (prop_oneof![Just("transcript".to_string()), any::<String>()], value()),
+                    0..6,
+                ),
+                pretty in any::<bool>(),
+                cut in any::<prop::sample::Index>(),
+            ) {
+                let obj: Map<String, Value> = pairs.into_iter().collect();
+                let text = if pretty {
+                    serde_json::to_string_pretty(&obj).unwrap_or_default()
+                } else {
+                    serde_json::to_string(&obj).unwrap_or_default()
+                };
+                let full = match obj.get("transcript") {
+                    Some(Value::String(t)) => Some(t.clone()),
+                    _ => None,
+                };
+                prop_assert_eq!(transcript_in_prefix(text.as_bytes()), full.clone());
+                let prefix = &text.as_bytes()[..cut.index(text.len() + 1)];
+                let found = transcript_in_prefix(prefix);
+                prop_assert!(found.is_none() || found == full, "{:?} in {:?}", found, prefix);
+            }
+        }
+    }
 }
