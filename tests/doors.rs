@@ -275,6 +275,10 @@ fn run_leaves_anything_outside_jobs_that_is_not_a_job_where_it_is() {
     );
     assert_eq!(w.all_verdicts(), Vec::<PathBuf>::new());
     assert!(!w.root.join("runs").exists(), "no runner started");
+    let missing = x.join("missing.json");
+    let out = run_path(&w, &missing);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
     // A regular job file outside jobs/ is judged and removed, as before.
     let out = run_path(&w, &target);
     assert_eq!(out.code, Some(0), "{out:?}");

@@ -21,14 +21,15 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         Err(e) => return failed(&e),
     };
     let extras = crate::engine::attempts::Extras::for_state(settings, &state);
+    let outside_jobs = !in_folder(&job_file, &state.jobs());
     let link = lifecycle::WorkerLink {
-        outside_jobs: !in_folder(&job_file, &state.jobs()),
+        outside_jobs,
         ..lifecycle::WorkerLink::default()
     };
     let handled = rt.block_on(lifecycle::handle(
         settings, &state, &job_file, &extras, link,
     ));
-    report(handled, &job_file, &state.jobs())
+    report(handled, &job_file, &state.jobs(), outside_jobs)
 }
 
 /// True when `path`'s folder is `folder` (the same folder, by device and inode, so
@@ -53,7 +54,7 @@ fn failed(e: &dyn std::error::Error) -> i32 {
 
 /// Says what became of the job; exit 2 for a path that is not a job, 1 only when
 /// judging itself failed.
-fn report(handled: Handled, job_file: &Path, jobs: &Path) -> i32 {
+fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) -> i32 {
     match handled {
         Handled::Busy { holder_pid } => {
             let holder =
@@ -63,6 +64,14 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path) -> i32 {
                 job_file.display()
             );
             EXIT_OK
+        }
+        // In jobs/ a job that is gone was judged meanwhile; elsewhere it is a wrong path.
+        Handled::Gone if outside_jobs => {
+            say_err!(
+                "llm-judge: {} does not exist; give run the path of a job file",
+                job_file.display()
+            );
+            EXIT_USAGE
         }
         Handled::Gone => {
             say_err!(
