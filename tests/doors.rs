@@ -242,7 +242,7 @@ fn run_leaves_anything_outside_jobs_that_is_not_a_job_where_it_is() {
         (&link, "(a symlink, not a regular file); nothing was moved"),
         (
             &dev_null,
-            "(a special file, not a regular file); nothing was moved",
+            "(a character device, not a regular file); nothing was moved",
         ),
         (&garbage, "is not a valid job (job file is not valid JSON"),
         (&no_prompt, "is not a valid job (missing \"prompt\")"),
@@ -375,7 +375,7 @@ fn eval_refuses_a_file_that_is_not_a_regular_file() {
     mkfifo(&fifo);
     for (path, kind) in [
         (fifo.as_path(), "a FIFO"),
-        (Path::new("/dev/zero"), "a special file"),
+        (Path::new("/dev/zero"), "a character device"),
         (w.root.as_path(), "a folder"),
     ] {
         let out = eval(&w, &[path.as_os_str()]);

@@ -234,6 +234,10 @@ pub fn file_kind(meta: &fs::Metadata) -> &'static str {
         "FIFO"
     } else if t.is_socket() {
         "socket"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
     } else {
         "special file"
     }
