@@ -952,30 +952,59 @@ fn assert_bad_job_verdict(v: &Value, stem: &str, reason: &str) {
     assert_eq!(v["answer"], Value::Null, "{v}");
 }
 
+/// A job over `max_job_bytes` is never read whole; its judge-error verdict goes to the
+/// folder of the transcript its first 64 KiB name (where `drain` finds it), else to
+/// the empty transcript's folder, saying so.
 #[test]
-fn a_job_larger_than_max_job_bytes_is_a_judge_error_without_a_transcript() {
+fn a_job_larger_than_max_job_bytes_is_a_judge_error_in_its_transcripts_folder() {
     let w = World::new();
     let config = w.config("small.toml", "max_job_bytes = 64\n");
     let job = json!({"prompt": "x".repeat(100), "transcript": "T-big"});
     let path = w.job("large", &job);
+    let far = json!({"prompt": "x".repeat(70 * 1024), "transcript": "T-big"});
+    let far_path = w.job("far", &far);
     let fits = w.job("fits", &json!({"prompt": "p", "transcript": "T-big"}));
     let runners = table(&[w.sh_runner("r", "echo '{}'\n")]);
-    for p in [&path, &fits] {
+    for p in [&path, &far_path, &fits] {
         assert_eq!(w.run_job_configured(p, &runners, &config).code, Some(0));
         assert!(!p.exists());
     }
-    let v = w.verdict_in(NO_TRANSCRIPT, "large");
+    let v = w.verdict("T-big", "large");
     assert_bad_job_verdict(
         &v,
         "large",
         "judge error: job file is larger than max_job_bytes (64 bytes)",
     );
+    assert_eq!(v["transcript"], "T-big");
     let line = format!(
         " WARN bad job id=large file={} reason=\"judge error",
         s(&path)
     );
     assert_eq!(w.log_lines(&line).len(), 1, "{}", w.log());
+    // Past the first 64 KiB: the empty transcript's folder, and the reason says why.
+    let v = w.verdict_in(NO_TRANSCRIPT, "far");
+    assert_bad_job_verdict(
+        &v,
+        "far",
+        "judge error: job file is larger than max_job_bytes (64 bytes); no \"transcript\" in \
+         its first 64 KiB, so its verdict is in the folder of the empty transcript",
+    );
     assert_eq!(w.verdict("T-big", "fits")["outcome"], "hit");
+    // drain --transcript T-big returns the oversized job's verdict.
+    let mut cmd = w.command();
+    cmd.args(["drain", "--transcript", "T-big"]);
+    let out = w.run(cmd);
+    let ids: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert!(ids.contains(&"large".to_string()), "{ids:?}");
 }
 
 #[test]
@@ -1002,7 +1031,8 @@ fn symlinks_folders_and_fifos_are_rejected_without_a_verdict() {
         cmd.env(RUNNERS_VAR, &runners).arg("run").arg(&path);
         // A FIFO must not block the judge: a short bound.
         let done = w.start(cmd).finish(Duration::from_secs(30));
-        assert_eq!(done.code, Some(0), "{kind}: {done:?}");
+        // Not a job: exit 2, and moved to rejected/ since it lies in jobs/.
+        assert_eq!(done.code, Some(2), "{kind}: {done:?}");
         assert!(
             fs::symlink_metadata(&path).is_err(),
             "{kind}: still in jobs/"

@@ -197,11 +197,15 @@ fn status_and_doctor_survive_a_closed_stdout() {
 #[test]
 fn commands_survive_a_closed_stdout_and_stderr() {
     let w = World::new();
+    // A job gone from jobs/ was judged meanwhile (exit 0); a missing path elsewhere is
+    // a wrong path (exit 2).
+    let gone = w.jobs().join("no-such-job.json");
     let missing = w.root.join("no-such-job.json");
-    let cases: [(&[&str], i32); 3] = [
+    let cases: [(&[&str], i32); 4] = [
         (&["status"], 1),
         (&["doctor"], 1),
-        (&["run", s(&missing)], 0),
+        (&["run", s(&gone)], 0),
+        (&["run", s(&missing)], 2),
     ];
     for (args, code) in cases {
         let mut cmd = w.command();

@@ -118,6 +118,37 @@ def write_json_atomic(path: str, data: dict) -> None:
     _fsync_dir(folder)
 
 
+def _publish_new(path: str, data: dict) -> bool:
+    """write_json_atomic that never replaces a file: False when `path` already exists.
+
+    A hard link, unlike a rename, cannot take a name someone holds, so two producers of
+    one id cannot both publish; on a file system without hard links, look then rename.
+    """
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
+        except OSError:
+            if os.path.lexists(path):
+                return False
+            os.replace(temp, path)
+    finally:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+    _fsync_dir(folder)
+    return True
+
+
 def verdict_dir(transcript: str) -> str:
     """<state>/verdicts/<first 16 hex of sha1(transcript)>."""
     digest = hashlib.sha1(transcript.encode("utf-8")).hexdigest()[:16]
@@ -435,7 +466,9 @@ def _start_run(job_path: str, flags: list) -> None:
 
 
 def enqueue(job: dict) -> str | None:
-    """Publishes jobs/<id>.json and returns the id; None inside a runner or for a subagent job."""
+    """Publishes jobs/<id>.json and returns the id; None inside a runner or for a subagent job.
+
+    ValueError for an id that is not a plain file name or whose job is still queued."""
     if CHILD_ENV in os.environ:
         return None
     if is_subagent_job(job):
@@ -452,7 +485,9 @@ def enqueue(job: dict) -> str | None:
         job["timeout_seconds"] = TIMEOUT_SECONDS
     root = state_root()
     job_path = os.path.join(root, "jobs", f"{job_id}.json")
-    write_json_atomic(job_path, job)
+    # Replacing a queued job would give two enqueues one verdict.
+    if not _publish_new(job_path, job):
+        raise ValueError(f"job id {job_id!r} is still queued ({job_path}); wait for its verdict or pick another id")
     _reap()
     if not daemon_running(root):
         _start_run(job_path, flags)

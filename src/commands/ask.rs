@@ -51,6 +51,7 @@ pub fn main(
         on_hit: Value::Null,
         rule_id: None,
         rule: HitRule::AllTrue(Vec::new()),
+        typos: Vec::new(),
     };
     if let Err(e) = open_state(settings, false) {
         say_err!("llm-judge: {e}");

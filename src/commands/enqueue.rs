@@ -12,6 +12,7 @@ use thiserror::Error;
 use crate::commands::ModeArg;
 use crate::core::config::Settings;
 use crate::core::job::parse_job;
+use crate::core::job_keys::{JOB_KEYS, KeyTypo, unknown_keys};
 use crate::store::outbox;
 use crate::store::state_dir::{self, StateDir};
 use crate::store::verdict_watch::VerdictWatch;
@@ -122,7 +123,23 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let id = job.id.clone();
     if let Err(e) = publish(settings, &state, &job) {
         say_err!("llm-judge enqueue: {e}");
-        return EXIT_FAILURE;
+        return match e {
+            EnqueueError::StillQueued { .. } => EXIT_USAGE,
+            _ => EXIT_FAILURE,
+        };
+    }
+    if !job.other_keys.is_empty() {
+        let keys: Vec<String> = job.other_keys.iter().map(|k| format!("{k:?}")).collect();
+        say_err!(
+            "llm-judge enqueue: warning: job {id}: {} {}: kept in the job file and ignored by \
+             the judge",
+            keys.join(", "),
+            if keys.len() == 1 {
+                "is not a job key"
+            } else {
+                "are not job keys"
+            }
+        );
     }
     if job.transcript.is_empty() {
         say_err!(
@@ -194,6 +211,21 @@ enum EnqueueError {
     /// The judge's own parser refuses it.
     #[error("invalid job: {why}")]
     Invalid { why: String },
+    /// A key that looks like a misspelt job key: the job would lose that key's
+    /// meaning (a misspelt rule makes every answer a hit).
+    #[error(
+        "{}; a key of your own needs a name further from the job keys ({})",
+        typos_text(.0), JOB_KEYS.join(", ")
+    )]
+    Typo(Vec<KeyTypo>),
+    /// A job of that id is still in `jobs/`: a rename would replace it unjudged.
+    #[error(
+        "job {id} is still queued ({}): its verdict is not written yet; wait for it \
+         (llm-judge drain, or enqueue --wait), or pick another id (--id, or none for a \
+         random one)",
+        path.display()
+    )]
+    StillQueued { id: String, path: PathBuf },
     /// The state folder cannot be created.
     #[error("state folder {}: {source}", path.display())]
     StateDir {
@@ -210,6 +242,23 @@ struct NewJob {
     id: String,
     transcript: String,
     bytes: Vec<u8>,
+    /// Keys that are not job keys (kept in the file, ignored by the judge).
+    other_keys: Vec<String>,
+}
+
+/// `"hit_if_all_ture" is not a job key but looks like a misspelt "hit_if_all_true"`,
+/// for each typo.
+fn typos_text(typos: &[KeyTypo]) -> String {
+    let each: Vec<String> = typos
+        .iter()
+        .map(|t| {
+            format!(
+                "{:?} is not a job key but looks like a misspelt {:?}: rename it to {:?}",
+                t.key, t.resembles, t.resembles
+            )
+        })
+        .collect();
+    each.join("; ")
 }
 
 fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, EnqueueError> {
@@ -305,6 +354,10 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
         None => random_id()?,
     };
     job.insert("id".into(), Value::String(id.clone()));
+    let keys = unknown_keys(job.keys().map(String::as_str), &JOB_KEYS);
+    if !keys.typos.is_empty() {
+        return Err(EnqueueError::Typo(keys.typos));
+    }
     let bytes = serde_json::to_vec(&Value::Object(job)).map_err(EnqueueError::Serialize)?;
     let max = settings.config.max_job_bytes;
     if bytes.len() as u64 > max {
@@ -321,6 +374,7 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
         id,
         transcript: parsed.transcript,
         bytes,
+        other_keys: keys.others,
     })
 }
 
@@ -401,7 +455,16 @@ fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), En
         source,
     })?;
     let target = state.jobs().join(format!("{}.json", job.id));
-    state_dir::publish(&target, &job.bytes, settings.config.fsync).map_err(EnqueueError::Publish)
+    state_dir::publish_new(&target, &job.bytes, settings.config.fsync).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            EnqueueError::StillQueued {
+                id: job.id.clone(),
+                path: target.clone(),
+            }
+        } else {
+            EnqueueError::Publish(e)
+        }
+    })
 }
 
 /// Waits for the job's verdict without busy polling: a watch on its verdict folder

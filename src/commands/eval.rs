@@ -2,8 +2,8 @@
 //! runner alone, on a bounded pool; then a row per runner against the cases' `expect`.
 //! The cases are never written to jobs/ and no verdict file is written.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{BufRead, IsTerminal, Read};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
@@ -13,17 +13,20 @@ use tokio::task::JoinSet;
 
 use crate::core::config::Settings;
 use crate::core::eval::{
-    Case, Judged, Report, RunnerReport, Seat, alone, labels, parse_cases, percent, render, seats,
-    select,
+    Case, Judged, Report, RunnerReport, Seat, alone, labels, percent, render, seats, select,
 };
+use crate::core::eval_cases::{CaseError, CaseReader};
 use crate::core::job::Job;
-use crate::core::verdict::{Outcome, Verdict, verdict_for};
+use crate::core::verdict::{Outcome, Verdict};
 use crate::engine::attempts::{CacheSlot, Extras, judge};
+use crate::engine::events::{Control, StopSignal};
 use crate::store::cache::Cache;
 use crate::store::claim::new_tag;
 use crate::store::open_state;
-use crate::store::state_dir::now_unix;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print_stdout};
+
+/// The exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
+const EXIT_INTERRUPTED: i32 = 130;
 use crate::support::runtime::runtime;
 
 /// `eval --help`'s examples.
@@ -37,7 +40,9 @@ Each line of CASES.jsonl is a job object (the keys of a job file) plus \"expect\
    \"hit_if_all_true\": [\"retracts\"], \"expect\": \"hit\"}
 Every case runs on every runner of its mode's table, each alone (no fallback), with no
 answer cache (unless --cache) and no runner health. Exit 0; 1 when a runner's accuracy
-is under --min-accuracy or the file cannot be read; 2 for a bad line (nothing runs).";
+is under --min-accuracy or the file cannot be read; 2 for a bad line or a file that is
+not a regular file (nothing runs); 130 after Ctrl-C, which stops the runs in flight and
+prints the report of the runs that finished.";
 
 /// `eval` flags.
 #[derive(Args, Debug)]
@@ -76,33 +81,28 @@ fn fraction(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Bad lines shown before "and N more": a file of the wrong format would flood.
-const ERRORS_SHOWN: usize = 20;
-
 /// Runs the cases and prints the report; the exit code.
 pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     let file = args.cases.display().to_string();
-    let text = match std::fs::read(&args.cases) {
-        Ok(text) => text,
-        Err(e) => {
-            say_err!("llm-judge eval: cannot read {file}: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    let cases = match parse_cases(&text, settings.config.timeouts()) {
-        Ok(cases) => cases,
-        Err(errors) => {
-            for e in errors.iter().take(ERRORS_SHOWN) {
+    let cases = match read_cases(&args.cases, settings) {
+        Ok(Ok(cases)) => cases,
+        Ok(Err(errors)) => {
+            for e in &errors {
                 say_err!("llm-judge eval: {file}: {e}");
-            }
-            if errors.len() > ERRORS_SHOWN {
-                say_err!(
-                    "llm-judge eval: {file}: and {} more bad lines",
-                    errors.len() - ERRORS_SHOWN
-                );
             }
             say_err!("llm-judge eval: nothing was run");
             return EXIT_USAGE;
+        }
+        Err(ReadError::NotRegular { kind }) => {
+            say_err!(
+                "llm-judge eval: {file} is a {kind}, not a regular file; write the cases to a \
+                 file and give its path"
+            );
+            return EXIT_USAGE;
+        }
+        Err(ReadError::Io(e)) => {
+            say_err!("llm-judge eval: cannot read {file}: {e}");
+            return EXIT_FAILURE;
         }
     };
     let seats = match select(seats(settings, &cases), &args.runners) {
@@ -156,14 +156,22 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             .collect(),
         extras: Arc::new(extras),
     };
-    let results = rt.block_on(run_all(&plan, &seats, workers, &mut progress));
+    let (results, interrupted) = rt.block_on(run_all(&plan, &seats, workers, &mut progress));
     progress.bar.finish_and_clear();
     let report = Report::new(
         rows.iter()
-            .map(|label| row(label, &plan.cases, &seats, &results))
+            .map(|label| row(label, &plan.cases, &seats, &results, interrupted))
             .collect(),
         args.min_accuracy,
     );
+    if interrupted {
+        let finished: usize = results.iter().flatten().filter(|r| r.is_some()).count();
+        say_err!(
+            "llm-judge eval: interrupted: the report covers the {finished} of {} runs that \
+             finished; the runs in flight were stopped",
+            progress.bar.length().unwrap_or(0)
+        );
+    }
     let text = if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(json) => format!("{json}\n"),
@@ -178,7 +186,92 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     if !print_stdout(&text) {
         return EXIT_FAILURE;
     }
-    if report.passed { EXIT_OK } else { EXIT_FAILURE }
+    if interrupted {
+        EXIT_INTERRUPTED
+    } else if report.passed {
+        EXIT_OK
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+/// Why the cases file was not read.
+enum ReadError {
+    /// A FIFO, a device, a folder: reading it may never end or never stop.
+    NotRegular {
+        kind: &'static str,
+    },
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+/// Reads the cases file one line at a time, no line longer than `max_job_bytes` (a
+/// case is a job); a file that is not a regular file is refused before any read.
+fn read_cases(
+    path: &Path,
+    settings: &Settings,
+) -> Result<Result<Vec<Case>, Vec<CaseError>>, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO with no writer must not wait; it is refused below.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular {
+            kind: crate::engine::job_file::file_kind(&meta),
+        });
+    }
+    let max = settings.config.max_job_bytes;
+    let mut reader = std::io::BufReader::new(file);
+    let mut cases = CaseReader::new(settings.config.timeouts());
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        if (&mut reader)
+            .take(max.saturating_add(1))
+            .read_until(b'\n', &mut line)?
+            == 0
+        {
+            break;
+        }
+        let whole = line.last() == Some(&b'\n');
+        if (line.len() - usize::from(whole)) as u64 > max {
+            cases.too_long(number, max);
+            if !whole {
+                skip_line(&mut reader)?;
+            }
+            continue;
+        }
+        cases.line(number, &line);
+    }
+    Ok(cases.finish())
+}
+
+/// Reads past the rest of a line without keeping it.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let len = chunk.len();
+                reader.consume(len);
+            }
+        }
+    }
 }
 
 /// What the runs share: the cases, and per seat the settings whose table is that
@@ -193,9 +286,16 @@ struct Plan {
 /// case's, or where a run's task died (counted unchecked).
 type Results = Vec<Vec<Option<Verdict>>>;
 
-/// Starts every run, at most `workers` at once, and collects the verdicts.
-async fn run_all(plan: &Plan, seats: &[Seat], workers: usize, progress: &mut Progress) -> Results {
+/// Starts every run, at most `workers` at once, and collects the verdicts; true with
+/// them when Ctrl-C stopped the runs (then the unfinished ones are `None`).
+async fn run_all(
+    plan: &Plan,
+    seats: &[Seat],
+    workers: usize,
+    progress: &mut Progress,
+) -> (Results, bool) {
     let pool = Arc::new(Semaphore::new(workers));
+    let (stop, stop_signal) = tokio::sync::watch::channel(Control::Run);
     let mut set = JoinSet::new();
     // Case by case, each on every runner: runners take turns, so a slow one does not
     // hold the whole pool while the others wait.
@@ -208,17 +308,32 @@ async fn run_all(plan: &Plan, seats: &[Seat], workers: usize, progress: &mut Pro
             let settings = Arc::clone(settings);
             let cases = Arc::clone(&plan.cases);
             let extras = Arc::clone(&plan.extras);
+            let stop_signal = stop_signal.clone();
             set.spawn(async move {
                 // The pool is never closed, so acquiring only waits.
                 let _permit = pool.acquire_owned().await.ok();
                 let job = cases.get(case).map(|c| &c.job)?;
-                let verdict = judge_case(&settings, job, &extras).await;
+                let verdict = judge_case(&settings, job, &extras, &stop_signal).await?;
                 Some((seat, case, verdict))
             });
         }
     }
     let mut results: Results = vec![vec![None; plan.cases.len()]; seats.len()];
-    while let Some(joined) = set.join_next().await {
+    let mut interrupt = interrupt_signal();
+    let mut interrupted = false;
+    loop {
+        let joined = tokio::select! {
+            joined = set.join_next() => joined,
+            () = next_interrupt(interrupt.as_mut()) => {
+                // The first Ctrl-C stops each running runner as at its timeout; a
+                // second cuts the kill grace short.
+                let next = if interrupted { Control::StopNow } else { Control::Stop };
+                interrupted = true;
+                let _ = stop.send(next);
+                continue;
+            }
+        };
+        let Some(joined) = joined else { break };
         match joined {
             Ok(Some((seat, case, verdict))) => {
                 if let (Some(s), Some(c)) = (seats.get(seat), plan.cases.get(case)) {
@@ -235,34 +350,68 @@ async fn run_all(plan: &Plan, seats: &[Seat], workers: usize, progress: &mut Pro
             }
         }
     }
-    results
+    (results, interrupted)
 }
 
-/// One case on one runner alone: the answer cache (when on), else `judge`.
-async fn judge_case(settings: &Settings, job: &Job, extras: &Extras) -> Verdict {
+/// SIGINT as a stream, from now on (it then no longer ends the process); `None` when
+/// it cannot be caught (Ctrl-C then ends eval at once, as before).
+fn interrupt_signal() -> Option<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{SignalKind, signal};
+    signal(SignalKind::interrupt())
+        .inspect_err(|e| say_err!("llm-judge eval: cannot catch Ctrl-C: {e}"))
+        .ok()
+}
+
+/// The next SIGINT; never without a stream.
+async fn next_interrupt(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(signal) => {
+            if signal.recv().await.is_none() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// One case on one runner alone: the answer cache (when on), else `judge`; `None`
+/// when Ctrl-C stopped it.
+async fn judge_case(
+    settings: &Settings,
+    job: &Job,
+    extras: &Extras,
+    stop: &StopSignal,
+) -> Option<Verdict> {
+    if *stop.borrow() != Control::Run {
+        return None;
+    }
     let slot = CacheSlot::of(extras, job, settings.table(job.mode));
     if let Some(verdict) = slot.as_ref().and_then(|s| s.verdict(job)) {
-        return verdict;
+        return Some(verdict);
     }
-    // Without a stop signal `judge` always ends in a verdict; the fallback keeps the
-    // count whole all the same.
-    let verdict = judge(settings, job, &new_tag(), extras, None, |_, _| {})
-        .await
-        .unwrap_or_else(|| verdict_for(job, None, Vec::new(), now_unix()));
+    let verdict = judge(settings, job, &new_tag(), extras, Some(stop), |_, _| {}).await?;
     if let Some(slot) = &slot {
         slot.remember(&verdict);
     }
-    verdict
+    Some(verdict)
 }
 
-/// The row of `label`: the cases in file order that one of its seats ran.
-fn row(label: &str, cases: &[Case], seats: &[Seat], results: &Results) -> RunnerReport {
+/// The row of `label`: the cases in file order that one of its seats ran. A run with
+/// no verdict died (counted unchecked), or, after Ctrl-C, did not finish (left out).
+fn row(
+    label: &str,
+    cases: &[Case],
+    seats: &[Seat],
+    results: &Results,
+    interrupted: bool,
+) -> RunnerReport {
     let judged = cases.iter().enumerate().filter_map(|(case, c)| {
         let seat = seats
             .iter()
             .position(|s| s.label == label && s.mode == c.job.mode)?;
         let (outcome, attempts) = match results.get(seat).and_then(|r| r.get(case)) {
             Some(Some(v)) => (v.outcome, v.attempts.as_slice()),
+            _ if interrupted => return None,
             _ => (Outcome::Unchecked, &[][..]),
         };
         Some(Judged {

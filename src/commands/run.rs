@@ -21,14 +21,29 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         Err(e) => return failed(&e),
     };
     let extras = crate::engine::attempts::Extras::for_state(settings, &state);
+    let outside_jobs = !in_folder(&job_file, &state.jobs());
+    let link = lifecycle::WorkerLink {
+        outside_jobs,
+        ..lifecycle::WorkerLink::default()
+    };
     let handled = rt.block_on(lifecycle::handle(
-        settings,
-        &state,
-        &job_file,
-        &extras,
-        lifecycle::WorkerLink::default(),
+        settings, &state, &job_file, &extras, link,
     ));
-    report(handled, &job_file)
+    report(handled, &job_file, &state.jobs(), outside_jobs)
+}
+
+/// True when `path`'s folder is `folder` (the same folder, by device and inode, so
+/// another spelling or a symlinked parent counts). `path` itself is not followed.
+fn in_folder(path: &Path, folder: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::metadata(parent), std::fs::metadata(folder)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// A command-level failure: said on stderr, exit 1.
@@ -37,8 +52,9 @@ fn failed(e: &dyn std::error::Error) -> i32 {
     EXIT_FAILURE
 }
 
-/// Says what became of the job; exit 1 only when judging itself failed.
-fn report(handled: Handled, job_file: &Path) -> i32 {
+/// Says what became of the job; exit 2 for a path that is not a job, 1 only when
+/// judging itself failed.
+fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) -> i32 {
     match handled {
         Handled::Busy { holder_pid } => {
             let holder =
@@ -48,6 +64,14 @@ fn report(handled: Handled, job_file: &Path) -> i32 {
                 job_file.display()
             );
             EXIT_OK
+        }
+        // In jobs/ a job that is gone was judged meanwhile; elsewhere it is a wrong path.
+        Handled::Gone if outside_jobs => {
+            say_err!(
+                "llm-judge: {} does not exist; give run the path of a job file",
+                job_file.display()
+            );
+            EXIT_USAGE
         }
         Handled::Gone => {
             say_err!(
@@ -59,6 +83,31 @@ fn report(handled: Handled, job_file: &Path) -> i32 {
         Handled::Failed(e) => {
             say_err!("llm-judge: {}: {e}", job_file.display());
             EXIT_FAILURE
+        }
+        Handled::Rejected => {
+            say_err!(
+                "llm-judge: {} is not a regular job file: moved to rejected/ (see judge.log)",
+                job_file.display()
+            );
+            EXIT_USAGE
+        }
+        Handled::NotAJob { why } => {
+            say_err!(
+                "llm-judge: {} is not a job file ({why}); nothing was moved. Give run a \
+                 regular JSON job file",
+                job_file.display()
+            );
+            EXIT_USAGE
+        }
+        Handled::Refused { why } => {
+            say_err!(
+                "llm-judge: {} is not a valid job ({why}); it was left as it is and got no \
+                 verdict (only a file in {} gets a judge-error verdict). Fix the file, or \
+                 publish it with llm-judge enqueue --json",
+                job_file.display(),
+                jobs.display()
+            );
+            EXIT_USAGE
         }
         _ => EXIT_OK,
     }

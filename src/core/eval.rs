@@ -1,165 +1,19 @@
-//! `llm-judge eval`: the cases of a CASES.jsonl file (a job plus the outcome it should
-//! get), the runs it makes (every case on every runner of its mode's table, alone),
-//! and the report of each runner against `expect`. Pure: reading the file, running and
+//! `llm-judge eval`: the runs it makes for the cases of a CASES.jsonl file
+//! (`core::eval_cases`: every case on every runner of its mode's table, alone), and the
+//! report of each runner against `expect`. Pure: reading the file, running and
 //! printing are `commands::eval`.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::Value;
 use thiserror::Error;
 
 use crate::core::config::Settings;
-use crate::core::job::{Job, Mode, TimeoutRules, job_from_object, json_type};
+pub use crate::core::eval_cases::{Case, Expect};
+use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
 use crate::core::usage::Usage;
 use crate::core::verdict::{Attempt, Outcome};
-
-/// What a case should be judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Expect {
-    /// The rule should match.
-    Hit,
-    /// A runner should answer and the rule should not match.
-    Clean,
-}
-
-impl Expect {
-    /// True when `outcome` is what was expected (`unchecked` never is).
-    pub fn met_by(self, outcome: Outcome) -> bool {
-        matches!(
-            (self, outcome),
-            (Expect::Hit, Outcome::Hit) | (Expect::Clean, Outcome::Clean)
-        )
-    }
-}
-
-/// One line of a cases file.
-#[derive(Debug, Clone)]
-pub struct Case {
-    /// The job, parsed as a job file is (`id` defaults to `line-<N>`).
-    pub job: Job,
-    /// The outcome it should get.
-    pub expect: Expect,
-}
-
-/// A line of a cases file that cannot be a case, or a file with none; each says how
-/// to fix it.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum CaseError {
-    /// Not JSON (serde's message, with the column).
-    #[error(
-        "line {line}: not valid JSON ({message}); write each case as one JSON object on one line"
-    )]
-    NotJson { line: usize, message: String },
-    /// JSON, but not an object.
-    #[error(
-        "line {line}: a JSON {found}, not an object; write each case as one JSON object on one line"
-    )]
-    NotObject { line: usize, found: &'static str },
-    /// No `expect` key.
-    #[error("line {line}: no \"expect\"; add \"expect\": \"hit\" or \"expect\": \"clean\"")]
-    NoExpect { line: usize },
-    /// An `expect` other than `"hit"` or `"clean"`.
-    #[error("line {line}: \"expect\" is {found}; give \"hit\" or \"clean\"")]
-    BadExpect { line: usize, found: String },
-    /// A job the job parser refuses (its reason, without `judge error: `).
-    #[error("line {line}: {problem}; fix it as in a job file (README \"Job file\")")]
-    BadJob { line: usize, problem: String },
-    /// Two cases with one id: the wrongly judged ones are named by id.
-    #[error("line {line}: id {id:?} is line {first}'s too; give each case its own \"id\"")]
-    DuplicateId {
-        line: usize,
-        id: String,
-        first: usize,
-    },
-    /// Only blank lines.
-    #[error(
-        "no cases (every line is blank); write one JSON object per line, each with an \"expect\""
-    )]
-    NoCases,
-}
-
-/// Parses a cases file: one JSON object per line, blank lines skipped. Every bad line
-/// is reported (so one edit fixes them all); any bad line means no case runs.
-pub fn parse_cases(text: &[u8], timeouts: TimeoutRules) -> Result<Vec<Case>, Vec<CaseError>> {
-    let mut cases = Vec::new();
-    let mut errors = Vec::new();
-    let mut ids: HashMap<String, usize> = HashMap::new();
-    for (index, bytes) in text.split(|&b| b == b'\n').enumerate() {
-        let line = index + 1;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match parse_case(bytes, line, timeouts) {
-            Ok(case) => match ids.get(&case.job.id) {
-                Some(&first) => errors.push(CaseError::DuplicateId {
-                    line,
-                    id: case.job.id,
-                    first,
-                }),
-                None => {
-                    ids.insert(case.job.id.clone(), line);
-                    cases.push(case);
-                }
-            },
-            Err(e) => errors.push(e),
-        }
-    }
-    if errors.is_empty() && cases.is_empty() {
-        errors.push(CaseError::NoCases);
-    }
-    if errors.is_empty() {
-        Ok(cases)
-    } else {
-        Err(errors)
-    }
-}
-
-fn parse_case(bytes: &[u8], line: usize, timeouts: TimeoutRules) -> Result<Case, CaseError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| CaseError::NotJson {
-        line,
-        message: json_message(&e),
-    })?;
-    let Value::Object(mut obj) = value else {
-        return Err(CaseError::NotObject {
-            line,
-            found: json_type(&value),
-        });
-    };
-    let expect = match obj.remove("expect") {
-        None => return Err(CaseError::NoExpect { line }),
-        Some(Value::String(s)) if s == "hit" => Expect::Hit,
-        Some(Value::String(s)) if s == "clean" => Expect::Clean,
-        Some(other) => {
-            return Err(CaseError::BadExpect {
-                line,
-                found: other.to_string(),
-            });
-        }
-    };
-    let job =
-        job_from_object(obj, &format!("line-{line}"), timeouts).map_err(|e| CaseError::BadJob {
-            line,
-            problem: e
-                .reason
-                .strip_prefix("judge error: ")
-                .unwrap_or(&e.reason)
-                .to_string(),
-        })?;
-    Ok(Case { job, expect })
-}
-
-/// serde's message with its own position given as a column: the file's line is
-/// already named, and serde counts lines within the one line it was given.
-fn json_message(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let bare = text
-        .rsplit_once(" at line ")
-        .map_or(text.as_str(), |(m, _)| m);
-    format!("{bare} at column {}", e.column())
-}
 
 /// A runner of a mode's table as eval shows it: its name, or `name#2` for the second
 /// of two runners one table names alike (a row must be one runner).
@@ -543,6 +397,8 @@ fn align(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::eval_cases::CaseError;
+    use crate::core::job::TimeoutRules;
     use crate::core::usage::Usage;
 
     const RULES: TimeoutRules = TimeoutRules {
@@ -551,99 +407,7 @@ mod tests {
     };
 
     fn parse(text: &str) -> Result<Vec<Case>, Vec<CaseError>> {
-        parse_cases(text.as_bytes(), RULES)
-    }
-
-    fn errors(text: &str) -> Vec<String> {
-        match parse(text) {
-            Ok(cases) => panic!("expected errors, got {} cases", cases.len()),
-            Err(e) => e.iter().map(ToString::to_string).collect(),
-        }
-    }
-
-    #[test]
-    fn cases_parse_as_jobs_with_expect_and_line_ids() {
-        let text = "\n{\"prompt\": \"a?\", \"expect\": \"hit\", \"hit_if_all_true\": [\"a\"]}\n  \r\n{\"prompt\": \"b?\", \"id\": \"bee\", \"expect\": \"clean\", \"mode\": \"investigate\", \"timeout_seconds\": 9000}\n";
-        let cases = parse(text).unwrap();
-        assert_eq!(cases.len(), 2);
-        assert_eq!(
-            (cases[0].job.id.as_str(), cases[0].expect),
-            ("line-2", Expect::Hit)
-        );
-        assert_eq!(
-            cases[0].job.rule,
-            crate::core::job::HitRule::AllTrue(vec!["a".into()])
-        );
-        assert_eq!(
-            (cases[1].job.id.as_str(), cases[1].expect),
-            ("bee", Expect::Clean)
-        );
-        assert_eq!(cases[1].job.mode, Mode::Investigate);
-        assert_eq!(
-            cases[1].job.timeout_seconds, 600.0,
-            "the job's timeout rules"
-        );
-    }
-
-    #[test]
-    fn every_bad_line_is_named_with_its_fix() {
-        let text = [
-            r#"{"prompt": "ok", "expect": "hit"}"#,
-            r#"{"prompt": "x", "expect": "hit""#,
-            r#"["prompt"]"#,
-            r#"{"prompt": "no expect"}"#,
-            r#"{"prompt": "p", "expect": "yes"}"#,
-            r#"{"prompt": "p", "expect": true}"#,
-            r#"{"expect": "clean"}"#,
-            r#"{"prompt": "p", "expect": "clean", "hit_if_all_true": "k"}"#,
-            r#"{"prompt": "p", "expect": "clean", "id": "line-1"}"#,
-            r#"{"prompt": "p", "expect": "clean", "id": "a/b"}"#,
-        ]
-        .join("\n");
-        let e = errors(&text);
-        assert_eq!(e.len(), 9, "{e:#?}");
-        assert!(e[0].starts_with("line 2: not valid JSON ("), "{}", e[0]);
-        assert!(e[0].contains("at column"), "{}", e[0]);
-        assert!(!e[0].contains("at line"), "{}", e[0]);
-        assert!(e[0].contains("one JSON object on one line"), "{}", e[0]);
-        assert!(
-            e[1].starts_with("line 3: a JSON list, not an object"),
-            "{}",
-            e[1]
-        );
-        assert!(
-            e[2].starts_with("line 4: no \"expect\"; add \"expect\": \"hit\""),
-            "{}",
-            e[2]
-        );
-        assert!(
-            e[3].starts_with("line 5: \"expect\" is \"yes\"; give \"hit\" or \"clean\""),
-            "{}",
-            e[3]
-        );
-        assert!(e[4].starts_with("line 6: \"expect\" is true;"), "{}", e[4]);
-        assert!(
-            e[5].starts_with("line 7: missing \"prompt\"; fix it as in a job file"),
-            "{}",
-            e[5]
-        );
-        assert!(
-            e[6].starts_with("line 8: \"hit_if_all_true\" is a string"),
-            "{}",
-            e[6]
-        );
-        assert!(
-            e[7].starts_with("line 9: id \"line-1\" is line 1's too; give each case its own"),
-            "{}",
-            e[7]
-        );
-        assert!(e[8].starts_with("line 10: bad \"id\" \"a/b\""), "{}", e[8]);
-    }
-
-    #[test]
-    fn a_file_of_blank_lines_has_no_cases() {
-        assert_eq!(errors("\n  \n"), [CaseError::NoCases.to_string()]);
-        assert!(errors("").len() == 1);
+        crate::core::eval_cases::parse_cases(text.as_bytes(), RULES)
     }
 
     #[test]
@@ -874,7 +638,8 @@ mod tests {
     }
 
     fn case(mode: Mode) -> Case {
-        let mut cases = parse(r#"{"prompt": "p", "expect": "hit"}"#).unwrap();
+        let mut cases =
+            parse(r#"{"prompt": "p", "expect": "hit", "hit_if_all_true": ["k"]}"#).unwrap();
         let mut case = cases.remove(0);
         case.job.mode = mode;
         case

@@ -6,6 +6,8 @@
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::core::job_keys::{JOB_KEYS, KeyTypo, unknown_keys};
+
 /// Which runner table a job asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -68,6 +70,15 @@ pub struct Job {
     pub rule_id: Option<String>,
     /// How the answer becomes an outcome.
     pub rule: HitRule,
+    /// Keys that are not job keys but look like a misspelt one (logged, ignored).
+    pub typos: Vec<KeyTypo>,
+}
+
+impl Job {
+    /// True when the job gives no key to check: every answer is a hit (catstack's rule).
+    pub fn has_no_rule(&self) -> bool {
+        matches!(&self.rule, HitRule::AllTrue(keys) if keys.is_empty())
+    }
 }
 
 /// A job that cannot be judged; it still gets an `unchecked` verdict.
@@ -150,6 +161,7 @@ pub fn job_from_object(
     stem: &str,
     timeouts: TimeoutRules,
 ) -> Result<Job, JobError> {
+    let typos = unknown_keys(obj.keys().map(String::as_str), &JOB_KEYS).typos;
     let hook = obj.remove("hook").unwrap_or(Value::Null);
     let on_hit = obj.remove("on_hit").unwrap_or(Value::Null);
     let rule_id = match obj.get("rule_id") {
@@ -215,6 +227,7 @@ pub fn job_from_object(
         on_hit,
         rule_id,
         rule,
+        typos,
     })
 }
 

@@ -431,6 +431,7 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
         cancel: Some(context.cancel.clone()),
         events: Some(Box::new(events)),
         settle,
+        outside_jobs: false,
     };
     let path = context.state.jobs().join(&name);
     let handled = lifecycle::handle(

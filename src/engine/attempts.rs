@@ -194,9 +194,6 @@ pub async fn judge(
     if let CwdChoice::Temp { refused: Some(why) } = &cwd {
         tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
     }
-    if let Some(warning) = &job.mode_warning {
-        tracing::warn!(id = %job.id, "{warning}");
-    }
     let mut attempts = Vec::new();
     let mut answer = None;
     let table = settings.table(job.mode);

@@ -7,9 +7,37 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::core::job::{JobError, cut_short, unreadable_job};
+use crate::core::job::{Job, JobError, cut_short, unreadable_job};
 use crate::core::job_life::FileIdentity;
+use crate::core::job_prefix::{PREFIX_BYTES, transcript_in_prefix};
 use crate::store::state_dir::{self, StateDir, stem_of};
+
+/// Logs what the job says that its producer most likely did not mean, once, when the
+/// job is read (so a cached or single-flight answer still leaves a trace): a key that
+/// looks like a misspelt job key, a `mode` that is not one, and no rule at all.
+pub fn log_job_notes(job: &Job) {
+    if !job.typos.is_empty() {
+        let keys: Vec<String> = job
+            .typos
+            .iter()
+            .map(|t| format!("{:?} looks like a misspelt {:?}", t.key, t.resembles))
+            .collect();
+        tracing::warn!(
+            id = %job.id,
+            "unknown job key ignored: {}; fix the key in the job's producer",
+            keys.join("; ")
+        );
+    }
+    if let Some(warning) = &job.mode_warning {
+        tracing::warn!(id = %job.id, "{warning}");
+    }
+    if job.has_no_rule() {
+        tracing::info!(
+            id = %job.id,
+            "job has no hit rule (no hit_if_all_true or hit_if_any_true keys): every answer is a hit"
+        );
+    }
+}
 
 /// Why a non-job could not be moved out of the inbox.
 #[derive(Debug, thiserror::Error)]
@@ -79,11 +107,39 @@ pub fn read_job(path: &Path, max_bytes: u64) -> Result<JobBytes, NotAJob> {
     }
     Ok(read_bytes(&file, &meta, max_bytes).map_err(|e| match e {
         Some(e) => unreadable(e),
-        None => unreadable_job(
-            &stem,
-            &format!("job file is larger than max_job_bytes ({max_bytes} bytes)"),
-        ),
+        None => too_large(&file, &stem, max_bytes),
     }))
+}
+
+/// The judge error of a job file over `max_job_bytes`, in the folder of the transcript
+/// its first bytes name (where `drain` finds it); without one, the `""` folder.
+fn too_large(file: &File, stem: &str, max_bytes: u64) -> JobError {
+    use std::os::unix::fs::FileExt;
+    let mut prefix = vec![0u8; PREFIX_BYTES];
+    let mut len = 0;
+    // Positional reads: from the start, whatever the first read left behind.
+    while len < prefix.len() {
+        match file.read_at(&mut prefix[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let transcript = transcript_in_prefix(&prefix[..len]);
+    let problem = format!("job file is larger than max_job_bytes ({max_bytes} bytes)");
+    let problem = match &transcript {
+        Some(_) => problem,
+        None => format!(
+            "{problem}; no \"transcript\" in its first {} KiB, so its verdict is in the \
+             folder of the empty transcript",
+            PREFIX_BYTES / 1024
+        ),
+    };
+    JobError {
+        transcript: transcript.unwrap_or_default(),
+        ..unreadable_job(stem, &problem)
+    }
 }
 
 /// At most `max_bytes` of `file`, and its metadata after the read; `Err(None)` when
@@ -152,7 +208,22 @@ pub fn reject(
     Ok(())
 }
 
-fn file_kind(meta: &fs::Metadata) -> &'static str {
+/// What a file that is not a job is, for a message: "a folder", "a FIFO", "owned by
+/// uid 0, not by the judge's user (uid 1000)".
+pub fn not_a_job_why(meta: &fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    if meta.file_type().is_file() {
+        return format!(
+            "owned by uid {}, not by the judge's user (uid {})",
+            meta.uid(),
+            rustix::process::geteuid().as_raw()
+        );
+    }
+    format!("a {}, not a regular file", file_kind(meta))
+}
+
+/// The kind of a file that is not a regular one, for a message ("folder", "FIFO").
+pub fn file_kind(meta: &fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_symlink() {
@@ -163,6 +234,10 @@ fn file_kind(meta: &fs::Metadata) -> &'static str {
         "FIFO"
     } else if t.is_socket() {
         "socket"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
     } else {
         "special file"
     }

@@ -19,7 +19,8 @@ use crate::engine::attempts::{CacheSlot, Extras};
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::job_file::{
-    NotAJob, RejectError, owned_by_me, read_job, reject, still_being_written,
+    NotAJob, RejectError, log_job_notes, not_a_job_why, owned_by_me, read_job, reject,
+    still_being_written,
 };
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::process::os::start_time;
@@ -43,6 +44,12 @@ pub enum Handled {
     Gone,
     /// Not a job (not a regular file, or not the judge's user's): moved to `rejected/`.
     Rejected,
+    /// Not a job, outside `jobs/` (`WorkerLink::outside_jobs`): left where it is.
+    /// `why` says what it is (a folder, a FIFO, another user's file).
+    NotAJob { why: String },
+    /// A file outside `jobs/` that is not a valid job: left where it is, no verdict.
+    /// `why` is the judge error its verdict would have had.
+    Refused { why: String },
     /// An earlier holder had already published the verdict; only cleanup was left.
     AlreadyPublished,
     /// Shutdown stopped it; the job stays queued (not counted as an interruption).
@@ -90,6 +97,10 @@ pub struct WorkerLink {
     /// writing it in place; it is not judged (`Handled::Unsettled`). `run` judges
     /// what it finds.
     pub settle: Option<Duration>,
+    /// The file is not in the state folder's `jobs/` (`run PATH`): it is judged and
+    /// removed only when it is a valid job; anything else is left where it is
+    /// (`Handled::NotAJob`, `Handled::Refused`), never moved to `rejected/`.
+    pub outside_jobs: bool,
 }
 
 /// How a step of the driver left the job when it did not go on: ended (the claim is
@@ -142,7 +153,8 @@ async fn handle_claimed(
         Acquired::Claimed { claim, previous } => (claim, previous),
     };
     // Before the claim says running, an error leaves the earlier record as it was.
-    let (interruptions, identity) = match take_over(state, path, name, &previous, fsync) {
+    let taken = take_over(state, path, name, &previous, fsync, link.outside_jobs);
+    let (interruptions, identity) = match taken {
         Ok(next) => next,
         Err(exit) => return end_unstarted(claim, exit),
     };
@@ -209,6 +221,7 @@ fn take_over(
     name: &OsStr,
     previous: &Previous,
     fsync: bool,
+    outside_jobs: bool,
 ) -> Step<(u32, FileIdentity)> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
@@ -227,10 +240,27 @@ fn take_over(
         return Err(Exit::Ended(Handled::AlreadyPublished));
     };
     if !meta.file_type().is_file() || !owned_by_me(&meta) {
-        reject(state, path, name, &meta)?;
-        return Err(Exit::Ended(Handled::Rejected));
+        return Err(not_a_job(state, path, name, &meta, outside_jobs)?);
     }
     Ok((interruptions, identity))
+}
+
+/// How a file that is not a job ends: moved to `rejected/` from `jobs/`, left where
+/// it is anywhere else.
+fn not_a_job(
+    state: &StateDir,
+    path: &Path,
+    name: &OsStr,
+    meta: &fs::Metadata,
+    outside_jobs: bool,
+) -> Result<Exit, LifecycleError> {
+    if outside_jobs {
+        let why = not_a_job_why(meta);
+        tracing::warn!(file = %path.display(), "not a job ({why}): left where it is");
+        return Ok(Exit::Ended(Handled::NotAJob { why }));
+    }
+    reject(state, path, name, meta)?;
+    Ok(Exit::Ended(Handled::Rejected))
 }
 
 /// Claims a job. A claim whose recorded holder is dead can stay locked for a moment
@@ -263,23 +293,24 @@ fn read_claimed(
     path: &Path,
     name: &OsStr,
     claimed: Option<FileIdentity>,
-    settle: Option<Duration>,
+    link: &WorkerLink,
 ) -> Step<Result<Job, JobError>> {
     let stem = stem_of(name);
     let (bytes, after) = match read_job(path, settings.config.max_job_bytes) {
         Err(NotAJob) => {
             // Swapped for a symlink, FIFO, folder or another user's file after the
             // checks: not a job.
-            if let Ok(meta) = fs::symlink_metadata(path) {
-                reject(state, path, name, &meta)?;
-            }
-            return Err(Exit::Ended(Handled::Rejected));
+            return Err(match fs::symlink_metadata(path) {
+                Ok(meta) => not_a_job(state, path, name, &meta, link.outside_jobs)?,
+                Err(_) if link.outside_jobs => Exit::Ended(Handled::Gone),
+                Err(_) => Exit::Ended(Handled::Rejected),
+            });
         }
         Ok(Err(unreadable)) => return Ok(Err(unreadable)),
         Ok(Ok(read)) => read,
     };
     let parsed = parse_job(&bytes, &stem, settings.config.timeouts());
-    if let Some(settle) = settle
+    if let Some(settle) = link.settle
         && still_being_written(claimed, &bytes, &after, parsed.is_err(), settle)
     {
         return Err(Exit::Ended(Handled::Unsettled));
@@ -306,11 +337,25 @@ async fn judge_claimed(
             .into());
         }
     };
-    let parsed = read_claimed(settings, state, path, name, identity, link.settle)?;
+    let parsed = read_claimed(settings, state, path, name, identity, link)?;
+    if let (Err(error), true) = (&parsed, link.outside_jobs) {
+        // Not the judge's file: a verdict would remove it, and it may be anything.
+        let why = error
+            .reason
+            .strip_prefix("judge error: ")
+            .unwrap_or(&error.reason);
+        tracing::warn!(file = %path.display(), "not a valid job ({why}): left where it is");
+        return Err(Exit::Ended(Handled::Refused {
+            why: why.to_string(),
+        }));
+    }
     if let Ok(job) = &parsed {
         claim.name_job(&job.id, &job.hook)?;
     }
     tracing::info!(file = %path.display(), interruptions, "job claimed");
+    if let Ok(job) = &parsed {
+        log_job_notes(job);
+    }
     let verdict = match parsed {
         Err(error) => {
             tracing::warn!(id = %error.id, file = %path.display(), reason = ?error.reason, "bad job");

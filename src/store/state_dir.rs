@@ -369,6 +369,32 @@ pub fn publish(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
     publish_in(dir, target, bytes, fsync, PRIVATE_FILE)
 }
 
+/// Publishes `bytes` at `target` atomically, only if no file has that name yet:
+/// `ErrorKind::AlreadyExists` otherwise. A hard link, unlike a rename, never replaces
+/// a name, so two producers racing for one name cannot both succeed.
+pub fn publish_new(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    create_dir(dir)?;
+    let name = target.file_name().unwrap_or(OsStr::new("file"));
+    let temp = write_temp_in(dir, name, bytes, fsync, PRIVATE_FILE)?;
+    match fs::hard_link(&temp.path, target) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+        // A file system without hard links: look, then rename (a racing producer of
+        // the same name may then replace this file, as before).
+        Err(_) if fs::symlink_metadata(target).is_ok() => {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        Err(_) => return commit(&temp.path, target, fsync),
+    }
+    // The job lives on under `target`; dropping `temp` removes the hidden name.
+    drop(temp);
+    if fsync {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
 /// Publishes `bytes` at `target` atomically and durably with `mode`, in a folder
 /// outside the state folder that must exist (a service unit, say).
 pub fn publish_with_mode(target: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {

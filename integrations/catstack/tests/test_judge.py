@@ -246,6 +246,38 @@ class TestEnqueue(DropInCase):
             with self.assertRaises(ValueError, msg=bad):
                 judge.enqueue(self.job(bad))
 
+    def test_an_id_still_queued_is_a_value_error_and_the_first_job_stays(self):
+        os.environ[judge.BIN_ENV] = ""  # no binary, no daemon: the first job stays queued
+        os.environ["PATH"] = os.path.join(self.tmp, "empty")
+        err = os.path.join(self.tmp, "stderr")
+        with open(err, "w+", encoding="utf-8") as handle, mock.patch.object(sys, "stderr", handle):
+            self.assertEqual(judge.enqueue(self.job("twice")), "twice")
+            with self.assertRaises(ValueError) as raised:
+                judge.enqueue(self.job("twice", prompt="the second"))
+        self.assertIn("still queued", str(raised.exception))
+        path = os.path.join(self.state, "jobs", "twice.json")
+        with open(path, encoding="utf-8") as handle:
+            self.assertEqual(json.load(handle)["prompt"], "judge twice")
+        self.assertEqual([n for n in os.listdir(os.path.dirname(path)) if n != "twice.json"], [],
+                         "no temp file left behind")
+        os.unlink(path)  # judged: the id is free again
+        self.assertEqual(judge.enqueue(self.job("twice", prompt="again")), "twice")
+
+    def test_catstacks_own_keys_pass_through_silently(self):
+        self.start_daemon()
+        extra = {"harness": "claude", "session_id": "s1", "created_at": 1.5, "offscope_request": "r"}
+        err = os.path.join(self.tmp, "stderr")
+        with open(err, "w+", encoding="utf-8") as handle, mock.patch.object(sys, "stderr", handle):
+            self.assertEqual(judge.enqueue(self.job("extra", **extra)), "extra")
+            got = wait_until("the verdict", lambda: judge.drain("T"))
+            handle.seek(0)
+            self.assertEqual(handle.read(), "")
+        self.assertEqual([(v["id"], v["outcome"]) for v in got], [("extra", "hit")])
+        with open(os.path.join(self.state, "judge.log"), encoding="utf-8") as handle:
+            log = handle.read()
+        for key in extra:
+            self.assertNotIn(key, log)
+
     def test_with_a_daemon_it_only_publishes_and_the_daemon_judges(self):
         self.start_daemon()
         job_id = judge.enqueue(self.job("with-daemon"))

@@ -1,0 +1,462 @@
+//! The cases of `llm-judge eval`'s CASES.jsonl: one JSON object per line, a job plus
+//! the outcome it should get. Cases are written by hand and new, so they are held to
+//! more than a job file: only job keys and `expect`, a known `mode`, a rule naming a
+//! key of the answer. Pure: the file is read (bounded per line) by `commands::eval`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::core::job::{HitRule, Job, TimeoutRules, job_from_object, json_type};
+use crate::core::job_keys::{JOB_KEYS, unknown_keys};
+use crate::core::verdict::Outcome;
+
+/// What a case should be judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    /// The rule should match.
+    Hit,
+    /// A runner should answer and the rule should not match.
+    Clean,
+}
+
+impl Expect {
+    /// True when `outcome` is what was expected (`unchecked` never is).
+    pub fn met_by(self, outcome: Outcome) -> bool {
+        matches!(
+            (self, outcome),
+            (Expect::Hit, Outcome::Hit) | (Expect::Clean, Outcome::Clean)
+        )
+    }
+}
+
+/// One line of a cases file.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The job, parsed as a job file is (`id` defaults to `line-<N>`).
+    pub job: Job,
+    /// The outcome it should get.
+    pub expect: Expect,
+}
+
+/// A line of a cases file that cannot be a case, or a file with none; each says how
+/// to fix it.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CaseError {
+    /// Not JSON (serde's message, with the column).
+    #[error(
+        "line {line}: not valid JSON ({message}); write each case as one JSON object on one line"
+    )]
+    NotJson { line: usize, message: String },
+    /// JSON, but not an object.
+    #[error(
+        "line {line}: a JSON {found}, not an object; write each case as one JSON object on one line"
+    )]
+    NotObject { line: usize, found: &'static str },
+    /// Keys that are neither job keys nor `expect` (each with the key it resembles).
+    #[error("line {line}: {}", unknown_text(keys))]
+    UnknownKeys {
+        line: usize,
+        keys: Vec<(String, Option<&'static str>)>,
+    },
+    /// A `mode` other than `"investigate"` (a job would fall back to the default table).
+    #[error("line {line}: \"mode\" is {found}; give \"investigate\" or leave \"mode\" out")]
+    BadMode { line: usize, found: String },
+    /// No key of the answer decides the outcome: every answer would be a hit (or, with
+    /// an empty `hit_if_any_true`, clean).
+    #[error(
+        "line {line}: no rule names a key of the answer, so the answer cannot change the \
+         outcome; add \"hit_if_all_true\": [\"key\"] or \"hit_if_any_true\": \
+         {{\"key\": \"notice\"}}"
+    )]
+    NoRule { line: usize },
+    /// Longer than `max_job_bytes` (read no further than that).
+    #[error(
+        "line {line}: longer than max_job_bytes ({max} bytes), the most a job file may hold; \
+         shorten the case or raise max_job_bytes"
+    )]
+    TooLong { line: usize, max: u64 },
+    /// No `expect` key.
+    #[error("line {line}: no \"expect\"; add \"expect\": \"hit\" or \"expect\": \"clean\"")]
+    NoExpect { line: usize },
+    /// An `expect` other than `"hit"` or `"clean"`.
+    #[error("line {line}: \"expect\" is {found}; give \"hit\" or \"clean\"")]
+    BadExpect { line: usize, found: String },
+    /// A job the job parser refuses (its reason, without `judge error: `).
+    #[error("line {line}: {problem}; fix it as in a job file (README \"Job file\")")]
+    BadJob { line: usize, problem: String },
+    /// Two cases with one id: the wrongly judged ones are named by id.
+    #[error("line {line}: id {id:?} is line {first}'s too; give each case its own \"id\"")]
+    DuplicateId {
+        line: usize,
+        id: String,
+        first: usize,
+    },
+    /// Bad lines past the first `ERRORS_KEPT`, counted only.
+    #[error("and {count} more bad lines")]
+    More { count: usize },
+    /// Only blank lines.
+    #[error(
+        "no cases (every line is blank); write one JSON object per line, each with an \"expect\""
+    )]
+    NoCases,
+}
+
+/// Bad lines kept with their message; the rest are counted (`CaseError::More`), so a
+/// file of the wrong format costs no memory per line.
+pub const ERRORS_KEPT: usize = 20;
+
+/// The cases of a file read one line at a time: every bad line is reported (so one
+/// edit fixes them all); any bad line means no case runs.
+pub struct CaseReader {
+    timeouts: TimeoutRules,
+    cases: Vec<Case>,
+    errors: Vec<CaseError>,
+    more: usize,
+    ids: HashMap<String, usize>,
+}
+
+impl CaseReader {
+    /// A reader whose jobs take `timeouts`.
+    pub fn new(timeouts: TimeoutRules) -> Self {
+        CaseReader {
+            timeouts,
+            cases: Vec::new(),
+            errors: Vec::new(),
+            more: 0,
+            ids: HashMap::new(),
+        }
+    }
+
+    /// Line `line` (1-based; its newline may be left on); blank lines are skipped.
+    pub fn line(&mut self, line: usize, bytes: &[u8]) {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        match parse_case(bytes, line, self.timeouts) {
+            Ok(case) => match self.ids.get(&case.job.id) {
+                Some(&first) => self.error(CaseError::DuplicateId {
+                    line,
+                    id: case.job.id,
+                    first,
+                }),
+                None => {
+                    self.ids.insert(case.job.id.clone(), line);
+                    self.cases.push(case);
+                }
+            },
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// Line `line` was longer than `max` bytes (and was not read whole).
+    pub fn too_long(&mut self, line: usize, max: u64) {
+        self.error(CaseError::TooLong { line, max });
+    }
+
+    fn error(&mut self, e: CaseError) {
+        if self.errors.len() < ERRORS_KEPT {
+            self.errors.push(e);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// The cases, or every bad line (at most `ERRORS_KEPT`, then `More`).
+    pub fn finish(mut self) -> Result<Vec<Case>, Vec<CaseError>> {
+        if self.errors.is_empty() && self.cases.is_empty() {
+            self.errors.push(CaseError::NoCases);
+        }
+        if self.more > 0 {
+            self.errors.push(CaseError::More { count: self.more });
+        }
+        if self.errors.is_empty() {
+            Ok(self.cases)
+        } else {
+            Err(self.errors)
+        }
+    }
+}
+
+/// Parses a whole cases file held in memory (see `CaseReader`).
+#[cfg(test)]
+pub(crate) fn parse_cases(
+    text: &[u8],
+    timeouts: TimeoutRules,
+) -> Result<Vec<Case>, Vec<CaseError>> {
+    let mut reader = CaseReader::new(timeouts);
+    for (index, bytes) in text.split(|&b| b == b'\n').enumerate() {
+        reader.line(index + 1, bytes);
+    }
+    reader.finish()
+}
+
+fn parse_case(bytes: &[u8], line: usize, timeouts: TimeoutRules) -> Result<Case, CaseError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| CaseError::NotJson {
+        line,
+        message: json_message(&e),
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(CaseError::NotObject {
+            line,
+            found: json_type(&value),
+        });
+    };
+    let unknown = unknown_keys(obj.keys().map(String::as_str), &CASE_KEYS);
+    if !unknown.typos.is_empty() || !unknown.others.is_empty() {
+        let mut keys: Vec<(String, Option<&'static str>)> = unknown
+            .typos
+            .into_iter()
+            .map(|t| (t.key, Some(t.resembles)))
+            .collect();
+        keys.extend(unknown.others.into_iter().map(|k| (k, None)));
+        return Err(CaseError::UnknownKeys { line, keys });
+    }
+    let expect = match obj.remove("expect") {
+        None => return Err(CaseError::NoExpect { line }),
+        Some(Value::String(s)) if s == "hit" => Expect::Hit,
+        Some(Value::String(s)) if s == "clean" => Expect::Clean,
+        Some(other) => {
+            return Err(CaseError::BadExpect {
+                line,
+                found: other.to_string(),
+            });
+        }
+    };
+    match obj.get("mode") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "investigate" => {}
+        Some(other) => {
+            return Err(CaseError::BadMode {
+                line,
+                found: other.to_string(),
+            });
+        }
+    }
+    let job =
+        job_from_object(obj, &format!("line-{line}"), timeouts).map_err(|e| CaseError::BadJob {
+            line,
+            problem: e
+                .reason
+                .strip_prefix("judge error: ")
+                .unwrap_or(&e.reason)
+                .to_string(),
+        })?;
+    let no_key = match &job.rule {
+        HitRule::AllTrue(keys) => keys.is_empty(),
+        HitRule::AnyTrue(pairs) => pairs.is_empty(),
+    };
+    if no_key {
+        return Err(CaseError::NoRule { line });
+    }
+    Ok(Case { job, expect })
+}
+
+/// The keys a case may hold: a job's and `expect`.
+const CASE_KEYS: [&str; 12] = {
+    let mut keys = [""; 12];
+    let mut i = 0;
+    while i < JOB_KEYS.len() {
+        keys[i] = JOB_KEYS[i];
+        i += 1;
+    }
+    keys[JOB_KEYS.len()] = "expect";
+    keys
+};
+
+/// `"hit_if_all_ture" is not a case key (did you mean "hit_if_all_true"?)`, for each.
+fn unknown_text(keys: &[(String, Option<&'static str>)]) -> String {
+    let each: Vec<String> = keys
+        .iter()
+        .map(|(key, resembles)| match resembles {
+            Some(known) => format!("{key:?} is not a case key (did you mean {known:?}?)"),
+            None => format!("{key:?} is not a case key"),
+        })
+        .collect();
+    format!(
+        "{}; a case holds only the keys of a job file and \"expect\" ({}, expect)",
+        each.join(", "),
+        JOB_KEYS.join(", ")
+    )
+}
+
+/// serde's message with its own position given as a column: the file's line is
+/// already named, and serde counts lines within the one line it was given.
+fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let bare = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    format!("{bare} at column {}", e.column())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::job::Mode;
+
+    const RULES: TimeoutRules = TimeoutRules {
+        default_seconds: 60.0,
+        max_seconds: 600.0,
+    };
+
+    fn parse(text: &str) -> Result<Vec<Case>, Vec<CaseError>> {
+        parse_cases(text.as_bytes(), RULES)
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        match parse(text) {
+            Ok(cases) => panic!("expected errors, got {} cases", cases.len()),
+            Err(e) => e.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn cases_parse_as_jobs_with_expect_and_line_ids() {
+        let text = "\n{\"prompt\": \"a?\", \"expect\": \"hit\", \"hit_if_all_true\": [\"a\"]}\n  \r\n{\"prompt\": \"b?\", \"id\": \"bee\", \"expect\": \"clean\", \"mode\": \"investigate\", \"timeout_seconds\": 9000, \"hit_if_any_true\": {\"b\": \"B\"}}\n";
+        let cases = parse(text).unwrap();
+        assert_eq!(cases.len(), 2);
+        assert_eq!(
+            (cases[0].job.id.as_str(), cases[0].expect),
+            ("line-2", Expect::Hit)
+        );
+        assert_eq!(
+            cases[0].job.rule,
+            crate::core::job::HitRule::AllTrue(vec!["a".into()])
+        );
+        assert_eq!(
+            (cases[1].job.id.as_str(), cases[1].expect),
+            ("bee", Expect::Clean)
+        );
+        assert_eq!(cases[1].job.mode, Mode::Investigate);
+        assert_eq!(
+            cases[1].job.timeout_seconds, 600.0,
+            "the job's timeout rules"
+        );
+    }
+
+    #[test]
+    fn every_bad_line_is_named_with_its_fix() {
+        let text = [
+            r#"{"prompt": "ok", "expect": "hit", "hit_if_all_true": ["k"]}"#,
+            r#"{"prompt": "x", "expect": "hit""#,
+            r#"["prompt"]"#,
+            r#"{"prompt": "no expect"}"#,
+            r#"{"prompt": "p", "expect": "yes"}"#,
+            r#"{"prompt": "p", "expect": true}"#,
+            r#"{"expect": "clean"}"#,
+            r#"{"prompt": "p", "expect": "clean", "hit_if_all_true": "k"}"#,
+            r#"{"prompt": "p", "expect": "clean", "id": "line-1", "hit_if_all_true": ["k"]}"#,
+            r#"{"prompt": "p", "expect": "clean", "id": "a/b"}"#,
+        ]
+        .join("\n");
+        let e = errors(&text);
+        assert_eq!(e.len(), 9, "{e:#?}");
+        assert!(e[0].starts_with("line 2: not valid JSON ("), "{}", e[0]);
+        assert!(e[0].contains("at column"), "{}", e[0]);
+        assert!(!e[0].contains("at line"), "{}", e[0]);
+        assert!(e[0].contains("one JSON object on one line"), "{}", e[0]);
+        assert!(
+            e[1].starts_with("line 3: a JSON list, not an object"),
+            "{}",
+            e[1]
+        );
+        assert!(
+            e[2].starts_with("line 4: no \"expect\"; add \"expect\": \"hit\""),
+            "{}",
+            e[2]
+        );
+        assert!(
+            e[3].starts_with("line 5: \"expect\" is \"yes\"; give \"hit\" or \"clean\""),
+            "{}",
+            e[3]
+        );
+        assert!(e[4].starts_with("line 6: \"expect\" is true;"), "{}", e[4]);
+        assert!(
+            e[5].starts_with("line 7: missing \"prompt\"; fix it as in a job file"),
+            "{}",
+            e[5]
+        );
+        assert!(
+            e[6].starts_with("line 8: \"hit_if_all_true\" is a string"),
+            "{}",
+            e[6]
+        );
+        assert!(
+            e[7].starts_with("line 9: id \"line-1\" is line 1's too; give each case its own"),
+            "{}",
+            e[7]
+        );
+        assert!(e[8].starts_with("line 10: bad \"id\" \"a/b\""), "{}", e[8]);
+    }
+
+    #[test]
+    fn a_file_of_blank_lines_has_no_cases() {
+        assert_eq!(errors("\n  \n"), [CaseError::NoCases.to_string()]);
+        assert!(errors("").len() == 1);
+    }
+
+    #[test]
+    fn a_case_holds_only_job_keys_and_expect_with_a_known_mode_and_a_rule() {
+        let text = [
+            r#"{"prompt": "p", "expect": "hit", "hit_if_all_ture": ["k"]}"#,
+            r#"{"prompt": "p", "expect": "hit", "hit_if_all_true": ["k"], "harness": "x", "expcet": "hit"}"#,
+            r#"{"prompt": "p", "expect": "hit", "hit_if_all_true": ["k"], "mode": "investgate"}"#,
+            r#"{"prompt": "p", "expect": "hit"}"#,
+            r#"{"prompt": "p", "expect": "hit", "hit_if_all_true": []}"#,
+            r#"{"prompt": "p", "expect": "clean", "hit_if_any_true": {}}"#,
+            r#"{"prompt": "p", "expect": "hit", "hit_if_all_true": ["k"], "mode": null}"#,
+        ]
+        .join("\n");
+        let e = errors(&text);
+        assert_eq!(e.len(), 6, "{e:#?}");
+        assert!(
+            e[0].starts_with(
+                "line 1: \"hit_if_all_ture\" is not a case key (did you mean \"hit_if_all_true\"?); a case holds only the keys of a job file and \"expect\" (prompt, id,"
+            ),
+            "{}",
+            e[0]
+        );
+        assert!(
+            e[1].starts_with(
+                "line 2: \"expcet\" is not a case key (did you mean \"expect\"?), \"harness\" is not a case key;"
+            ),
+            "{}",
+            e[1]
+        );
+        assert_eq!(
+            e[2],
+            "line 3: \"mode\" is \"investgate\"; give \"investigate\" or leave \"mode\" out"
+        );
+        for (i, line) in [(3, 4), (4, 5), (5, 6)] {
+            assert!(
+                e[i].starts_with(&format!(
+                    "line {line}: no rule names a key of the answer, so the answer cannot change the outcome; add \"hit_if_all_true\""
+                )),
+                "{}",
+                e[i]
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_line_and_many_bad_lines_are_reported_in_bounded_space() {
+        let mut reader = CaseReader::new(RULES);
+        reader.too_long(1, 10);
+        for line in 2..100 {
+            reader.line(line, b"not json");
+        }
+        let Err(e) = reader.finish() else {
+            panic!("expected errors")
+        };
+        assert_eq!(e.len(), ERRORS_KEPT + 1);
+        assert_eq!(
+            e[0].to_string(),
+            "line 1: longer than max_job_bytes (10 bytes), the most a job file may hold; shorten the case or raise max_job_bytes"
+        );
+        assert_eq!(e[ERRORS_KEPT].to_string(), "and 79 more bad lines");
+    }
+}
