@@ -422,6 +422,12 @@ const VOCAB: &[&str] = &[
     "haiku",
     "--settings",
     "{}",
+    // Settings that confine nothing (issue 39): hooks off only, an empty deny list, the
+    // root folder or a home folder opened to reads.
+    "{\"disableAllHooks\": true}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": []}}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"additionalDirectories\": [\"/\"], \"deny\": []}}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"additionalDirectories\": [\"/\"]}}",
     "--no-session-persistence",
     "--strict-mcp-config",
     "--output-format",
@@ -625,6 +631,9 @@ fn assert_safe(argv: &[String]) {
             assert!(denied.contains(t), "{t} not denied: {argv:?}");
         }
         assert!(head.iter().any(|a| a == "--strict-mcp-config"), "{argv:?}");
+        if !tools.is_empty() {
+            assert_reads_confined(head, argv);
+        }
     } else {
         assert_eq!(head.first().map(String::as_str), Some("exec"), "{argv:?}");
         assert!(!head.iter().any(|a| a == "-p"), "codex profile: {argv:?}");
@@ -650,6 +659,47 @@ fn assert_safe(argv: &[String]) {
         }
         assert!(head.iter().any(|a| a == "--ignore-user-config"), "{argv:?}");
     }
+}
+
+/// The deny rules of the pinned investigate claude, read from its pinned argv.
+fn pinned_deny() -> Vec<Value> {
+    let settings = INVESTIGATE_CLAUDE
+        .iter()
+        .find(|a| a.starts_with('{'))
+        .expect("pinned investigate claude has settings");
+    let settings: Value = serde_json::from_str(settings).expect("pinned settings are JSON");
+    settings["permissions"]["deny"]
+        .as_array()
+        .cloned()
+        .expect("pinned deny list")
+}
+
+/// A claude with read tools keeps reads confined: its `--settings` block reads outside
+/// the cwd, keep every pinned deny rule, and never open the root folder.
+fn assert_reads_confined(head: &[String], argv: &[String]) {
+    let value = head.iter().enumerate().find_map(|(i, a)| match a.as_str() {
+        "--settings" => head.get(i + 1).cloned(),
+        a => a.strip_prefix("--settings=").map(str::to_string),
+    });
+    let settings: Value = value
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_else(|| panic!("reads without settings: {argv:?}"));
+    let permissions = &settings["permissions"];
+    assert_eq!(
+        permissions["blockReadsOutsideWorkingDirectories"], true,
+        "{argv:?}"
+    );
+    let denied = permissions["deny"].as_array().cloned().unwrap_or_default();
+    for rule in pinned_deny() {
+        assert!(denied.contains(&rule), "{rule} dropped: {argv:?}");
+    }
+    let extra = permissions["additionalDirectories"].as_array();
+    assert!(
+        !extra.is_some_and(|dirs| dirs.iter().any(|d| d
+            .as_str()
+            .is_some_and(|d| d.trim_end_matches('/').is_empty()))),
+        "the root folder opened: {argv:?}"
+    );
 }
 
 fn runner(argv: Vec<String>) -> Runner {

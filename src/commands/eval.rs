@@ -246,7 +246,8 @@ async fn judge_case(settings: &Settings, job: &Job, extras: &Extras) -> Verdict 
     }
     // Without a stop signal `judge` always ends in a verdict; the fallback keeps the
     // count whole all the same.
-    let verdict = judge(settings, job, &new_tag(), extras, None, |_, _| {})
+    let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
+    let verdict = judge(settings, job, &cwd, &new_tag(), extras, None, |_, _| {})
         .await
         .unwrap_or_else(|| verdict_for(job, None, Vec::new(), now_unix()));
     if let Some(slot) = &slot {

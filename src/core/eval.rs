@@ -666,6 +666,7 @@ mod tests {
             reason: "answered".into(),
             elapsed_ms: ms,
             usage,
+            cwd_refused: None,
         }
     }
 

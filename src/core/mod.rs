@@ -11,6 +11,7 @@ pub mod health;
 pub mod job;
 pub mod job_life;
 pub mod login;
+pub mod read_scope;
 pub mod runner_table;
 pub mod safety;
 pub mod spend;

@@ -23,6 +23,10 @@ pub struct Attempt {
     /// Tokens and cost, when the runner's CLI reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::core::usage::Usage>,
+    /// Why the job's `cwd` was refused, when it was: the runner worked in a fresh
+    /// folder instead. A note beside `reason`, whose grammar it leaves alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd_refused: Option<String>,
 }
 
 /// How a runner process ended, before its output is looked at.
@@ -100,6 +104,7 @@ pub fn judge_attempt(
         reason,
         elapsed_ms: None,
         usage: envelope.and_then(|e| e.usage),
+        cwd_refused: None,
     };
     (attempt, answer)
 }
@@ -462,6 +467,7 @@ mod tests {
             reason: why.into(),
             elapsed_ms: None,
             usage: None,
+            cwd_refused: None,
         };
         assert_eq!(no_answer_reason(&[]), "no runner answered");
         assert_eq!(
