@@ -18,7 +18,7 @@ use crate::engine::limits::RunnerLimits;
 use crate::engine::prestart::{Prestart, Waiting};
 use crate::engine::runner_folder::fresh_runner_folder;
 use crate::engine::spawner::{Processes, Spawner};
-use crate::process::spawn::{RunSpec, StopSignal, stopped};
+use crate::process::spawn::{RunOutput, RunSpec, StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
 use crate::store::spend_ledger::SpendLedger;
@@ -295,7 +295,7 @@ async fn attempt_runner(
         cwd = %dir.display(), prestarted = waiting.is_some().then_some(true),
         "runner start"
     );
-    let out = run_attempt(spawner, &spec, waiting, &mut |pgid| {
+    let out = run_attempt(settings, spawner, prestart, &spec, waiting, &mut |pgid| {
         on_spawn(&runner.name, pgid)
     })
     .await;
@@ -321,19 +321,46 @@ async fn attempt_runner(
     (attempt, found, out.end)
 }
 
-/// Runs the attempt: gives a waiting runner its prompt, else spawns one.
+/// Runs the attempt: gives a waiting runner its prompt, else spawns one. A waiting one
+/// that printed before its prompt is refused (discarded, `Prestart::refuse`) and the
+/// job spawns its own, in a fresh folder (the copy's goes with the copy).
 async fn run_attempt(
+    settings: &Settings,
     spawner: &dyn Spawner,
+    prestart: Option<&Arc<Prestart>>,
     spec: &RunSpec<'_>,
     waiting: Option<Waiting>,
     on_spawn: &mut (dyn FnMut(u32) + Send),
-) -> crate::process::spawn::RunOutput {
-    match waiting {
-        Some(waiting) => {
-            on_spawn(waiting.pgid());
-            waiting.finish(&spec.to_prompt()).await
+) -> RunOutput {
+    let Some(waiting) = waiting else {
+        return spawner.run(spec, on_spawn).await;
+    };
+    on_spawn(waiting.pgid());
+    let broken = match waiting.finish(&spec.to_prompt()).await {
+        Ok(out) => return out,
+        Err(broken) => broken,
+    };
+    if let Some(prestart) = prestart {
+        prestart.refuse(broken, "printed on stdout before its prompt");
+    }
+    match fresh_runner_folder(settings) {
+        Ok(folder) => {
+            let spec = RunSpec {
+                cwd: folder.path(),
+                ..*spec
+            };
+            spawner.run(&spec, on_spawn).await
         }
-        None => spawner.run(spec, on_spawn).await,
+        Err(e) => RunOutput {
+            end: RunEnd::SpawnFailed {
+                kind: format!("{:?}", e.kind()),
+                message: format!("cannot create a temp folder: {e}"),
+            },
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_cut: None,
+            elapsed: Duration::ZERO,
+        },
     }
 }
 
