@@ -134,12 +134,23 @@ impl Waiting {
     }
 }
 
-/// The start of every waiting copy's `LLM_JUDGE_TAG` for a state folder: a daemon's
-/// start-up sweep stops whatever copies (and their descendants) a crashed daemon of the
-/// same folder left, taken by a job or not.
-pub fn tag_prefix(state_dir: &std::path::Path) -> String {
-    let key = crate::store::state_dir::transcript_hash(&state_dir.to_string_lossy());
+/// The start of every waiting copy's `LLM_JUDGE_TAG` for a state folder, whose random
+/// `key` is `store::tag_key`'s: a daemon's start-up sweep stops whatever copies (and
+/// their descendants) a crashed daemon of the same folder left, taken by a job or not,
+/// and nobody else can compute it.
+pub fn tag_prefix(key: &str) -> String {
     format!("prestart-{key}-")
+}
+
+/// A copy's tag as logged: the folder's key left out (judge.log reaches the journal).
+fn shown_tag(tag: &str) -> String {
+    match tag
+        .strip_prefix("prestart-")
+        .and_then(|t| t.split_once('-'))
+    {
+        Some((_key, copy)) => format!("prestart-…-{copy}"),
+        None => tag.to_string(),
+    }
 }
 
 /// How many copies of each runner of `settings`' default table to keep waiting:
@@ -388,7 +399,7 @@ impl Prestart {
         }
         tracing::info!(
             runner = %runner.name, pgid = waiting.pgid(), cwd = %waiting.folder().display(),
-            tag = %waiting.running.tag(), "runner pre-started: waiting for a job"
+            tag = %shown_tag(waiting.running.tag()), "runner pre-started: waiting for a job"
         );
         inner.waiting.push(waiting);
     }
@@ -437,11 +448,15 @@ async fn start_waiting(
             return None;
         }
     };
-    let tag = format!(
-        "{}{}",
-        tag_prefix(&settings.state_dir),
-        crate::store::claim::new_tag()
-    );
+    let state = crate::store::state_dir::StateDir::new(&settings.state_dir);
+    let key = match crate::store::tag_key::load_or_create(&state) {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
+            return None;
+        }
+    };
+    let tag = format!("{}{}", tag_prefix(&key), crate::store::claim::new_tag());
     let spec = StartSpec {
         argv: &runner.argv,
         cwd: folder.path(),

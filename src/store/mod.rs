@@ -14,6 +14,7 @@ pub mod permissions;
 pub mod spend_ledger;
 pub mod state_dir;
 pub mod status_file;
+pub mod tag_key;
 
 use std::path::PathBuf;
 
