@@ -665,7 +665,7 @@ fn assert_safe(argv: &[String]) {
 fn pinned_deny() -> Vec<Value> {
     let settings = INVESTIGATE_CLAUDE
         .iter()
-        .find(|a| a.starts_with('{'))
+        .find(|a| a.starts_with("{\""))
         .expect("pinned investigate claude has settings");
     let settings: Value = serde_json::from_str(settings).expect("pinned settings are JSON");
     settings["permissions"]["deny"]
@@ -779,5 +779,83 @@ fn one_unsafe_runner_refuses_the_table() {
             e.contains("\"bad\"") && e.contains("--dangerously-skip-permissions"),
             "{e}"
         );
+    }
+}
+
+/// Settings made from the pinned investigate claude's: one deny rule dropped or none,
+/// an extra one added or not, `blockReadsOutsideWorkingDirectories` true, false or
+/// gone, and a few `additionalDirectories` (the root folder written several ways among
+/// them); with whether they keep the whole shipped confinement, stated independently.
+fn varied_settings() -> impl Strategy<Value = (Value, bool)> {
+    let rules = pinned_deny();
+    let dirs = prop::sample::subsequence(
+        vec![
+            "/var/log/app",
+            "/",
+            "//",
+            "/tmp/..",
+            "/srv/./repo",
+            "/.",
+            "/srv/../srv",
+        ],
+        0..3,
+    );
+    (
+        prop::option::of(0..rules.len()),
+        any::<bool>(),
+        prop::sample::select(vec![Some(true), Some(true), Some(false), None]),
+        dirs,
+    )
+        .prop_map(move |(drop, extra, block, dirs)| {
+            let mut deny: Vec<Value> = rules.clone();
+            if let Some(i) = drop {
+                deny.remove(i);
+            }
+            if extra {
+                deny.push(json!("Read(/srv/secrets/**)"));
+            }
+            let mut permissions = json!({"deny": deny, "additionalDirectories": dirs});
+            if let Some(block) = block {
+                permissions["blockReadsOutsideWorkingDirectories"] = json!(block);
+            }
+            let confined =
+                drop.is_none() && block == Some(true) && !dirs.iter().any(|d| is_root(d));
+            (
+                json!({"disableAllHooks": true, "permissions": permissions}),
+                confined,
+            )
+        })
+}
+
+/// True when the absolute path `dir` names the root folder (`.` and `..` resolved).
+fn is_root(dir: &str) -> bool {
+    let mut depth: Vec<&str> = Vec::new();
+    for part in dir.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                depth.pop();
+            }
+            name => depth.push(name),
+        }
+    }
+    depth.is_empty()
+}
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    /// A claude with read tools passes only with the whole shipped read confinement
+    /// (issue 39: `"deny": []` and `additionalDirectories: ["/"]` were accepted).
+    #[test]
+    fn an_investigate_claude_keeps_the_whole_shipped_read_confinement(
+        (settings, confined) in varied_settings(),
+    ) {
+        let argv: Vec<String> = INVESTIGATE_CLAUDE
+            .iter()
+            .map(|a| if a.starts_with("{\"") { settings.to_string() } else { a.to_string() })
+            .collect();
+        let checked = check_investigate_table(&[runner(argv)]);
+        prop_assert_eq!(checked.is_ok(), confined, "{} {:?}", settings, checked);
     }
 }
