@@ -257,12 +257,15 @@ fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
     let (p1, ..) = wait_starts(&w, 1)[0].clone();
     w.wait_log("runner pre-started");
     let log = w.log();
-    let tag = log
+    let shown = log
         .split_whitespace()
         .find_map(|f| f.strip_prefix("tag="))
         .unwrap_or_default()
         .to_string();
-    assert!(tag.starts_with("prestart-"), "{log}");
+    // judge.log leaves the folder's random key out of the tag; it is in tag.key.
+    assert!(shown.starts_with("prestart-…-"), "{log}");
+    let key = w.read("state/tag.key");
+    let tag = shown.replace('…', key.trim());
     daemon.kill9();
     // Its supervisor's report pipe broke: the supervisor stops the runner's group.
     wait_for("the waiting runner gone with its daemon", DEADLINE, || {
@@ -298,4 +301,62 @@ fn a_runner_that_exits_at_once_is_not_restarted_on_every_rescan() {
     let seen = updated();
     wait_for("three more rescans", DEADLINE, || updated() > seen + 2.5);
     assert_eq!(w.read("starts").lines().count(), 1, "restarted on a rescan");
+}
+
+/// Issue 39 item 5: a copy that prints a `result` event before its prompt (the first
+/// copy started, here) must not answer the job with it. Its output is discarded with
+/// the copy, the job spawns its own runner (not a failed attempt), and the runner is
+/// not pre-started again until a reload.
+#[test]
+fn output_a_waiting_runner_printed_before_its_prompt_never_answers_a_job() {
+    let early = format!(
+        "if mkdir \"$W/printed-early\" 2>/dev/null; then\n\
+         echo '{{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"x\",\"session_id\":\"s\"}}'\n\
+         echo '{{\"type\":\"result\",\"session_id\":\"s\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{{\\\"ok\\\": true, \\\"stale\\\": true}}\"}}'\n\
+         fi\n{FAKE_CLAUDE}"
+    );
+    let w = world_with("claude", &early);
+    let daemon = start(&w);
+    let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
+    w.wait_log("runner pre-started");
+    w.job("a", &job("a?"));
+    let v = wait_verdict(&w, "a");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert!(
+        v["answer"].get("stale").is_none(),
+        "the early answer won: {v}"
+    );
+    let p2 = v["answer"]["pid"].as_u64().unwrap_or(0) as u32;
+    assert!(p2 != p1 && p2 != 0, "the job's own runner answered: {v}");
+    assert_eq!(
+        v["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "no failed attempt: {v}"
+    );
+    assert!(
+        !w.path(&format!("stdin.{p1}")).exists(),
+        "the early copy never got the prompt"
+    );
+    wait_for("the early copy and its folder gone", DEADLINE, || {
+        !is_alive(p1) && !dir1.exists()
+    });
+    let log = w.log();
+    assert!(
+        log.contains("before its prompt") && log.contains("not pre-started again"),
+        "{log}"
+    );
+    // Not pre-started again: three rescans later, still the two starts.
+    let updated = || {
+        let status: Value = serde_json::from_str(&w.read("state/status.json")).unwrap_or_default();
+        status["updated_at"].as_f64().unwrap_or(0.0)
+    };
+    let seen = updated();
+    wait_for("three more rescans", DEADLINE, || updated() > seen + 2.5);
+    assert_eq!(starts(&w).len(), 2, "pre-started again: {}", w.log());
+    // A reload starts copies again (this one prints nothing early: it is not the first).
+    daemon.signal("HUP");
+    let (p3, ..) = wait_starts(&w, 3)[2].clone();
+    w.job("b", &job("b?"));
+    let v = wait_verdict(&w, "b");
+    assert_eq!(v["answer"]["pid"], p3, "the new copy answered: {v}");
 }

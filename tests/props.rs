@@ -425,6 +425,12 @@ const VOCAB: &[&str] = &[
     "haiku",
     "--settings",
     "{}",
+    // Settings that confine nothing (issue 39): hooks off only, an empty deny list, the
+    // root folder or a home folder opened to reads.
+    "{\"disableAllHooks\": true}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": []}}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"additionalDirectories\": [\"/\"], \"deny\": []}}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"additionalDirectories\": [\"/\"]}}",
     "--no-session-persistence",
     "--strict-mcp-config",
     "--output-format",
@@ -628,6 +634,9 @@ fn assert_safe(argv: &[String]) {
             assert!(denied.contains(t), "{t} not denied: {argv:?}");
         }
         assert!(head.iter().any(|a| a == "--strict-mcp-config"), "{argv:?}");
+        if !tools.is_empty() {
+            assert_reads_confined(head, argv);
+        }
     } else {
         assert_eq!(head.first().map(String::as_str), Some("exec"), "{argv:?}");
         assert!(!head.iter().any(|a| a == "-p"), "codex profile: {argv:?}");
@@ -653,6 +662,47 @@ fn assert_safe(argv: &[String]) {
         }
         assert!(head.iter().any(|a| a == "--ignore-user-config"), "{argv:?}");
     }
+}
+
+/// The deny rules of the pinned investigate claude, read from its pinned argv.
+fn pinned_deny() -> Vec<Value> {
+    let settings = INVESTIGATE_CLAUDE
+        .iter()
+        .find(|a| a.starts_with("{\""))
+        .expect("pinned investigate claude has settings");
+    let settings: Value = serde_json::from_str(settings).expect("pinned settings are JSON");
+    settings["permissions"]["deny"]
+        .as_array()
+        .cloned()
+        .expect("pinned deny list")
+}
+
+/// A claude with read tools keeps reads confined: its `--settings` block reads outside
+/// the cwd, keep every pinned deny rule, and never open the root folder.
+fn assert_reads_confined(head: &[String], argv: &[String]) {
+    let value = head.iter().enumerate().find_map(|(i, a)| match a.as_str() {
+        "--settings" => head.get(i + 1).cloned(),
+        a => a.strip_prefix("--settings=").map(str::to_string),
+    });
+    let settings: Value = value
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_else(|| panic!("reads without settings: {argv:?}"));
+    let permissions = &settings["permissions"];
+    assert_eq!(
+        permissions["blockReadsOutsideWorkingDirectories"], true,
+        "{argv:?}"
+    );
+    let denied = permissions["deny"].as_array().cloned().unwrap_or_default();
+    for rule in pinned_deny() {
+        assert!(denied.contains(&rule), "{rule} dropped: {argv:?}");
+    }
+    let extra = permissions["additionalDirectories"].as_array();
+    assert!(
+        !extra.is_some_and(|dirs| dirs.iter().any(|d| d
+            .as_str()
+            .is_some_and(|d| d.trim_end_matches('/').is_empty()))),
+        "the root folder opened: {argv:?}"
+    );
 }
 
 fn runner(argv: Vec<String>) -> Runner {
@@ -732,5 +782,83 @@ fn one_unsafe_runner_refuses_the_table() {
             e.contains("\"bad\"") && e.contains("--dangerously-skip-permissions"),
             "{e}"
         );
+    }
+}
+
+/// Settings made from the pinned investigate claude's: one deny rule dropped or none,
+/// an extra one added or not, `blockReadsOutsideWorkingDirectories` true, false or
+/// gone, and a few `additionalDirectories` (the root folder written several ways among
+/// them); with whether they keep the whole shipped confinement, stated independently.
+fn varied_settings() -> impl Strategy<Value = (Value, bool)> {
+    let rules = pinned_deny();
+    let dirs = prop::sample::subsequence(
+        vec![
+            "/var/log/app",
+            "/",
+            "//",
+            "/tmp/..",
+            "/srv/./repo",
+            "/.",
+            "/srv/../srv",
+        ],
+        0..3,
+    );
+    (
+        prop::option::of(0..rules.len()),
+        any::<bool>(),
+        prop::sample::select(vec![Some(true), Some(true), Some(false), None]),
+        dirs,
+    )
+        .prop_map(move |(drop, extra, block, dirs)| {
+            let mut deny: Vec<Value> = rules.clone();
+            if let Some(i) = drop {
+                deny.remove(i);
+            }
+            if extra {
+                deny.push(json!("Read(/srv/secrets/**)"));
+            }
+            let mut permissions = json!({"deny": deny, "additionalDirectories": dirs});
+            if let Some(block) = block {
+                permissions["blockReadsOutsideWorkingDirectories"] = json!(block);
+            }
+            let confined =
+                drop.is_none() && block == Some(true) && !dirs.iter().any(|d| is_root(d));
+            (
+                json!({"disableAllHooks": true, "permissions": permissions}),
+                confined,
+            )
+        })
+}
+
+/// True when the absolute path `dir` names the root folder (`.` and `..` resolved).
+fn is_root(dir: &str) -> bool {
+    let mut depth: Vec<&str> = Vec::new();
+    for part in dir.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                depth.pop();
+            }
+            name => depth.push(name),
+        }
+    }
+    depth.is_empty()
+}
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    /// A claude with read tools passes only with the whole shipped read confinement
+    /// (issue 39: `"deny": []` and `additionalDirectories: ["/"]` were accepted).
+    #[test]
+    fn an_investigate_claude_keeps_the_whole_shipped_read_confinement(
+        (settings, confined) in varied_settings(),
+    ) {
+        let argv: Vec<String> = INVESTIGATE_CLAUDE
+            .iter()
+            .map(|a| if a.starts_with("{\"") { settings.to_string() } else { a.to_string() })
+            .collect();
+        let checked = check_investigate_table(&[runner(argv)]);
+        prop_assert_eq!(checked.is_ok(), confined, "{} {:?}", settings, checked);
     }
 }

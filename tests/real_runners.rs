@@ -1370,10 +1370,8 @@ fn investigate_claude_reads_inside_its_cwd_and_not_the_users_keys() {
         ("shipped", pinned::INVESTIGATE_CLAUDE.to_vec(), false),
     ] {
         lane.standin = StandIn::start(Reply::ClaudeTools(calls.clone()), YES);
-        lane.write_config(&format!(
-            "[[runners.investigate]]\nname = \"claude\"\nargv = {}\n",
-            serde_json::to_string(&argv).expect("argv")
-        ));
+        // The override: the allowlist now refuses the control's settings in a table.
+        lane.override_runners(&[("claude", owned(&argv))]);
         let v = lane.judge_once(label, &investigate_job(&lane, "What does inside.txt say?"));
         let reqs = lane.standin.model_requests();
         keep_requests(&format!("claude-read-confinement-{label}"), &reqs);
@@ -1389,5 +1387,138 @@ fn investigate_claude_reads_inside_its_cwd_and_not_the_users_keys() {
             key_readable,
             "{label}: ~/.ssh/id_rsa readable? tool results: {results}"
         );
+    }
+}
+
+/// Secrets planted in the runner's HOME, beside the keys of issue 30: (path under HOME,
+/// a marker in its content that must never reach a tool result).
+const HOME_SECRETS: [(&str, &str); 5] = [
+    (".netrc", "NETRC-SECRET-4471"),
+    (".git-credentials", "GITCRED-SECRET-8812"),
+    (".gnupg/private-keys-v1.d/k.key", "GNUPG-SECRET-3390"),
+    (".bash_history", "HISTORY-SECRET-6203"),
+    (".kube/config", "KUBE-SECRET-1187"),
+];
+
+/// Plants `HOME_SECRETS` and returns the stand-in's tool calls reading each of them
+/// (a Read per file, a Grep of ~/.gnupg).
+fn plant_home_secrets(lane: &Lane) -> Vec<(String, Value)> {
+    let mut calls = Vec::new();
+    for (rel, marker) in HOME_SECRETS {
+        let path = lane.home.join(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("secret folder");
+        fs::write(&path, format!("password {marker}\n")).expect("plant secret");
+        calls.push(("Read".to_string(), json!({"file_path": path})));
+    }
+    calls.push((
+        "Grep".to_string(),
+        json!({"pattern": "SECRET", "path": lane.home.join(".gnupg"), "output_mode": "content"}),
+    ));
+    calls
+}
+
+/// The planted secrets found in `results`.
+fn leaked(results: &str) -> Vec<&'static str> {
+    HOME_SECRETS
+        .iter()
+        .map(|(_, marker)| *marker)
+        .filter(|marker| results.contains(marker))
+        .collect()
+}
+
+/// Issue 39 item 3: an investigate job whose cwd is the runner's HOME (a hook sends it
+/// whenever a session runs from there). The job's cwd is refused, so the real claude
+/// works in a fresh folder, and its Reads of `~/.netrc`, `~/.git-credentials`,
+/// `~/.kube/config`, `~/.bash_history` and a Grep of `~/.gnupg` return nothing of
+/// them. Then the new deny rules alone: the shipped argv with HOME opened through
+/// `additionalDirectories` (only the override variable can run that) reads none of
+/// them either, while the same argv with the six earlier rules reads them (control).
+#[test]
+fn investigate_claude_with_home_as_cwd_reads_none_of_the_users_secrets() {
+    let _s = serial();
+    let mut lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
+    let calls = plant_home_secrets(&lane);
+    lane.standin = StandIn::start(Reply::ClaudeTools(calls.clone()), YES);
+    let mut job = investigate_job(&lane, "Which hosts are in my netrc?");
+    job["cwd"] = json!(lane.home);
+    let v = lane.judge_once("home-cwd", &job);
+    let reqs = lane.standin.model_requests();
+    keep_requests("claude-home-cwd", &reqs);
+    let results = tool_results_text(&reqs);
+    eprintln!("home as cwd: claude tool results: {results}");
+    assert_hit(&v, "claude");
+    assert!(
+        results.lines().count() >= calls.len(),
+        "every tool call got a result: {results}"
+    );
+    assert_eq!(leaked(&results), Vec::<&str>::new(), "{results}");
+    let attempt = v["attempts"].as_array().and_then(|a| a.last()).cloned();
+    let note = attempt
+        .map(|a| a["cwd_refused"].clone())
+        .unwrap_or_default();
+    assert!(
+        note.as_str()
+            .is_some_and(|n| n.contains("is the home folder")),
+        "the attempt says why: {v}"
+    );
+    assert!(lane.log().contains("cwd refused"), "{}", lane.log());
+
+    let shipped = pinned::INVESTIGATE_CLAUDE;
+    let settings = |deny: Value| {
+        let mut s: Value = serde_json::from_str(
+            shipped
+                .iter()
+                .find(|a| a.starts_with('{'))
+                .expect("settings"),
+        )
+        .expect("pinned settings");
+        s["permissions"]["additionalDirectories"] = json!([lane.home]);
+        if !deny.is_null() {
+            s["permissions"]["deny"] = deny;
+        }
+        s.to_string()
+    };
+    let earlier = json!([
+        "Read(~/.ssh/**)",
+        "Read(~/.aws/**)",
+        "Read(~/.config/**)",
+        "Read(~/.claude/**)",
+        "Read(~/.claude.json)",
+        "Read(~/.codex/**)"
+    ]);
+    for (label, settings, readable) in [
+        ("earlier-rules", settings(earlier), true),
+        ("shipped-rules", settings(Value::Null), false),
+    ] {
+        let argv: Vec<String> = shipped
+            .iter()
+            .map(|a| {
+                if a.starts_with('{') {
+                    settings.clone()
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        lane.override_runners(&[("claude", argv)]);
+        lane.standin = StandIn::start(Reply::ClaudeTools(calls.clone()), YES);
+        let v = lane.judge_once(
+            label,
+            &investigate_job(&lane, "Which hosts are in my netrc?"),
+        );
+        let reqs = lane.standin.model_requests();
+        keep_requests(&format!("claude-home-deny-{label}"), &reqs);
+        let results = tool_results_text(&reqs);
+        eprintln!("{label}: claude tool results: {results}");
+        assert_hit(&v, "claude");
+        let found = leaked(&results);
+        record(&format!(
+            "home secrets read with HOME opened, {label}: {found:?}"
+        ));
+        if readable {
+            assert!(found.contains(&"NETRC-SECRET-4471"), "control: {results}");
+        } else {
+            assert_eq!(found, Vec::<&str>::new(), "{label}: {results}");
+        }
     }
 }

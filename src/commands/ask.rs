@@ -64,14 +64,19 @@ pub fn main(
             return EXIT_FAILURE;
         }
     };
-    let verdict = rt.block_on(crate::engine::attempts::judge(
-        settings,
-        &job,
-        &crate::store::claim::new_tag(),
-        &crate::engine::attempts::Extras::default(),
-        None,
-        |_, _| {},
-    ));
+    let verdict = rt.block_on(async {
+        let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;
+        crate::engine::attempts::judge(
+            settings,
+            &job,
+            &cwd,
+            &crate::store::claim::new_tag(),
+            &crate::engine::attempts::Extras::default(),
+            None,
+            |_, _| {},
+        )
+        .await
+    });
     // Without a stop signal the runners always end in a verdict.
     let Some(verdict) = verdict else {
         say_err!("llm-judge ask: stopped before any runner answered");

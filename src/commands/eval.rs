@@ -389,7 +389,8 @@ async fn judge_case(
     if let Some(verdict) = slot.as_ref().and_then(|s| s.verdict(job)) {
         return Some(verdict);
     }
-    let verdict = judge(settings, job, &new_tag(), extras, Some(stop), |_, _| {}).await?;
+    let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
+    let verdict = judge(settings, job, &cwd, &new_tag(), extras, Some(stop), |_, _| {}).await?;
     if let Some(slot) = &slot {
         slot.remember(&verdict);
     }

@@ -430,6 +430,7 @@ mod tests {
             reason: "answered".into(),
             elapsed_ms: ms,
             usage,
+            cwd_refused: None,
         }
     }
 

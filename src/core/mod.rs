@@ -14,6 +14,7 @@ pub mod job_keys;
 pub mod job_life;
 pub mod job_prefix;
 pub mod login;
+pub mod read_scope;
 pub mod runner_table;
 pub mod safety;
 pub mod spend;

@@ -1,8 +1,11 @@
 //! The investigate safety invariant (SPEC section 4): an allowlist check of every
 //! investigate runner argv. Pure.
 
+use std::path::Path;
+
 use thiserror::Error;
 
+use crate::core::read_scope::{directory_above_home, settings_problem};
 use crate::core::runner_table::{PROMPT_SLOT, Runner};
 
 const READ_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
@@ -88,10 +91,18 @@ pub enum Unsafe {
     #[error(
         "flag \"--settings\" may only be {{\"disableAllHooks\": true}}, optionally with \
          \"permissions\" holding only \"blockReadsOutsideWorkingDirectories\": true, \
-         \"additionalDirectories\" (absolute paths) and \"deny\" (rules), not {value:?}: {problem} \
+         \"additionalDirectories\" (absolute paths, not / or $HOME or above) and \"deny\" (rules, \
+         the shipped ones kept), not {value:?}: {problem} \
          (settings can define hooks, apiKeyHelper, env and permissions)"
     )]
     Settings { value: String, problem: String },
+    /// A claude with read tools and no `--settings` confining them.
+    #[error(
+        "flag \"--settings\" is missing: a claude with read tools keeps the shipped read \
+         confinement (\"permissions\" with \"blockReadsOutsideWorkingDirectories\": true and \
+         every shipped \"deny\" rule)"
+    )]
+    ReadsUnconfined,
     /// A codex argv that is not `codex exec`.
     #[error("argv must start with \"codex exec\"")]
     NotCodexExec,
@@ -306,8 +317,12 @@ fn check_claude(args: &[String]) -> Result<(), Unsafe> {
         Some(f) if f.values == [""] => {}
         _ => return Err(Unsafe::SettingSources),
     }
-    if let Some(f) = find(&flags, &["--settings"]) {
-        check_settings(f.values[0])?;
+    // With read tools, reads stay confined; with `--tools ""` there is nothing to read.
+    let reads = find(&flags, &["--tools"]).is_some_and(|f| !tools(f).is_empty());
+    match find(&flags, &["--settings"]) {
+        Some(f) => check_settings(f.values[0], reads)?,
+        None if reads => return Err(Unsafe::ReadsUnconfined),
+        None => {}
     }
     Ok(())
 }
@@ -331,11 +346,12 @@ fn only_read_tools(flags: &[Flag<'_>], flag: &str, required: bool) -> Result<(),
 }
 
 /// `--settings` may only turn hooks off and narrow reads: settings can define hooks,
-/// `apiKeyHelper` (a shell command), `env` and permissions that allow tools.
-fn check_settings(value: &str) -> Result<(), Unsafe> {
+/// `apiKeyHelper` (a shell command), `env` and permissions that allow tools. `reads`:
+/// the runner has read tools, so the shipped read confinement must stay.
+fn check_settings(value: &str, reads: bool) -> Result<(), Unsafe> {
     let parsed: Option<serde_json::Map<String, serde_json::Value>> =
         serde_json::from_str(value).ok();
-    match parsed.as_ref().map(settings_problem) {
+    match parsed.as_ref().map(|map| settings_problem(map, reads)) {
         Some(None) => Ok(()),
         problem => Err(Unsafe::Settings {
             value: value.to_string(),
@@ -345,46 +361,44 @@ fn check_settings(value: &str) -> Result<(), Unsafe> {
         }),
     }
 }
-/// What makes a settings object unsafe, if anything: any key but `disableAllHooks`
-/// (true) and `permissions`, whose keys may only narrow what the tools read.
-fn settings_problem(map: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
-    use serde_json::Value;
-    if map.get("disableAllHooks") != Some(&Value::Bool(true)) {
-        return Some("\"disableAllHooks\" must be true".into());
-    }
-    if let Some(key) = map
-        .keys()
-        .find(|k| !matches!(k.as_str(), "disableAllHooks" | "permissions"))
-    {
-        return Some(format!("key {key:?} is not allowed"));
-    }
-    let Value::Object(permissions) = map.get("permissions")? else {
-        return Some("\"permissions\" must be an object".into());
-    };
-    for (key, v) in permissions {
-        let fine = match key.as_str() {
-            "blockReadsOutsideWorkingDirectories" => *v == Value::Bool(true),
-            "additionalDirectories" => {
-                strings(v).is_some_and(|dirs| dirs.iter().all(|d| d.starts_with('/')))
-            }
-            "deny" => strings(v).is_some(),
-            _ => return Some(format!("permissions key {key:?} is not allowed")),
+
+/// Refuses an investigate table whose claude opens `home`, or a folder above it, to
+/// reads through `additionalDirectories` (the config loader passes `$HOME`). Runs after
+/// `check_investigate_table`, which refuses `/` without needing `home`.
+pub fn check_investigate_home(runners: &[Runner], home: &Path) -> Result<(), SafetyError> {
+    for runner in runners {
+        let Some(value) = claude_settings(runner) else {
+            continue;
         };
-        if !fine {
-            return Some(format!(
-                "permissions key {key:?} has a value that is not allowed"
-            ));
+        let Ok(parsed) = serde_json::from_str::<serde_json::Value>(value) else {
+            continue;
+        };
+        if let Some(dir) = directory_above_home(&parsed, home) {
+            let problem = format!(
+                "\"additionalDirectories\" names {dir:?}, the home folder ({}) or a folder \
+                 above it: it would open every file in it to reads",
+                home.display()
+            );
+            return Err(SafetyError {
+                runner: runner.name.clone(),
+                why: Unsafe::Settings {
+                    value: value.to_string(),
+                    problem,
+                },
+            });
         }
     }
-    None
+    Ok(())
 }
 
-/// The strings of a JSON array of strings; `None` for anything else.
-fn strings(v: &serde_json::Value) -> Option<Vec<&str>> {
-    v.as_array()?
-        .iter()
-        .map(serde_json::Value::as_str)
-        .collect()
+/// The `--settings` value of a claude runner, if it has one.
+fn claude_settings(runner: &Runner) -> Option<&str> {
+    let (program, args) = runner.argv.split_first()?;
+    if program.rsplit('/').next() != Some("claude") {
+        return None;
+    }
+    let flags = parse_flags(args_before_prompt(args).ok()?, &CLAUDE_GRAMMAR).ok()?;
+    find(&flags, &["--settings"]).and_then(|f| f.values.first().copied())
 }
 
 const CODEX_GRAMMAR: Grammar = Grammar {
@@ -438,13 +452,31 @@ mod tests {
         check_investigate_table(&[runner(argv)]).map_err(|e| e.to_string())
     }
 
+    /// The shipped investigate claude's settings: hooks off, reads confined.
+    static CONFINED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        serde_json::json!({"disableAllHooks": true, "permissions": {
+            "blockReadsOutsideWorkingDirectories": true,
+            "deny": crate::core::read_scope::SHIPPED_DENY,
+        }})
+        .to_string()
+    });
+
+    /// `CLAUDE` with its settings placeholder filled with `CONFINED`.
+    fn claude() -> Vec<&'static str> {
+        CLAUDE
+            .iter()
+            .map(|a| if *a == SETTINGS { CONFINED.as_str() } else { a })
+            .collect()
+    }
+
+    const SETTINGS: &str = "SETTINGS";
     const CLAUDE: &[&str] = &[
         "claude",
         "-p",
         "--model",
         "haiku",
         "--settings",
-        "{\"disableAllHooks\": true}",
+        SETTINGS,
         "--setting-sources",
         "",
         "--no-session-persistence",
@@ -501,12 +533,13 @@ mod tests {
 
     #[test]
     fn shipped_investigate_argv_pass() {
-        check(CLAUDE).unwrap();
+        check(&claude()).unwrap();
         check(CODEX).unwrap();
     }
 
     #[test]
     fn equals_forms_and_commas_count_the_same() {
+        let settings = format!("--settings={}", *CONFINED);
         check(&[
             "/usr/bin/claude",
             "--print",
@@ -514,6 +547,7 @@ mod tests {
             "--disallowedTools=Write,Edit,NotebookEdit,Bash",
             "--strict-mcp-config",
             "--setting-sources=",
+            &settings,
             "--",
             "{prompt}",
         ])
@@ -544,30 +578,33 @@ mod tests {
     #[test]
     fn unsafe_claude_tables_are_refused_naming_the_flag() {
         let cases: Vec<(Vec<String>, &str)> = vec![
-            (replaced(CLAUDE, "Glob", &["Glob", "Write"]), "\"Write\""),
-            (replaced(CLAUDE, "Glob", &["Glob,Bash"]), "\"Bash\""),
-            (replaced(CLAUDE, "Bash", &[]), "\"Bash\" is missing"),
+            (replaced(&claude(), "Glob", &["Glob", "Write"]), "\"Write\""),
+            (replaced(&claude(), "Glob", &["Glob,Bash"]), "\"Bash\""),
+            (replaced(&claude(), "Bash", &[]), "\"Bash\" is missing"),
             (
-                replaced(CLAUDE, "--strict-mcp-config", &[]),
+                replaced(&claude(), "--strict-mcp-config", &[]),
                 "--strict-mcp-config",
             ),
             (
-                replaced(CLAUDE, "-p", &["-p", "--dangerously-skip-permissions"]),
+                replaced(&claude(), "-p", &["-p", "--dangerously-skip-permissions"]),
                 "--dangerously-skip-permissions",
             ),
             (
-                replaced(CLAUDE, "-p", &["-p", "--permission-mode", "acceptEdits"]),
+                replaced(&claude(), "-p", &["-p", "--permission-mode", "acceptEdits"]),
                 "--permission-mode",
             ),
-            (replaced(CLAUDE, "-p", &["-p", "--print"]), "twice"),
+            (replaced(&claude(), "-p", &["-p", "--print"]), "twice"),
             (
-                replaced(CLAUDE, "--model", &["--model", "x", "--model"]),
+                replaced(&claude(), "--model", &["--model", "x", "--model"]),
                 "twice",
             ),
-            (replaced(CLAUDE, "--", &[]), "must end with"),
-            (replaced(CLAUDE, "haiku", &["{prompt}"]), "before the final"),
+            (replaced(&claude(), "--", &[]), "must end with"),
             (
-                replaced(CLAUDE, "{prompt}", &["{prompt}", "extra"]),
+                replaced(&claude(), "haiku", &["{prompt}"]),
+                "before the final",
+            ),
+            (
+                replaced(&claude(), "{prompt}", &["{prompt}", "extra"]),
                 "must end with",
             ),
         ];
@@ -577,7 +614,7 @@ mod tests {
             assert!(e.contains("investigate runner \"r\""), "{e}");
         }
         // With --tools gone, the list words that followed are stray words: still refused.
-        let no_tools: Vec<String> = CLAUDE
+        let no_tools: Vec<String> = claude()
             .iter()
             .enumerate()
             .filter(|(i, _)| !(9..=12).contains(i))
@@ -670,9 +707,9 @@ mod tests {
             e.contains("\"--tools\"") && e.contains("begins with '-'"),
             "{e}"
         );
-        let drops_tools = replaced(CLAUDE, "--allowedTools", &["--allowedTools", "--tools"]);
+        let drops_tools = replaced(&claude(), "--allowedTools", &["--allowedTools", "--tools"]);
         assert!(check_owned(drops_tools).is_err());
-        let prompt_as_option: Vec<String> = CLAUDE
+        let prompt_as_option: Vec<String> = claude()
             .iter()
             .take_while(|a| **a != "--allowedTools")
             .chain(["--allowedTools", "--", "{prompt}"].iter())
@@ -680,10 +717,10 @@ mod tests {
             .collect();
         assert!(check_owned(prompt_as_option).is_err());
         for flag in ["--model", "--system-prompt", "--output-format"] {
-            let e = check_owned(replaced(CLAUDE, "-p", &["-p", flag, "--print"])).unwrap_err();
+            let e = check_owned(replaced(&claude(), "-p", &["-p", flag, "--print"])).unwrap_err();
             assert!(e.contains(flag), "{flag}: {e}");
         }
-        let e = check_owned(replaced(CLAUDE, "haiku", &[""])).unwrap_err();
+        let e = check_owned(replaced(&claude(), "haiku", &[""])).unwrap_err();
         assert!(e.contains("empty value"), "{e}");
         let e = check_owned(replaced(CODEX, "read-only", &["-x"])).unwrap_err();
         assert!(e.contains("begins with '-'"), "{e}");
@@ -691,7 +728,7 @@ mod tests {
 
     #[test]
     fn settings_sources_must_be_empty_and_settings_may_only_disable_hooks() {
-        let without: Vec<String> = CLAUDE
+        let without: Vec<String> = claude()
             .iter()
             .enumerate()
             .filter(|(i, _)| !(6..=7).contains(i))
@@ -699,7 +736,7 @@ mod tests {
             .collect();
         let e = check_owned(without).unwrap_err();
         assert!(e.contains("--setting-sources"), "{e}");
-        let mut project = replaced(CLAUDE, "--setting-sources", &["--setting-sources"]);
+        let mut project = replaced(&claude(), "--setting-sources", &["--setting-sources"]);
         project[7] = "project".into();
         assert!(
             check_owned(project)
@@ -718,20 +755,75 @@ mod tests {
             "{\"disableAllHooks\": true, \"permissions\": {\"additionalDirectories\": [\"logs\"]}}",
             "{\"disableAllHooks\": true, \"permissions\": {\"deny\": \"Read(~/.ssh/**)\"}}",
             "{\"disableAllHooks\": true, \"permissions\": []}",
+            // Issue 39: confines nothing.
+            "{\"disableAllHooks\": true}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": []}}",
+            "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\"]}}",
         ] {
-            let argv = replaced(CLAUDE, "{\"disableAllHooks\": true}", &[settings]);
+            let argv = replaced(&claude(), &CONFINED, &[settings]);
             let e = check_owned(argv).unwrap_err();
             assert!(e.contains("--settings"), "{settings}: {e}");
         }
-        let confined = "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"additionalDirectories\": [\"/var/log/app\"], \"deny\": [\"Read(~/.ssh/**)\"]}}";
-        check_owned(replaced(CLAUDE, "{\"disableAllHooks\": true}", &[confined])).unwrap();
-        check_owned(
-            replaced(CLAUDE, "--settings", &[])
+        let with = |extra: serde_json::Value| {
+            let mut settings: serde_json::Value = serde_json::from_str(&CONFINED).unwrap();
+            settings["permissions"]
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            replaced(&claude(), &CONFINED, &[&settings.to_string()])
+        };
+        check_owned(with(
+            serde_json::json!({"additionalDirectories": ["/var/log/app"]}),
+        ))
+        .unwrap();
+        let mut more = crate::core::read_scope::SHIPPED_DENY.to_vec();
+        more.push("Read(/srv/secrets/**)");
+        check_owned(with(serde_json::json!({"deny": more}))).unwrap();
+        let e = check_owned(with(serde_json::json!({"additionalDirectories": ["/"]}))).unwrap_err();
+        assert!(e.contains("the root folder"), "{e}");
+        // Read tools with no settings at all: nothing confines them.
+        let e = check_owned(
+            replaced(&claude(), "--settings", &[])
                 .into_iter()
-                .filter(|a| !a.contains("disableAllHooks"))
+                .filter(|a| *a != *CONFINED)
                 .collect(),
         )
-        .unwrap();
+        .unwrap_err();
+        assert!(e.contains("\"--settings\" is missing"), "{e}");
+        // No read tools: no settings needed, and hooks off is enough.
+        let no_reads = |settings: Option<&str>| {
+            let mut argv = vec!["claude", "-p", "--setting-sources", "", "--tools", ""];
+            argv.extend(["--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash"]);
+            argv.extend(["--strict-mcp-config"]);
+            argv.extend(settings.map(|s| ["--settings", s]).into_iter().flatten());
+            argv.extend(["--", "{prompt}"]);
+            check(&argv)
+        };
+        no_reads(None).unwrap();
+        no_reads(Some("{\"disableAllHooks\": true}")).unwrap();
+    }
+
+    #[test]
+    fn home_and_folders_above_it_are_refused_as_additional_directories() {
+        let table = |dir: &str| {
+            let mut settings: serde_json::Value = serde_json::from_str(&CONFINED).unwrap();
+            settings["permissions"]["additionalDirectories"] = serde_json::json!([dir]);
+            let argv = replaced(&claude(), &CONFINED, &[&settings.to_string()]);
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            vec![runner(&argv)]
+        };
+        let home = Path::new("/home/u");
+        for dir in ["/home/u", "/home", "/home/u/../u/"] {
+            let t = table(dir);
+            check_investigate_table(&t).unwrap();
+            let e = check_investigate_home(&t, home).unwrap_err().to_string();
+            assert!(
+                e.contains("the home folder (/home/u)") && e.contains("\"r\""),
+                "{e}"
+            );
+        }
+        check_investigate_home(&table("/home/u/project"), home).unwrap();
+        check_investigate_home(&[runner(CODEX)], home).unwrap();
     }
 
     /// How claude's option parser (commander) reads an argv: a value-taking option
@@ -810,7 +902,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn vocabulary() -> impl Strategy<Value = String> {
-        prop::sample::select(vec![
+        let mut words: Vec<String> = [
             "-p",
             "--print",
             "--model",
@@ -848,8 +940,13 @@ mod tests {
             "--dangerously-skip-permissions",
             "-x",
             "project",
-        ])
-        .prop_map(str::to_string)
+        ]
+        .map(str::to_string)
+        .to_vec();
+        // The shipped confinement, and the same with the root folder opened to reads.
+        words.push(CONFINED.clone());
+        words.push(CONFINED.replace("\"deny\"", "\"additionalDirectories\": [\"/\"], \"deny\""));
+        prop::sample::select(words)
     }
 
     proptest! {
@@ -862,7 +959,7 @@ mod tests {
             // Half the cases start from the safe argv with hostile items spliced in,
             // so accepted cases are common enough to test.
             let mut args: Vec<String> = if seed_safe {
-                let mut base: Vec<String> = CLAUDE[1..CLAUDE.len() - 2].iter().map(|s| s.to_string()).collect();
+                let mut base: Vec<String> = claude()[1..CLAUDE.len() - 2].iter().map(|s| s.to_string()).collect();
                 let at = middle.len() % (base.len() + 1);
                 base.splice(at..at, middle.iter().take(3).cloned());
                 base
@@ -885,6 +982,19 @@ mod tests {
                 prop_assert!(MUST_DENY.iter().all(|t| denied.iter().any(|d| d == t)), "{:?}", args);
                 prop_assert_eq!(parsed.options.get("--setting-sources"), Some(&vec![String::new()]), "{:?}", args);
                 prop_assert!(parsed.options.contains_key("--strict-mcp-config"), "{:?}", args);
+                if tools.is_some_and(|t| !t.is_empty()) {
+                    let settings = parsed.options.get("--settings").and_then(|v| v.first());
+                    let settings: serde_json::Value = settings
+                        .and_then(|s| serde_json::from_str(s).ok())
+                        .unwrap_or_default();
+                    let permissions = &settings["permissions"];
+                    prop_assert_eq!(&permissions["blockReadsOutsideWorkingDirectories"], true, "{:?}", args);
+                    let denied = permissions["deny"].as_array().cloned().unwrap_or_default();
+                    let shipped = crate::core::read_scope::SHIPPED_DENY;
+                    prop_assert!(shipped.iter().all(|r| denied.contains(&(*r).into())), "{:?}", args);
+                    let extra = permissions["additionalDirectories"].as_array().cloned().unwrap_or_default();
+                    prop_assert!(!extra.contains(&"/".into()), "{:?}", args);
+                }
             }
         }
     }

@@ -24,6 +24,10 @@ pub struct Attempt {
     /// Tokens and cost, when the runner's CLI reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::core::usage::Usage>,
+    /// Why the job's `cwd` was refused, when it was: the runner worked in a fresh
+    /// folder instead. A note beside `reason`, whose grammar it leaves alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd_refused: Option<String>,
 }
 
 /// How a runner process ended, before its output is looked at.
@@ -128,6 +132,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
         reason,
         elapsed_ms: None,
         usage,
+        cwd_refused: None,
     };
     Judged {
         attempt,

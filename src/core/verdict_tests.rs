@@ -237,6 +237,7 @@ fn no_answer_lists_attempts_and_keeps_the_end() {
         reason: why.into(),
         elapsed_ms: None,
         usage: None,
+        cwd_refused: None,
     };
     assert_eq!(no_answer_reason(&[]), "no runner answered");
     assert_eq!(

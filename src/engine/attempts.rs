@@ -1,7 +1,7 @@
 //! Judging one parsed job: try the runners of its table in order, each in the job's
 //! cwd or a fresh temp folder, and build the verdict.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -16,76 +16,17 @@ use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
 use crate::engine::flight::Flights;
+use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
 use crate::engine::prestart::{Prestart, Waiting};
 use crate::engine::runner_folder::fresh_runner_folder;
 use crate::engine::spawner::{Processes, Spawner};
-use crate::process::spawn::{RunSpec, StopSignal, stopped};
+use crate::process::spawn::{RunOutput, RunSpec, StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
 use crate::store::spend_ledger::{Reservation, SpendLedger};
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
-
-/// Where the runners of a job work.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CwdChoice {
-    /// The job's own folder.
-    Given(PathBuf),
-    /// A fresh empty temp folder per runner; `refused` says why the job's was not used.
-    Temp { refused: Option<String> },
-}
-
-/// How long the cwd check may take. It runs on a blocking thread: a job's folder on a
-/// hung file system (a FUSE mount whose `stat` never returns) must not stall the slot
-/// thread other jobs run on; past this the cwd is refused and the job goes on.
-const CWD_CHECK_LIMIT: Duration = Duration::from_secs(5);
-
-/// `choose_cwd` off the async threads, bounded by `CWD_CHECK_LIMIT`.
-pub async fn choose_cwd_bounded(value: Option<&Value>) -> CwdChoice {
-    let Some(Value::String(s)) = value else {
-        return choose_cwd(value);
-    };
-    let owned = Value::String(s.clone());
-    let check = tokio::task::spawn_blocking(move || choose_cwd(Some(&owned)));
-    match tokio::time::timeout(CWD_CHECK_LIMIT, check).await {
-        Ok(Ok(choice)) => choice,
-        Ok(Err(e)) => CwdChoice::Temp {
-            refused: Some(format!("cwd {s:?} could not be checked: {e}")),
-        },
-        Err(_) => CwdChoice::Temp {
-            refused: Some(format!(
-                "cwd {s:?} did not answer within {}s (a hung file system?)",
-                CWD_CHECK_LIMIT.as_secs()
-            )),
-        },
-    }
-}
-
-/// Applies SPEC section 3's `cwd` rule.
-pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
-    let refuse = |why: String| CwdChoice::Temp { refused: Some(why) };
-    match value {
-        None | Some(Value::Null) => CwdChoice::Temp { refused: None },
-        Some(Value::String(s)) => {
-            let path = Path::new(s);
-            crate::support::failpoint::hang_on(path);
-            if !path.is_absolute() {
-                refuse(format!("cwd {s:?} is not an absolute path"))
-            } else if !path.exists() {
-                refuse(format!("cwd {s:?} does not exist"))
-            } else if !path.is_dir() {
-                refuse(format!("cwd {s:?} is not a folder"))
-            } else {
-                CwdChoice::Given(path.to_path_buf())
-            }
-        }
-        Some(other) => refuse(format!(
-            "cwd is a {}, not a string",
-            crate::core::job::json_type(other)
-        )),
-    }
-}
 
 /// What a judge may use beyond its runners (SPEC section 10; `ask` uses none), and
 /// how it starts them.
@@ -162,6 +103,7 @@ impl<'a> CacheSlot<'a> {
             reason: "answered".into(),
             elapsed_ms: None,
             usage: None,
+            cwd_refused: None,
         };
         Some(verdict_for(
             job,
@@ -179,21 +121,19 @@ impl<'a> CacheSlot<'a> {
     }
 }
 
-/// Tries the runners for `job` and returns its verdict; `None` when `stop` fired
-/// (the running runner was stopped: the job stays queued). `on_spawn` gets each
-/// runner's name and process group id as it starts.
+/// Tries the runners for `job` in `cwd` (`engine::job_cwd::job_cwd`, checked when the
+/// job was read) and returns its verdict; `None` when `stop` fired (the running runner
+/// was stopped: the job stays queued). `on_spawn` gets each runner's name and process
+/// group id as it starts.
 pub async fn judge(
     settings: &Settings,
     job: &Job,
+    cwd: &CwdChoice,
     tag: &str,
     extras: &Extras,
     stop: Option<&StopSignal>,
     mut on_spawn: impl FnMut(&str, u32) + Send,
 ) -> Option<Verdict> {
-    let cwd = choose_cwd_bounded(job.cwd.as_ref()).await;
-    if let CwdChoice::Temp { refused: Some(why) } = &cwd {
-        tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
-    }
     let mut attempts = Vec::new();
     let mut answer = None;
     let table = settings.table(job.mode);
@@ -222,8 +162,8 @@ pub async fn judge(
             () = stopped(stop) => return None,
             slot = extras.limits.acquire(runner, &job.id) => slot,
         };
-        let runner_cwd = cwd_for_runner(&cwd, runner, settings.runner_override.is_some());
-        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (&cwd, &runner_cwd) {
+        let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
+        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (cwd, &runner_cwd) {
             tracing::warn!(
                 id = %job.id, runner = %runner.name, cwd = %dir.display(),
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
@@ -334,10 +274,11 @@ async fn attempt_runner(
                 temp.path()
             }
             Err(e) => {
-                let attempt = failed(
+                let mut attempt = failed(
                     runner,
                     format!("{:?}: cannot create a temp folder: {e}", e.kind()),
                 );
+                attempt.cwd_refused = cwd_note(cwd);
                 let end = RunEnd::SpawnFailed {
                     kind: "TempDir".into(),
                     message: String::new(),
@@ -363,7 +304,7 @@ async fn attempt_runner(
         cwd = %dir.display(), prestarted = waiting.is_some().then_some(true),
         "runner start"
     );
-    let out = run_attempt(spawner, &spec, waiting, &mut |pgid| {
+    let out = run_attempt(settings, spawner, prestart, &spec, waiting, &mut |pgid| {
         on_spawn(&runner.name, pgid)
     })
     .await;
@@ -382,6 +323,7 @@ async fn attempt_runner(
         tracing::warn!(id = %job.id, runner = %runner.name, "usage the runner reported is not counted: {why}");
     }
     attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
+    attempt.cwd_refused = cwd_note(cwd);
     // Fields of a runner that reported no usage are left out of the line.
     let usage = attempt.usage.as_ref();
     tracing::info!(
@@ -395,19 +337,46 @@ async fn attempt_runner(
     (attempt, found, out.end)
 }
 
-/// Runs the attempt: gives a waiting runner its prompt, else spawns one.
+/// Runs the attempt: gives a waiting runner its prompt, else spawns one. A waiting one
+/// that printed before its prompt is refused (discarded, `Prestart::refuse`) and the
+/// job spawns its own, in a fresh folder (the copy's goes with the copy).
 async fn run_attempt(
+    settings: &Settings,
     spawner: &dyn Spawner,
+    prestart: Option<&Arc<Prestart>>,
     spec: &RunSpec<'_>,
     waiting: Option<Waiting>,
     on_spawn: &mut (dyn FnMut(u32) + Send),
-) -> crate::process::spawn::RunOutput {
-    match waiting {
-        Some(waiting) => {
-            on_spawn(waiting.pgid());
-            waiting.finish(&spec.to_prompt()).await
+) -> RunOutput {
+    let Some(waiting) = waiting else {
+        return spawner.run(spec, on_spawn).await;
+    };
+    on_spawn(waiting.pgid());
+    let broken = match waiting.finish(&spec.to_prompt()).await {
+        Ok(out) => return out,
+        Err(broken) => broken,
+    };
+    if let Some(prestart) = prestart {
+        prestart.refuse(broken, "printed on stdout before its prompt");
+    }
+    match fresh_runner_folder(settings) {
+        Ok(folder) => {
+            let spec = RunSpec {
+                cwd: folder.path(),
+                ..*spec
+            };
+            spawner.run(&spec, on_spawn).await
         }
-        None => spawner.run(spec, on_spawn).await,
+        Err(e) => RunOutput {
+            end: RunEnd::SpawnFailed {
+                kind: format!("{:?}", e.kind()),
+                message: format!("cannot create a temp folder: {e}"),
+            },
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_cut: None,
+            elapsed: Duration::ZERO,
+        },
     }
 }
 
@@ -418,29 +387,12 @@ fn failed(runner: &Runner, reason: String) -> Attempt {
         reason: crate::core::verdict::clip(&reason, ""),
         elapsed_ms: Some(0),
         usage: None,
+        cwd_refused: None,
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cwd_rules() {
-        let s = |v: &str| Some(Value::String(v.into()));
-        assert_eq!(choose_cwd(None), CwdChoice::Temp { refused: None });
-        assert_eq!(
-            choose_cwd(Some(&Value::Null)),
-            CwdChoice::Temp { refused: None }
-        );
-        assert_eq!(choose_cwd(s("/").as_ref()), CwdChoice::Given("/".into()));
-        let refused = |v: Option<Value>| match choose_cwd(v.as_ref()) {
-            CwdChoice::Temp { refused: Some(why) } => why,
-            other => panic!("{other:?}"),
-        };
-        assert!(refused(s("relative")).contains("not an absolute path"));
-        assert!(refused(s("/no/such/dir/x")).contains("does not exist"));
-        assert!(refused(s("/etc/hostname")).contains("not a folder"));
-        assert!(refused(Some(Value::Bool(true))).contains("a boolean, not a string"));
-    }
+/// The note an attempt carries when the job's cwd was refused: why, clipped as reasons
+/// are (the reason itself keeps its grammar).
+fn cwd_note(cwd: &CwdChoice) -> Option<String> {
+    cwd.refusal().map(|why| crate::core::verdict::clip(why, ""))
 }

@@ -18,6 +18,7 @@ use crate::core::verdict::{Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::{CacheSlot, Extras};
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::flight::{self, Flight, FlightResult};
+use crate::engine::job_cwd::{CwdChoice, job_cwd};
 use crate::engine::job_file::{
     NotAJob, RejectError, log_job_notes, not_a_job_why, owned_by_me, read_job, reject,
     still_being_written,
@@ -370,7 +371,9 @@ async fn judge_claimed(
             error_verdict(&as_error(&job, reason), now_unix())
         }
         Ok(job) => {
-            let decided = decide(settings, &job, &tag, claim, link.cancel.take(), extras).await;
+            let cwd = job_cwd(settings, &job).await;
+            let cancel = link.cancel.take();
+            let decided = decide(settings, &job, &cwd, &tag, claim, cancel, extras).await;
             decided.ok_or_else(|| {
                 tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
                 Exit::Ended(Handled::Stopped)
@@ -421,6 +424,7 @@ fn publish_blocking(
 async fn decide(
     settings: &Settings,
     job: &Job,
+    cwd: &CwdChoice,
     tag: &str,
     claim: &mut Claim,
     cancel: Option<Cancel>,
@@ -454,7 +458,7 @@ async fn decide(
         Some(Flight::Leader(leader)) => Some(leader),
         None => None,
     };
-    let verdict = judge_runners(settings, job, tag, claim, cancel, extras).await?;
+    let verdict = judge_runners(settings, job, cwd, tag, claim, cancel, extras).await?;
     if let Some(leader) = leader {
         leader.finish(FlightResult {
             answer: verdict.runner.clone().zip(verdict.answer.clone()),
@@ -481,6 +485,7 @@ async fn until_cancelled<T>(fut: impl Future<Output = T>, cancel: Option<&Cancel
 async fn judge_runners(
     settings: &Settings,
     job: &Job,
+    cwd: &CwdChoice,
     tag: &str,
     claim: &mut Claim,
     cancel: Option<Cancel>,
@@ -495,6 +500,7 @@ async fn judge_runners(
     crate::engine::attempts::judge(
         settings,
         job,
+        cwd,
         tag,
         extras,
         cancel.as_ref(),

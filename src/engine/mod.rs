@@ -7,6 +7,7 @@ pub mod attempts;
 pub mod codex_catalog;
 pub mod events;
 pub mod flight;
+pub mod job_cwd;
 pub mod job_file;
 pub mod lifecycle;
 pub mod limits;

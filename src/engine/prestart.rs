@@ -11,7 +11,12 @@
 //! - it is stopped like any runner (SIGTERM to its group, the kill grace, SIGKILL)
 //!   when it is no longer wanted (reload, shutdown) or has waited `MAX_WAIT`;
 //! - one that ended while waiting is discarded and the job spawns its own, so a crash
-//!   before the prompt never counts as the runner failing.
+//!   before the prompt never counts as the runner failing;
+//! - nothing it printed before its prompt can answer the job: stdout before the prompt
+//!   may hold only the CLI's own `system` events (Claude Code 2.1.328 prints
+//!   `ui_invalidate` and `init` at start); anything else (a `result`, a reply, a
+//!   banner) breaks the protocol, and the copy is discarded like one that died, the
+//!   job spawns its own, and the runner is not pre-started again until a reload.
 //!
 //! Waiting runners are started on the daemon loop's runtime and finished on whichever
 //! slot's runtime takes them. Their report pipe stays registered with the loop's
@@ -68,6 +73,10 @@ struct Inner {
     /// that is missing or exits at start, say): no copy is started again until a job
     /// asks for the runner, so a broken one costs a start per job, never one per rescan.
     dormant: Vec<Runner>,
+    /// Runners whose copy printed more than start-up events before its prompt: not
+    /// pre-started again until the config is loaded again (a wrapper's banner would
+    /// otherwise cost a discarded copy per job).
+    refused: Vec<Runner>,
     /// The settings new copies start with (folder, output cap, kill grace), and the
     /// `workers` they were configured with.
     settings: Option<(Arc<Settings>, usize)>,
@@ -95,14 +104,24 @@ impl Waiting {
     }
 
     /// Gives it the job: writes `spec.stdin`, then runs it to its end within
-    /// `spec.timeout`, counted from now. Its folder goes with it.
-    pub async fn finish(self, spec: &PromptSpec<'_>) -> RunOutput {
+    /// `spec.timeout`, counted from now. Its folder goes with it. Checked right before
+    /// the prompt is written: a copy whose stdout already holds more than its CLI's
+    /// start-up events comes back (`Err`) for `Prestart::refuse`, and the job spawns.
+    pub async fn finish(mut self, spec: &PromptSpec<'_>) -> Result<RunOutput, Waiting> {
+        if early_output_problem(self.running.stdout_so_far()).is_some() {
+            return Err(self);
+        }
         let Waiting {
             running, folder, ..
         } = self;
         let out = running.finish(spec, Instant::now()).await;
         drop(folder);
-        out
+        Ok(out)
+    }
+
+    /// Why what it printed before its prompt breaks the protocol, if it does.
+    fn broke_protocol(&mut self) -> Option<String> {
+        early_output_problem(self.running.stdout_so_far())
     }
 
     /// Stops it (no job came), then removes its folder.
@@ -115,12 +134,23 @@ impl Waiting {
     }
 }
 
-/// The start of every waiting copy's `LLM_JUDGE_TAG` for a state folder: a daemon's
-/// start-up sweep stops whatever copies (and their descendants) a crashed daemon of the
-/// same folder left, taken by a job or not.
-pub fn tag_prefix(state_dir: &std::path::Path) -> String {
-    let key = crate::store::state_dir::transcript_hash(&state_dir.to_string_lossy());
+/// The start of every waiting copy's `LLM_JUDGE_TAG` for a state folder, whose random
+/// `key` is `store::tag_key`'s: a daemon's start-up sweep stops whatever copies (and
+/// their descendants) a crashed daemon of the same folder left, taken by a job or not,
+/// and nobody else can compute it.
+pub fn tag_prefix(key: &str) -> String {
     format!("prestart-{key}-")
+}
+
+/// A copy's tag as logged: the folder's key left out (judge.log reaches the journal).
+fn shown_tag(tag: &str) -> String {
+    match tag
+        .strip_prefix("prestart-")
+        .and_then(|t| t.split_once('-'))
+    {
+        Some((_key, copy)) => format!("prestart-…-{copy}"),
+        None => tag.to_string(),
+    }
 }
 
 /// How many copies of each runner of `settings`' default table to keep waiting:
@@ -165,6 +195,7 @@ impl Prestart {
             }
             inner.wanted = wanted(settings, workers);
             inner.settings = Some((settings.clone(), workers));
+            inner.refused.clear();
             let mut kept = Vec::new();
             let mut unwanted = Vec::new();
             for w in std::mem::take(&mut inner.waiting) {
@@ -187,7 +218,8 @@ impl Prestart {
     }
 
     /// A waiting copy of `runner`, if one is ready; then starts its replacement. One that
-    /// ended while waiting is discarded, and `None` says: spawn one for this job.
+    /// ended while waiting is discarded, one that printed before its prompt refused,
+    /// and `None` says: spawn one for this job.
     pub fn take(self: &Arc<Self>, runner: &Runner) -> Option<Waiting> {
         let taken = {
             let mut inner = self.lock();
@@ -195,27 +227,61 @@ impl Prestart {
             let index = inner.waiting.iter().position(|w| w.runner == *runner);
             index.map(|i| inner.waiting.swap_remove(i))
         };
+        let usable = taken.and_then(|copy| self.usable(copy));
+        // After the checks: a refused runner gets no replacement.
         self.fill();
-        let taken = taken?;
-        if taken.running.has_ended() {
+        usable
+    }
+
+    /// `copy`, unless it ended while waiting or printed before its prompt (then it is
+    /// discarded).
+    fn usable(self: &Arc<Self>, mut copy: Waiting) -> Option<Waiting> {
+        if copy.running.has_ended() {
             tracing::warn!(
-                runner = %runner.name, pgid = taken.pgid(),
+                runner = %copy.runner.name, pgid = copy.pgid(),
                 "a pre-started runner ended before its job; the job starts its own"
             );
-            self.discard_all(vec![taken], "ended while waiting");
+            self.discard_all(vec![copy], "ended while waiting");
             return None;
         }
-        Some(taken)
+        if let Some(why) = copy.broke_protocol() {
+            self.refuse(copy, &why);
+            return None;
+        }
+        Some(copy)
+    }
+
+    /// Discards a copy that printed more than start-up events before its prompt
+    /// (`why`), and pre-starts its runner no more until the config is loaded again.
+    /// Never counted as the runner failing: the job that met it spawns its own.
+    pub fn refuse(self: &Arc<Self>, copy: Waiting, why: &str) {
+        tracing::warn!(
+            runner = %copy.runner.name, pgid = copy.pgid(),
+            "a pre-started runner {why}: its output is not the job's; discarded, the job starts \
+             its own, and this runner is not pre-started again until the config is reloaded"
+        );
+        {
+            let mut inner = self.lock();
+            if !inner.refused.contains(&copy.runner) {
+                inner.refused.push(copy.runner.clone());
+            }
+        }
+        self.discard_all(vec![copy], "it printed before its prompt");
     }
 
     /// Replaces waiting runners that ended or waited `MAX_WAIT` (the daemon calls it
     /// on every rescan), and starts missing ones.
     pub fn tick(self: &Arc<Self>) {
-        let (ended, old) = {
+        let (ended, old, broke) = {
             let mut inner = self.lock();
             let (ended, rest): (Vec<Waiting>, Vec<Waiting>) = std::mem::take(&mut inner.waiting)
                 .into_iter()
                 .partition(|w| w.running.has_ended());
+            let (broke, rest): (Vec<_>, Vec<_>) = rest
+                .into_iter()
+                .map(|mut w| (w.broke_protocol(), w))
+                .partition(|(why, _)| why.is_some());
+            let rest: Vec<Waiting> = rest.into_iter().map(|(_, w)| w).collect();
             let (old, fresh) = rest
                 .into_iter()
                 .partition(|w| w.since.elapsed() >= MAX_WAIT);
@@ -223,8 +289,11 @@ impl Prestart {
             for w in &ended {
                 inner.dormant.push(w.runner.clone());
             }
-            (ended, old)
+            (ended, old, broke)
         };
+        for (why, copy) in broke {
+            self.refuse(copy, why.as_deref().unwrap_or_default());
+        }
         self.discard_all(
             ended,
             "it ended while waiting; the next job for it starts one again",
@@ -296,7 +365,7 @@ impl Prestart {
             return;
         };
         for (runner, n) in inner.wanted.clone() {
-            if inner.dormant.contains(&runner) {
+            if inner.dormant.contains(&runner) || inner.refused.contains(&runner) {
                 continue;
             }
             let have = inner.waiting.iter().filter(|w| w.runner == runner).count()
@@ -330,7 +399,7 @@ impl Prestart {
         }
         tracing::info!(
             runner = %runner.name, pgid = waiting.pgid(), cwd = %waiting.folder().display(),
-            tag = %waiting.running.tag(), "runner pre-started: waiting for a job"
+            tag = %shown_tag(waiting.running.tag()), "runner pre-started: waiting for a job"
         );
         inner.waiting.push(waiting);
     }
@@ -379,11 +448,15 @@ async fn start_waiting(
             return None;
         }
     };
-    let tag = format!(
-        "{}{}",
-        tag_prefix(&settings.state_dir),
-        crate::store::claim::new_tag()
-    );
+    let state = crate::store::state_dir::StateDir::new(&settings.state_dir);
+    let key = match crate::store::tag_key::load_or_create(&state) {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
+            return None;
+        }
+    };
+    let tag = format!("{}{}", tag_prefix(&key), crate::store::claim::new_tag());
     let spec = StartSpec {
         argv: &runner.argv,
         cwd: folder.path(),
@@ -405,9 +478,74 @@ async fn start_waiting(
     }
 }
 
+/// Why a waiting copy's stdout before its prompt breaks the protocol, if it does: only
+/// whole lines that are the CLI's own `system` events (JSON objects with `"type":
+/// "system"`) or blank may come before the prompt; a line still being written counts
+/// against it too (it could become anything), and so does more than the cap.
+fn early_output_problem(early: &[u8]) -> Option<String> {
+    if early.is_empty() {
+        return None;
+    }
+    if early.len() > crate::process::spawn::EARLY_OUTPUT_CAP {
+        return Some(format!(
+            "printed more than {} bytes before its prompt",
+            crate::process::spawn::EARLY_OUTPUT_CAP
+        ));
+    }
+    let text = String::from_utf8_lossy(early);
+    let mut lines = text.split_inclusive('\n');
+    let offending = lines.find(|line| {
+        let whole = line.ends_with('\n');
+        let line = line.trim();
+        !whole || (!line.is_empty() && !is_system_event(line))
+    })?;
+    let shown: String = offending.trim().chars().take(80).collect();
+    Some(format!("printed {shown:?} before its prompt"))
+}
+
+/// A CLI start-up event line: a JSON object whose `type` is `system`.
+fn is_system_event(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line)
+        .is_ok_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("system"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_whole_system_events_may_come_before_the_prompt() {
+        let fine = [
+            "",
+            "{\"type\":\"system\",\"subtype\":\"ui_invalidate\"}\n",
+            "{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"/x\"}\n\n{\"type\": \"system\"}\n",
+        ];
+        for early in fine {
+            assert_eq!(early_output_problem(early.as_bytes()), None, "{early:?}");
+        }
+        let broken = [
+            "{\"type\":\"result\",\"result\":\"{\\\"ok\\\": true}\"}\n",
+            "{\"type\":\"system\"}\n{\"bug\": true}\n",
+            "Warning: banner\n",
+            "{\"type\":\"system\"",
+            "{\"type\":\"assistant\"}\n",
+            "[1]\n",
+        ];
+        for early in broken {
+            let why = early_output_problem(early.as_bytes());
+            assert!(
+                why.as_deref()
+                    .is_some_and(|w| w.contains("before its prompt")),
+                "{early:?}"
+            );
+        }
+        let flood = "{\"type\":\"system\"}\n".repeat(5000);
+        assert!(
+            early_output_problem(flood.as_bytes())
+                .unwrap()
+                .contains("more than")
+        );
+    }
 
     fn settings_with(table: Vec<Runner>) -> Settings {
         let mut s = Settings::for_tests("/nonexistent".into(), "x");

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::core::job_life::{ClaimRecord, FileIdentity, Previous, Stage, TakeOver, take_over};
+use crate::engine::runner_folder::{FOLDER_PREFIX, STAGING_PREFIX, is_abandoned};
 use crate::process::os::{kill_recorded_group, kill_tagged, kill_tagged_prefix};
 use crate::store::claim::{self, Acquired};
 use crate::store::state_dir::{self, StateDir, transcript_hash};
@@ -91,9 +92,9 @@ pub struct Swept {
     pub prestarted_stopped: usize,
 }
 
-/// A runner folder older than this is a crashed judge's: no attempt lives that long
-/// (the timeout is at most 600 s, plus the kill grace).
-const STALE_RUNNER_FOLDER: Duration = Duration::from_secs(3600);
+/// A staging folder (made, not yet locked and renamed) older than this is a crashed
+/// judge's: making one takes microseconds.
+const STALE_STAGING_FOLDER: Duration = Duration::from_secs(60);
 
 /// Runs every start-up recovery step; errors are logged, never fatal.
 pub fn sweep(
@@ -105,13 +106,13 @@ pub fn sweep(
     let (claims_dropped, referenced) = sweep_claims(state, fsync);
     let temps_removed = remove_orphan_temps(&state.verdicts(), &referenced);
     let pruned = prune_undeliverable(state, undeliverable_days);
+    // Before the folders: a copy still running would keep its folder busy.
+    let prestarted_stopped = stop_prestarted_leftovers(state);
     // Both places: the runtime folder may have come or gone since the last start.
-    let runner_folders_removed = remove_stale_runner_folders(&state.runner_tmp(None))
+    let runner_folders_removed = remove_abandoned_runner_folders(&state.runner_tmp(None))
         + runtime_dir.map_or(0, |r| {
-            remove_stale_runner_folders(&state.runner_tmp(Some(r)))
+            remove_abandoned_runner_folders(&state.runner_tmp(Some(r)))
         });
-    let prefix = crate::engine::prestart::tag_prefix(&state.root);
-    let prestarted_stopped = crate::support::runtime::blocking(|| kill_tagged_prefix(&prefix));
     let swept = Swept {
         claims_dropped,
         temps_removed,
@@ -132,22 +133,46 @@ pub fn sweep(
     swept
 }
 
-/// Removes runner temp folders a crashed judge left in `<state>/tmp/` (a live `run`
-/// or `ask` may be using a young one: those stay).
-fn remove_stale_runner_folders(dir: &Path) -> usize {
+/// Stops every process of ours tagged as one of this folder's pre-started copies (a
+/// crashed daemon's, taken by a job or not, with what they started).
+fn stop_prestarted_leftovers(state: &StateDir) -> usize {
+    match crate::store::tag_key::load_or_create(state) {
+        Ok(key) => {
+            let prefix = crate::engine::prestart::tag_prefix(&key);
+            crate::support::runtime::blocking(|| kill_tagged_prefix(&prefix))
+        }
+        Err(e) => {
+            tracing::error!("recovery: pre-started runners left by a crash are not searched: {e}");
+            0
+        }
+    }
+}
+
+/// Removes the runner folders in `dir` no live judge owns: a runner folder's maker
+/// holds a lock on it while it lives (the daemon's copies and attempts, a `run` or
+/// `ask` beside it), so one that can be locked was left by a judge that was killed.
+/// A staging folder is removed once it is a minute old.
+fn remove_abandoned_runner_folders(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
     let now = SystemTime::now();
+    let old = |e: &std::fs::DirEntry| {
+        e.metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE_STAGING_FOLDER)
+    };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("llm-judge-"))
         .filter(|e| {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > STALE_RUNNER_FOLDER)
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(FOLDER_PREFIX) || (name.starts_with(STAGING_PREFIX) && old(e))
         })
-        .filter(|e| std::fs::remove_dir_all(e.path()).is_ok())
+        .filter(|e| {
+            // Removed while its lock is held here, so no judge can take it meanwhile.
+            is_abandoned(&e.path()).is_some_and(|_lock| std::fs::remove_dir_all(e.path()).is_ok())
+        })
         .count()
 }
 
@@ -263,20 +288,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stale_runner_folders_go_and_young_ones_stay() {
+    fn abandoned_runner_folders_go_and_owned_ones_stay() {
         let dir = tempfile::tempdir().unwrap();
-        let old = dir.path().join("llm-judge-old");
-        let young = dir.path().join("llm-judge-young");
-        for d in [&old, &young] {
+        let left = dir.path().join("llm-judge-left");
+        let owned = dir.path().join("llm-judge-owned");
+        let young = dir.path().join(".llm-judge-new-young");
+        let staged = dir.path().join(".llm-judge-new-old");
+        for d in [&left, &owned, &young, &staged] {
             std::fs::create_dir(d).unwrap();
             std::fs::write(d.join("file"), b"x").unwrap();
         }
-        let long_ago = SystemTime::now() - Duration::from_secs(2 * 3600);
-        std::fs::File::open(&old)
+        let long_ago = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::open(&staged)
             .unwrap()
             .set_modified(long_ago)
             .unwrap();
-        assert_eq!(remove_stale_runner_folders(dir.path()), 1);
-        assert!(!old.exists() && young.exists());
+        let lock = crate::store::file_lock::open_folder_lock(&owned).unwrap();
+        assert!(crate::store::file_lock::try_lock_exclusive(&lock));
+        assert_eq!(remove_abandoned_runner_folders(dir.path()), 2);
+        assert!(!left.exists() && !staged.exists());
+        assert!(owned.exists() && young.exists());
     }
 }

@@ -166,7 +166,13 @@ pub struct Running {
     attempt: Attempt,
     tag: String,
     output_cap: usize,
+    /// What it printed on stdout before `finish` (a pre-started runner, before its
+    /// prompt): read by `stdout_so_far`, it goes first into the output `finish` reads.
+    early: Vec<u8>,
 }
+
+/// At most this much stdout is read before the prompt (`Running::stdout_so_far`).
+pub const EARLY_OUTPUT_CAP: usize = 64 * 1024;
 
 impl Running {
     /// Starts the runner under its supervisor; the end (`NotInstalled`, `SpawnFailed`)
@@ -216,7 +222,29 @@ impl Running {
             attempt,
             tag: spec.tag.to_string(),
             output_cap: spec.output_cap,
+            early: Vec::new(),
         })
+    }
+
+    /// Everything it has printed on stdout so far, read now without waiting (up to
+    /// `EARLY_OUTPUT_CAP` bytes, and a little more when there is more). A runner waiting
+    /// for its prompt has no job to answer yet: whatever is here came before it.
+    pub fn stdout_so_far(&mut self) -> &[u8] {
+        if let Some(fd) = &self.attempt.stdout {
+            // Nonblocking, as the reader `finish` starts wants it anyway.
+            let _ = rustix::io::ioctl_fionbio(fd, true);
+            let mut chunk = [0u8; 4096];
+            while self.early.len() <= EARLY_OUTPUT_CAP {
+                match rustix::io::read(fd, &mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => self.early.extend_from_slice(&chunk[..n]),
+                    Err(rustix::io::Errno::INTR) => continue,
+                    // Nothing more now (EAGAIN), or a broken pipe: stop reading.
+                    Err(_) => break,
+                }
+            }
+        }
+        &self.early
     }
 
     /// The `LLM_JUDGE_TAG` it was started with.
@@ -254,6 +282,7 @@ impl Running {
     /// attempt began: the output's `elapsed` counts from there.
     pub async fn finish(mut self, spec: &PromptSpec<'_>, started: Instant) -> RunOutput {
         let stdout = Tail::new(self.output_cap);
+        stdout.push(&std::mem::take(&mut self.early));
         let stderr = Tail::new(self.output_cap);
         let attempt = &mut self.attempt;
         let readers = [

@@ -10,6 +10,7 @@ use crate::core::config::{
     CONFIG_VAR, Config, ConfigError, STATE_DIR_VAR, Settings, parse_config_with,
 };
 use crate::core::runner_table::{OverrideError, RUNNERS_VAR, parse_override};
+use crate::core::safety::check_investigate_home;
 
 /// Why the settings could not be loaded; each names the file, flag or variable.
 #[derive(Debug, Error)]
@@ -124,8 +125,9 @@ pub fn load(sources: &Sources) -> Result<Settings, LoadError> {
         .iter()
         .map(|flag| parse_set(flag))
         .collect::<Result<Vec<_>, _>>()?;
-    let config =
-        parse_config_with(file_text.as_deref(), sets).map_err(|source| LoadError::Config {
+    let config = parse_config_with(file_text.as_deref(), sets)
+        .and_then(|config| check_home(&config, sources.var("HOME")).map(|()| config))
+        .map_err(|source| LoadError::Config {
             path: config_path.clone(),
             sets: sources.sets.clone(),
             source: Box::new(source),
@@ -150,6 +152,19 @@ pub fn load(sources: &Sources) -> Result<Settings, LoadError> {
             .map(PathBuf::from)
             .filter(|d| crate::store::state_dir::is_private_folder(d)),
     })
+}
+
+/// Refuses an investigate table that opens `$HOME` (as given, and with its symlinks
+/// resolved) or a folder above it to reads (`core::safety::check_investigate_home`).
+fn check_home(config: &Config, home: Option<&str>) -> Result<(), ConfigError> {
+    let Some(home) = home.map(PathBuf::from) else {
+        return Ok(());
+    };
+    let resolved = std::fs::canonicalize(&home).ok().filter(|r| *r != home);
+    for home in std::iter::once(home).chain(resolved) {
+        check_investigate_home(&config.runners.investigate, &home)?;
+    }
+    Ok(())
 }
 
 /// One `--set KEY=VALUE` as a table (`KEY = VALUE` in TOML; dotted keys nest).
@@ -264,6 +279,68 @@ mod tests {
             let e = load(&src).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("--set"), "{flag}: {e}");
         }
+    }
+
+    #[test]
+    fn an_investigate_table_that_opens_home_to_reads_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().canonicalize().unwrap();
+        let mut settings: serde_json::Value = serde_json::json!({"disableAllHooks": true,
+            "permissions": {"blockReadsOutsideWorkingDirectories": true,
+                "deny": crate::core::read_scope::SHIPPED_DENY}});
+        let table = |settings: &serde_json::Value| {
+            let argv = serde_json::json!([
+                "claude",
+                "-p",
+                "--settings",
+                settings.to_string(),
+                "--setting-sources",
+                "",
+                "--tools",
+                "Read",
+                "--disallowedTools",
+                "Write",
+                "Edit",
+                "NotebookEdit",
+                "Bash",
+                "--strict-mcp-config",
+                "--",
+                "{prompt}"
+            ]);
+            format!("[[runners.investigate]]\nname = \"c\"\nargv = {argv}\n")
+        };
+        let file = home.join("config.toml");
+        let home_var = home.to_str().unwrap();
+        let mut src = sources(&[("HOME", home_var)]);
+        src.config_flag = Some(file.clone());
+        for (dir, refused) in [
+            (home.join("project"), false),
+            (home.clone(), true),
+            (home.parent().unwrap().to_path_buf(), true),
+        ] {
+            settings["permissions"]["additionalDirectories"] = serde_json::json!([dir]);
+            std::fs::write(&file, table(&settings)).unwrap();
+            match load(&src) {
+                Ok(_) => assert!(!refused, "{dir:?} accepted"),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(refused, "{dir:?}: {e}");
+                    assert!(
+                        e.contains("the home folder") && e.contains("config file"),
+                        "{e}"
+                    );
+                }
+            }
+        }
+        // A symlink to HOME given as HOME: the resolved folder counts too.
+        let link = tempfile::tempdir().unwrap();
+        let via = link.path().join("home");
+        std::os::unix::fs::symlink(&home, &via).unwrap();
+        settings["permissions"]["additionalDirectories"] = serde_json::json!([home]);
+        std::fs::write(&file, table(&settings)).unwrap();
+        let mut src = sources(&[("HOME", via.to_str().unwrap())]);
+        src.config_flag = Some(file);
+        assert!(load(&src).is_err(), "a HOME through a symlink");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `flock` on state files, the one way the store locks (claims, `daemon.lock`,
-//! `health.lock`): the lock ends with its holder, crash included.
+//! `health.lock`, runner folders): the lock ends with its holder, crash included.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -21,6 +21,15 @@ pub fn open_lock_file(path: &Path) -> io::Result<File> {
         .mode(0o600)
         .custom_flags(NOFOLLOW)
         .open(path)
+}
+
+/// Opens a folder to hold an `flock` on it (a runner folder's owner holds one); a
+/// symlink in its place is refused (`ELOOP`), never followed.
+pub fn open_folder_lock(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(NOFOLLOW | libc::O_DIRECTORY)
+        .open(dir)
 }
 
 /// Takes the exclusive lock without waiting; false when another holds it.

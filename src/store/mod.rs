@@ -15,6 +15,7 @@ pub mod spend_ledger;
 pub mod state_dir;
 pub mod status_file;
 pub mod verdict_watch;
+pub mod tag_key;
 
 use std::path::PathBuf;
 

@@ -61,6 +61,11 @@ impl StateDir {
         }
     }
 
+    /// `tag.key`: the random key in the tags of this folder's pre-started runners.
+    pub fn tag_key(&self) -> PathBuf {
+        self.root.join("tag.key")
+    }
+
     /// The daemon's lock file.
     pub fn lock(&self) -> PathBuf {
         self.root.join("daemon.lock")

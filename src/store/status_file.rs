@@ -250,6 +250,7 @@ mod tests {
             reason: String::new(),
             elapsed_ms: Some(ms),
             usage: None,
+            cwd_refused: None,
         };
         h.add(&[a(false, 10), a(true, 30), a(true, 20)]);
         let s = &h.stats()["r"];

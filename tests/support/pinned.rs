@@ -70,7 +70,7 @@ pub const INVESTIGATE_CLAUDE: &[&str] = &[
     "--model",
     "haiku",
     "--settings",
-    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\"]}}",
+    "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\", \"Read(~/.netrc)\", \"Read(~/.git-credentials)\", \"Read(~/.gnupg/**)\", \"Read(~/.docker/**)\", \"Read(~/.kube/**)\", \"Read(~/.npmrc)\", \"Read(~/.pypirc)\", \"Read(~/.pgpass)\", \"Read(~/.cargo/credentials)\", \"Read(~/.cargo/credentials.toml)\", \"Read(~/.azure/**)\", \"Read(~/.password-store/**)\", \"Read(~/.local/share/keyrings/**)\", \"Read(~/.bash_history)\", \"Read(~/.zsh_history)\", \"Read(~/.zsh_sessions/**)\", \"Read(~/.histfile)\", \"Read(~/.sh_history)\", \"Read(~/.python_history)\", \"Read(~/.node_repl_history)\", \"Read(~/.psql_history)\", \"Read(~/.mysql_history)\", \"Read(~/.sqlite_history)\", \"Read(~/.rediscli_history)\", \"Read(~/.lesshst)\", \"Read(~/.local/share/fish/fish_history)\"]}}",
     "--setting-sources",
     "",
     "--no-session-persistence",

@@ -1,5 +1,5 @@
-//! Signals to process groups, process liveness, and the tag search: on Linux every
-//! process whose environment carries an attempt's tag. The tag search scans all of
+//! Signals to process groups, process liveness, and the tag search (`tag_search`): on
+//! Linux every process of the judge's user whose environment carries an attempt's tag. The tag search scans all of
 //! `/proc`, so it is kept for what a runner's supervisor cannot see: leftovers
 //! of a judge that crashed, and a supervisor that was killed.
 //!
@@ -7,9 +7,11 @@
 //! `/proc` children) are in `linux.rs` and `macos.rs`, one of which is re-exported
 //! here; `forked.rs` has what a freshly forked helper does to itself.
 
-use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+use rustix::process::{Pid, Signal, kill_process_group};
 
 pub(crate) mod forked;
+mod tag_search;
+pub use tag_search::{kill_tagged, kill_tagged_prefix};
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
@@ -111,104 +113,6 @@ pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
     same
 }
 
-/// Pids of live processes whose environment holds `LLM_JUDGE_TAG=<tag>`. A process
-/// caught in the middle of an `exec` shows an empty environment for a moment, so a
-/// pass that met one is repeated a few times (a process that really has an empty
-/// environment only costs those retries; the tagged pids found are returned anyway).
-pub fn tagged_processes(tag: &str) -> Vec<u32> {
-    processes_with(format!("{TAG_VAR}={tag}\0").as_bytes())
-}
-
-/// Pids of live processes whose `LLM_JUDGE_TAG` starts with `prefix`.
-pub fn processes_tagged_with_prefix(prefix: &str) -> Vec<u32> {
-    processes_with(format!("{TAG_VAR}={prefix}").as_bytes())
-}
-
-/// Pids of live processes whose environment holds `needle`, with `tagged_processes`'
-/// retries.
-fn processes_with(needle: &[u8]) -> Vec<u32> {
-    let mut scan = scan_tagged(needle);
-    for _ in 0..5 {
-        if !scan.unsure {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        scan = scan_tagged(needle);
-    }
-    scan.found
-}
-
-struct Scan {
-    found: Vec<u32>,
-    /// A live user process had an empty environment (maybe mid-exec).
-    unsure: bool,
-}
-
-fn scan_tagged(needle: &[u8]) -> Scan {
-    let mut scan = Scan {
-        found: Vec::new(),
-        unsure: false,
-    };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return scan;
-    };
-    let me = std::process::id();
-    for pid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-        if pid == me {
-            continue;
-        }
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if env.windows(needle.len()).any(|w| w == needle) {
-            if is_alive(pid) {
-                scan.found.push(pid);
-            }
-        } else if env.is_empty() && is_alive(pid) && !is_kernel_thread(pid) {
-            scan.unsure = true;
-        }
-    }
-    scan
-}
-
-/// Kernel threads have no environment at all; their parent is 0 or kthreadd (2).
-fn is_kernel_thread(pid: u32) -> bool {
-    let ppid = stat_field(pid, 1).and_then(|p| p.parse::<u32>().ok());
-    matches!(ppid, Some(0) | Some(2))
-}
-
-/// SIGKILLs every tagged process until none is left; returns how many.
-pub fn kill_tagged(tag: &str) -> usize {
-    kill_all(|| tagged_processes(tag))
-}
-
-/// SIGKILLs every process whose tag starts with `prefix`, as `kill_tagged` does.
-pub fn kill_tagged_prefix(prefix: &str) -> usize {
-    kill_all(|| processes_tagged_with_prefix(prefix))
-}
-
-/// SIGKILLs what `find` finds until it finds nothing (bounded passes, for forkers).
-/// Returns how many distinct processes were signalled: one that is still dying when the
-/// next pass looks counts once.
-fn kill_all(find: impl Fn() -> Vec<u32>) -> usize {
-    let mut killed = std::collections::HashSet::new();
-    for _ in 0..50 {
-        let pids = find();
-        if pids.is_empty() {
-            break;
-        }
-        for pid in pids {
-            if let Some(p) = to_pid(pid) {
-                // Its own group too: a setsid'd process may have children without the tag.
-                let _ = kill_process_group(p, Signal::KILL);
-                let _ = kill_process(p, Signal::KILL);
-                killed.insert(pid);
-            }
-        }
-    }
-    killed.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,11 +125,5 @@ mod tests {
             assert_eq!(t, start_time(std::process::id()));
             assert!(is_alive(std::process::id()));
         }
-    }
-
-    #[test]
-    fn unknown_tag_finds_nothing() {
-        assert!(tagged_processes("no-such-tag-4f1c").is_empty());
-        assert_eq!(kill_tagged("no-such-tag-4f1c"), 0);
     }
 }
