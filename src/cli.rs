@@ -50,7 +50,7 @@ enum Command {
     },
     /// Ask the runners directly and print {outcome, runner, answer, attempts} as JSON.
     #[command(
-        after_help = "Examples:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n  printf '%s' \"$PROMPT\" | llm-judge ask --prompt-file -\n\nPrints outcome \"answered\" or \"unchecked\". Exit 0 when a runner answered, 1 when none did."
+        after_help = "Examples:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n  printf '%s' \"$PROMPT\" | llm-judge ask --prompt-file -\n\nPrints outcome \"answered\" or \"unchecked\". Exit 0 when a runner answered, 1 when none did.\nUses and updates runner health as the daemon does (a benched runner is tried last)."
     )]
     Ask {
         /// Runner table.
@@ -71,6 +71,10 @@ enum Command {
         /// Read the question from FILE, or stdin with -.
         #[arg(long, value_name = "FILE|-")]
         prompt_file: Option<PathBuf>,
+        /// Judge runner health at this time (Unix seconds) instead of the clock; the
+        /// catstack drop-in passes its caller's time.time().
+        #[arg(long, value_name = "UNIX_SECONDS", hide = true)]
+        now: Option<f64>,
     },
     /// Print a mode's runner table as one JSON line of [name, [argv...]] pairs.
     #[command(
@@ -165,7 +169,18 @@ pub fn main() -> i32 {
             cwd,
             prompt,
             prompt_file,
-        } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt, prompt_file),
+            now,
+        } => commands::ask::main(
+            &settings,
+            commands::ask::AskArgs {
+                mode: mode.into(),
+                timeout,
+                cwd,
+                prompt,
+                prompt_file,
+                now,
+            },
+        ),
         Command::Runners { mode, .. } => commands::runners::main(&settings, mode.into()),
         Command::Enqueue(args) => commands::enqueue::main(&settings, args),
         Command::Eval(args) => commands::eval::main(&settings, args),

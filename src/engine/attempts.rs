@@ -84,7 +84,7 @@ pub fn choose_cwd(value: Option<&Value>) -> CwdChoice {
     }
 }
 
-/// What a judge may use beyond its runners (SPEC section 10; `ask` uses none), and
+/// What a judge may use beyond its runners (SPEC section 10; `ask` uses health only), and
 /// how it starts them.
 #[derive(Clone)]
 pub struct Extras {
