@@ -27,6 +27,12 @@ struct Cli {
     /// Set one config key over the file's (TOML value; repeatable), e.g. --set kill_grace_seconds=1
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// More log lines: debug (-vv: trace), on stderr and in judge.log. Overrides RUST_LOG
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Fewer log lines on stderr: warn (-qq: error, -qqq: none); judge.log keeps info
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -125,6 +131,11 @@ pub fn main() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    crate::support::log_level::choose(crate::support::log_level::LogChoice::new(
+        cli.verbose,
+        cli.quiet,
+        std::env::var("RUST_LOG").ok().as_deref(),
+    ));
     // The recursion guard comes first: a hook run by a runner must not even read config.
     if let Command::Enqueue(_) = &cli.command
         && commands::enqueue::recursion_guard()

@@ -1,0 +1,172 @@
+//! What an operator sees and steers: log level and stderr format, exit codes, config
+//! error messages, `status` and `doctor` answers, shell completions and the man page.
+
+mod support;
+use support::world;
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use world::*;
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Starts a daemon with `extra` arguments before `daemon` and `env`, its stderr in a
+/// file named `err` whose device and inode are known; stops it with SIGTERM once its
+/// start is logged, and returns its stderr.
+fn daemon_stderr(w: &World, extra: &[&str], env: &[(&str, &str)], journal: bool) -> String {
+    let err = w.path("stderr.txt");
+    fs::write(&err, "").unwrap();
+    let meta = fs::metadata(&err).unwrap();
+    let mut cmd = w.command(&[w.runner("r", &answer(r#"{"ok": true}"#))]);
+    cmd.args(extra).envs(env.iter().copied());
+    if journal {
+        cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
+    }
+    let mut d = w.start_logging_to(cmd, &err);
+    w.wait_log("daemon start");
+    d.signal("TERM");
+    assert!(d.wait_exit(DEADLINE).success(), "{}", d.stderr());
+    d.stderr()
+}
+
+#[test]
+fn rust_log_debug_shows_debug_lines_in_judge_log_and_on_stderr() {
+    let w = World::new();
+    let stderr = daemon_stderr(&w, &[], &[("RUST_LOG", "debug")], false);
+    assert!(
+        w.log().contains("DEBUG supervisor zygote started"),
+        "{}",
+        w.log()
+    );
+    assert!(
+        stderr.contains("DEBUG supervisor zygote started"),
+        "{stderr}"
+    );
+    // Not under journald: each line starts with its timestamp, as in judge.log.
+    for line in stderr.lines() {
+        assert!(line.starts_with("20") && line.contains("Z "), "{line}");
+    }
+}
+
+#[test]
+fn without_a_level_debug_lines_stay_out() {
+    let w = World::new();
+    let stderr = daemon_stderr(&w, &[], &[], false);
+    assert!(stderr.contains("INFO daemon start"), "{stderr}");
+    assert!(!w.log().contains("DEBUG") && !stderr.contains("DEBUG"));
+}
+
+#[test]
+fn under_journald_each_line_carries_its_syslog_priority() {
+    let w = World::new();
+    let stderr = daemon_stderr(&w, &["-v"], &[], true);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("<6>INFO daemon start")),
+        "{stderr}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("<4>WARN ")),
+        "the override's warning: {stderr}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("<7>DEBUG ")), "{stderr}");
+    for line in &lines {
+        assert!(
+            ["<3>", "<4>", "<6>", "<7>"]
+                .iter()
+                .any(|p| line.starts_with(p)),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn quiet_keeps_info_lines_off_stderr_but_in_judge_log() {
+    let w = World::new();
+    let stderr = daemon_stderr(&w, &["-q"], &[("RUST_LOG", "debug")], false);
+    assert!(!stderr.contains("INFO"), "{stderr}");
+    assert!(stderr.contains("WARN"), "{stderr}");
+    assert!(w.log().contains("INFO daemon start"));
+    assert!(!w.log().contains("DEBUG"), "-q wins over RUST_LOG");
+}
+
+#[test]
+fn a_bad_rust_log_is_named_and_info_is_used() {
+    let w = World::new();
+    let stderr = daemon_stderr(&w, &[], &[("RUST_LOG", "llm_judge=[")], false);
+    assert!(stderr.contains("RUST_LOG=\"llm_judge=[\""), "{stderr}");
+    assert!(stderr.contains("INFO daemon start"), "{stderr}");
+}
+
+#[test]
+fn verbose_ask_shows_its_log_lines_on_stderr() {
+    let w = World::new();
+    let table = [w.runner("r", &answer(r#"{"ok": true}"#))];
+    let quiet = w.command(&table).args(["ask", "q"]).output().unwrap();
+    assert!(
+        !text(&quiet).1.contains("runner start"),
+        "{}",
+        text(&quiet).1
+    );
+    let out = w.command(&table).args(["-v", "ask", "q"]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(stderr.contains("INFO runner start"), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["outcome"], json!("answered"));
+}
+
+/// The daemon's exit code and stderr when it refuses to start.
+fn refused(w: &World) -> (Option<i32>, String) {
+    let mut d = w.start(&[w.runner("r", &answer(r#"{"ok": true}"#))]);
+    let status = d.wait_exit(DEADLINE);
+    (status.code(), d.stderr())
+}
+
+/// A start-up refusal a restart cannot fix exits 2, which the shipped unit's
+/// `RestartPreventExitStatus=2` takes as "do not restart".
+#[test]
+fn start_up_refusals_a_restart_cannot_fix_exit_2() {
+    let unit = fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/systemd/llm-judge.service"
+    ))
+    .unwrap();
+    assert!(unit.contains("\nRestartPreventExitStatus=2\n"), "{unit}");
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    fs::set_permissions(w.state(), fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, stderr) = refused(&w);
+    assert_eq!(code, Some(2), "others can write: {stderr}");
+    assert!(stderr.contains("chmod o-w"), "{stderr}");
+
+    let w = World::new();
+    fs::remove_dir_all(w.state()).unwrap();
+    fs::write(w.state(), "not a folder").unwrap();
+    let (code, stderr) = refused(&w);
+    assert_eq!(code, Some(2), "state folder is a file: {stderr}");
+    assert!(stderr.contains("refusing to start"), "{stderr}");
+
+    let w = World::new();
+    w.config("workers = \"four\"\n");
+    let (code, stderr) = refused(&w);
+    assert_eq!(code, Some(2), "bad config: {stderr}");
+}
+
+/// Another daemon holding the lock may go away: exit 1, so the service tries again.
+#[test]
+fn a_second_daemon_exits_1() {
+    let w = World::new();
+    let first = w.start(&[w.runner("r", &answer(r#"{"ok": true}"#))]);
+    w.wait_log("daemon start");
+    let (code, stderr) = refused(&w);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&first.child.id().to_string()), "{stderr}");
+}
