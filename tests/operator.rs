@@ -170,3 +170,54 @@ fn a_second_daemon_exits_1() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains(&first.child.id().to_string()), "{stderr}");
 }
+
+/// `workers = "four"` and `--set workers=abc` name the key, the file's line or the flag,
+/// what it takes and how to write it.
+#[test]
+fn config_errors_name_the_key_the_line_or_flag_and_the_type() {
+    let w = World::new();
+    w.config("\nworkers = \"four\"\n");
+    let out = w.command(&[]).arg("status").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out).1;
+    let file = w.path("config.toml");
+    let line = fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("workers"))
+        .unwrap()
+        + 1;
+    assert!(
+        stderr.contains(&format!(
+            "config file {} line {line}: key workers is the string \"four\"; it takes a whole number, e.g. workers = 4",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("remove or rename"), "{stderr}");
+
+    let w = World::new();
+    let out = w
+        .command(&[])
+        .args(["--set", "workers=abc", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out).1;
+    assert!(
+        stderr.contains(
+            "--set workers=abc: abc is not a TOML value; key workers takes a whole number, e.g. --set workers=4"
+        ),
+        "{stderr}"
+    );
+    let out = w
+        .command(&[])
+        .args(["--set", "state_dir=/tmp/x", "status"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out).1.contains("--set 'state_dir=\""),
+        "a string key shows its quotes: {}",
+        text(&out).1
+    );
+}
