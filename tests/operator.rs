@@ -221,3 +221,61 @@ fn config_errors_name_the_key_the_line_or_flag_and_the_type() {
         text(&out).1
     );
 }
+
+fn status_json(w: &World) -> (Option<i32>, Value, String) {
+    let out = w.command(&[]).args(["status", "--json"]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    let v = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (out.status.code(), v, stderr)
+}
+
+#[test]
+fn status_of_a_state_folder_that_does_not_exist_says_so_and_exits_1() {
+    let w = World::new();
+    fs::remove_dir_all(w.state()).unwrap();
+    for args in [&["status"][..], &["status", "--json"]] {
+        let out = w.command(&[]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let (stdout, stderr) = text(&out);
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "state folder {} does not exist",
+                w.state().display()
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!w.state().exists(), "status creates nothing");
+}
+
+/// The moment a verdict can be read, `status` counts it and shows the runner that gave
+/// it: outcomes and runner stats come from the same write, made before the rename.
+#[test]
+fn right_after_a_verdict_status_shows_its_runner_with_its_outcome() {
+    let w = World::new();
+    let table = [w.runner("r", &answer(r#"{"ok": true}"#))];
+    let _d = w.start(&table);
+    w.wait_log("daemon start");
+    for i in 1..=3u64 {
+        let name = format!("j{i}");
+        w.job(
+            &name,
+            &json!({"prompt": format!("p{i}"), "transcript": "T"}),
+        );
+        wait_for("the verdict", DEADLINE, || {
+            w.verdicts()
+                .iter()
+                .any(|(_, n, _)| *n == format!("{name}.json"))
+        });
+        let (code, v, stderr) = status_json(&w);
+        assert_eq!(code, Some(0), "{stderr}");
+        let o = &v["outcomes"];
+        let counted: u64 = ["hit", "clean", "unchecked"]
+            .iter()
+            .map(|k| o[k].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(counted, i, "{v:#}");
+        assert_eq!(v["runners"]["r"]["attempts"], json!(i), "{v:#}");
+    }
+}

@@ -527,7 +527,11 @@ impl Daemon {
                 Some(t) => t.counts(),
                 None => board.outcomes,
             },
-            runners: board.runners,
+            // The tally's, as current as its counts (the board's lag to the job's end).
+            runners: match &self.tally {
+                Some(t) => t.runner_stats(),
+                None => board.runners,
+            },
             state_dir: self.state.root.display().to_string(),
             state_dir_env: std::env::var(crate::core::config::STATE_DIR_VAR)
                 .ok()
