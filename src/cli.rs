@@ -115,8 +115,10 @@ enum Command {
     )]
     Status(StatusArgs),
     /// Check runners, config, safety and the state folder; exit 1 when jobs could not be judged.
-    #[command(after_help = "Example:\n  llm-judge doctor")]
-    Doctor,
+    #[command(
+        after_help = "Examples:\n  llm-judge doctor\n  llm-judge doctor --json | jq '.runners[] | select(.usable | not)'"
+    )]
+    Doctor(commands::doctor::DoctorArgs),
     /// Install, remove or inspect the systemd user service or launchd agent.
     #[command(subcommand)]
     Service(ServiceAction),
@@ -159,8 +161,8 @@ pub fn main() -> i32 {
         Err(e) => {
             say_err!("llm-judge: {e}");
             // doctor reports a bad config as one of its findings.
-            if let Command::Doctor = cli.command {
-                return commands::doctor::config_failed(&sources, &e);
+            if let Command::Doctor(args) = &cli.command {
+                return commands::doctor::config_failed(&sources, &e, args);
             }
             // run gives the job a judge-error verdict for a bad runner variable.
             if let Command::Run { job_file } = &cli.command {
@@ -197,7 +199,7 @@ pub fn main() -> i32 {
         Command::Eval(args) => commands::eval::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
-        Command::Doctor => commands::doctor::main(&settings),
+        Command::Doctor(args) => commands::doctor::main(&settings, &args),
         Command::Service(action) => commands::service::main(&settings, action),
     }
 }
