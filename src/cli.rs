@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands;
 use crate::commands::ModeArg;
@@ -122,6 +122,19 @@ enum Command {
     /// Install, remove or inspect the systemd user service or launchd agent.
     #[command(subcommand)]
     Service(ServiceAction),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  llm-judge completions bash > ~/.local/share/bash-completion/completions/llm-judge\n  llm-judge completions zsh > ~/.zfunc/_llm-judge\n  llm-judge completions fish > ~/.config/fish/completions/llm-judge.fish"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command with --out-dir.
+    #[command(
+        after_help = "Examples:\n  llm-judge man | man -l -\n  llm-judge man --out-dir ~/.local/share/man/man1"
+    )]
+    Man(commands::shell_docs::ManArgs),
 }
 
 /// Runs the command line; returns the exit code.
@@ -143,6 +156,14 @@ pub fn main() -> i32 {
         && commands::enqueue::recursion_guard()
     {
         return EXIT_OK;
+    }
+    // Generated from the command line alone: no config, no state.
+    match &cli.command {
+        Command::Completions { shell } => {
+            return commands::shell_docs::completions(Cli::command(), *shell);
+        }
+        Command::Man(args) => return commands::shell_docs::man(Cli::command(), args),
+        _ => {}
     }
     // The shipped tables need no config (a broken one must not hide them).
     if let Command::Runners {
@@ -201,5 +222,7 @@ pub fn main() -> i32 {
         Command::Status(args) => commands::status::main(&settings, &args),
         Command::Doctor(args) => commands::doctor::main(&settings, &args),
         Command::Service(action) => commands::service::main(&settings, action),
+        // Answered before the config is read.
+        Command::Completions { .. } | Command::Man(_) => EXIT_OK,
     }
 }

@@ -645,7 +645,16 @@ fn doctor_fails_on_a_world_writable_state_folder() {
 #[test]
 fn every_command_help_has_an_example() {
     for cmd in [
-        "daemon", "run", "ask", "enqueue", "drain", "runners", "status", "doctor",
+        "daemon",
+        "run",
+        "ask",
+        "enqueue",
+        "drain",
+        "runners",
+        "status",
+        "doctor",
+        "completions",
+        "man",
     ] {
         let out = Command::new(BIN).args([cmd, "--help"]).output().unwrap();
         assert!(out.status.success());

@@ -279,3 +279,70 @@ fn right_after_a_verdict_status_shows_its_runner_with_its_outcome() {
         assert_eq!(v["runners"]["r"]["attempts"], json!(i), "{v:#}");
     }
 }
+
+#[test]
+fn completions_for_bash_zsh_and_fish_name_every_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = std::process::Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}: {}", text(&out).1);
+        let script = text(&out).0;
+        for word in ["daemon", "enqueue", "doctor", "state-dir", "json"] {
+            assert!(script.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    // The bash script parses (bash -n) when bash is there.
+    let w = World::new();
+    let out = std::process::Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    fs::write(w.path("llm-judge.bash"), &out.stdout).unwrap();
+    match std::process::Command::new("bash")
+        .arg("-n")
+        .arg(w.path("llm-judge.bash"))
+        .status()
+    {
+        Ok(status) => assert!(status.success(), "bash -n failed"),
+        Err(_) => println!("note: bash is not installed: skipping bash -n"),
+    }
+    let bad = std::process::Command::new(BIN)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn man_prints_the_page_and_writes_one_per_command() {
+    let out = std::process::Command::new(BIN).arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = text(&out).0;
+    assert!(page.contains(".TH llm-judge 1"), "{page}");
+    assert!(page.contains("daemon"), "{page}");
+    let w = World::new();
+    let dir = w.path("man1");
+    let out = std::process::Command::new(BIN)
+        .arg("man")
+        .arg("--out-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    for page in ["llm-judge.1", "llm-judge-daemon.1", "llm-judge-enqueue.1"] {
+        assert!(dir.join(page).is_file(), "{page}");
+    }
+}
+
+/// Neither needs a config: a broken one does not stop them.
+#[test]
+fn completions_and_man_read_no_config() {
+    let w = World::new();
+    w.config("workers = \"four\"\n");
+    for args in [&["completions", "zsh"][..], &["man"]] {
+        let out = w.command(&[]).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out).1);
+    }
+}
