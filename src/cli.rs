@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands;
 use crate::commands::ModeArg;
@@ -27,6 +27,12 @@ struct Cli {
     /// Set one config key over the file's (TOML value; repeatable), e.g. --set kill_grace_seconds=1
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// More log lines: debug (-vv: trace), on stderr and in judge.log. Overrides RUST_LOG
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Fewer log lines on stderr: warn (-qq: error, -qqq: none); judge.log keeps info
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -50,7 +56,7 @@ enum Command {
     },
     /// Ask the runners directly and print {outcome, runner, answer, attempts} as JSON.
     #[command(
-        after_help = "Examples:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n  printf '%s' \"$PROMPT\" | llm-judge ask --prompt-file -\n\nPrints outcome \"answered\" or \"unchecked\". Exit 0 when a runner answered, 1 when none did."
+        after_help = "Examples:\n  llm-judge ask --timeout 30 'Reply with one JSON line: {\"ok\": true}'\n  printf '%s' \"$PROMPT\" | llm-judge ask --prompt-file -\n\nPrints outcome \"answered\" or \"unchecked\". Exit 0 when a runner answered, 1 when none did.\nUses and updates runner health as the daemon does (a benched runner is tried last)."
     )]
     Ask {
         /// Runner table.
@@ -71,6 +77,10 @@ enum Command {
         /// Read the question from FILE, or stdin with -.
         #[arg(long, value_name = "FILE|-")]
         prompt_file: Option<PathBuf>,
+        /// Judge runner health at this time (Unix seconds) instead of the clock; the
+        /// catstack drop-in passes its caller's time.time().
+        #[arg(long, value_name = "UNIX_SECONDS", hide = true)]
+        now: Option<f64>,
     },
     /// Print a mode's runner table as one JSON line of [name, [argv...]] pairs.
     #[command(
@@ -105,11 +115,26 @@ enum Command {
     )]
     Status(StatusArgs),
     /// Check runners, config, safety and the state folder; exit 1 when jobs could not be judged.
-    #[command(after_help = "Example:\n  llm-judge doctor")]
-    Doctor,
+    #[command(
+        after_help = "Examples:\n  llm-judge doctor\n  llm-judge doctor --json | jq '.runners[] | select(.usable | not)'"
+    )]
+    Doctor(commands::doctor::DoctorArgs),
     /// Install, remove or inspect the systemd user service or launchd agent.
     #[command(subcommand)]
     Service(ServiceAction),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  llm-judge completions bash > ~/.local/share/bash-completion/completions/llm-judge\n  llm-judge completions zsh > ~/.zfunc/_llm-judge\n  llm-judge completions fish > ~/.config/fish/completions/llm-judge.fish"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command with --out-dir.
+    #[command(
+        after_help = "Examples:\n  llm-judge man | man -l -\n  llm-judge man --out-dir ~/.local/share/man/man1"
+    )]
+    Man(commands::shell_docs::ManArgs),
 }
 
 /// Runs the command line; returns the exit code.
@@ -121,11 +146,24 @@ pub fn main() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    crate::support::log_level::choose(crate::support::log_level::LogChoice::new(
+        cli.verbose,
+        cli.quiet,
+        std::env::var("RUST_LOG").ok().as_deref(),
+    ));
     // The recursion guard comes first: a hook run by a runner must not even read config.
     if let Command::Enqueue(_) = &cli.command
         && commands::enqueue::recursion_guard()
     {
         return EXIT_OK;
+    }
+    // Generated from the command line alone: no config, no state.
+    match &cli.command {
+        Command::Completions { shell } => {
+            return commands::shell_docs::completions(Cli::command(), *shell);
+        }
+        Command::Man(args) => return commands::shell_docs::man(Cli::command(), args),
+        _ => {}
     }
     // The shipped tables need no config (a broken one must not hide them).
     if let Command::Runners {
@@ -144,8 +182,8 @@ pub fn main() -> i32 {
         Err(e) => {
             say_err!("llm-judge: {e}");
             // doctor reports a bad config as one of its findings.
-            if let Command::Doctor = cli.command {
-                return commands::doctor::config_failed(&sources, &e);
+            if let Command::Doctor(args) = &cli.command {
+                return commands::doctor::config_failed(&sources, &e, args);
             }
             // run gives the job a judge-error verdict for a bad runner variable.
             if let Command::Run { job_file } = &cli.command {
@@ -165,13 +203,26 @@ pub fn main() -> i32 {
             cwd,
             prompt,
             prompt_file,
-        } => commands::ask::main(&settings, mode.into(), timeout, cwd, prompt, prompt_file),
+            now,
+        } => commands::ask::main(
+            &settings,
+            commands::ask::AskArgs {
+                mode: mode.into(),
+                timeout,
+                cwd,
+                prompt,
+                prompt_file,
+                now,
+            },
+        ),
         Command::Runners { mode, .. } => commands::runners::main(&settings, mode.into()),
         Command::Enqueue(args) => commands::enqueue::main(&settings, args),
         Command::Eval(args) => commands::eval::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
-        Command::Doctor => commands::doctor::main(&settings),
+        Command::Doctor(args) => commands::doctor::main(&settings, &args),
         Command::Service(action) => commands::service::main(&settings, action),
+        // Answered before the config is read.
+        Command::Completions { .. } | Command::Man(_) => EXIT_OK,
     }
 }

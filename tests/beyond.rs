@@ -314,3 +314,95 @@ fn a_runner_limit_of_one_never_overlaps_across_eight_workers() {
         w.log()
     );
 }
+
+/// `llm-judge ask` with these runners; its printed JSON.
+fn ask(w: &World, table: &[Value], extra: &[&str]) -> Value {
+    let out = w
+        .command(table)
+        .arg("ask")
+        .args(extra)
+        .arg("question")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+fn runner_names(v: &Value) -> Vec<String> {
+    attempts(v).into_iter().map(|a| a.0).collect()
+}
+
+/// `ask` uses and updates runner health as the daemon does (catstack V4's `ask()`
+/// leaves such runners out of the next ask): a runner that exits non-zero and one that
+/// is not installed are tried last by the next ask, and come back once the backoff is
+/// over (`--now`, the drop-in's clock).
+#[test]
+fn ask_benches_failing_and_missing_runners_until_the_backoff_ends() {
+    let w = World::new();
+    w.config("[health]\nbackoff_start_seconds = 600\n");
+    let table = [
+        w.runner("crashes", "echo quota >&2; exit 3"),
+        json!(["ghost", ["llm-judge-test-no-such-binary", "{prompt}"]]),
+        w.runner("answers", &answer(r#"{"ok": true}"#)),
+    ];
+    let first = ask(&w, &table, &[]);
+    assert_eq!(
+        attempts(&first),
+        [
+            ("crashes".into(), "exit 3: quota".into()),
+            ("ghost".into(), "not installed".into()),
+            ("answers".into(), "answered".into())
+        ]
+    );
+    assert_eq!(runner_health(&w, "crashes")["benched"], true);
+    assert_eq!(runner_health(&w, "ghost")["benched"], true);
+    let second = ask(&w, &table, &[]);
+    assert_eq!(runner_names(&second), ["answers"], "{second}");
+    assert_eq!(second["outcome"], "answered");
+    let later = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 601)
+        .to_string();
+    let after = ask(&w, &table, &["--now", &later]);
+    assert_eq!(
+        runner_names(&after),
+        ["crashes", "ghost", "answers"],
+        "{after}"
+    );
+}
+
+/// When every runner is benched the whole table is tried, and an answer clears it.
+#[test]
+fn ask_tries_a_table_of_benched_runners_and_an_answer_clears_the_bench() {
+    let w = World::new();
+    w.config("[health]\nbackoff_start_seconds = 600\n");
+    let table = [w.runner(
+        "flaky",
+        "if [ -e $W/ok ]; then echo '{\"ok\": true}'; else exit 3; fi",
+    )];
+    assert_eq!(ask(&w, &table, &[])["outcome"], "unchecked");
+    assert_eq!(runner_health(&w, "flaky")["benched"], true);
+    fs::write(w.path("ok"), "").unwrap();
+    let v = ask(&w, &table, &[]);
+    assert_eq!(v["runner"], "flaky", "{v}");
+    assert!(runner_health(&w, "flaky").is_null(), "an answer clears it");
+    assert!(w.log().contains("runner answered: health cleared"));
+}
+
+/// `--now` (the drop-in's clock) must be a time.
+#[test]
+fn ask_refuses_a_now_that_is_not_a_time() {
+    let w = World::new();
+    let table = [w.runner("answers", &answer(r#"{"ok": true}"#))];
+    for bad in ["-1", "0", "NaN", "inf"] {
+        let out = w
+            .command(&table)
+            .args(["ask", &format!("--now={bad}"), "question"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--now {bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--now"));
+    }
+}

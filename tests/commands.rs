@@ -498,6 +498,15 @@ fn install_exe(w: &World, name: &str, body: &str) {
     panic!("{name} stayed busy");
 }
 
+/// The login files codex and claude keep under HOME.
+fn log_in(w: &World) {
+    for file in ["home/.codex/auth.json", "home/.claude/.credentials.json"] {
+        let path = w.path(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "{}").unwrap();
+    }
+}
+
 fn doctor(w: &World, extra_path: bool) -> Output {
     let mut cmd = w.command(&[]);
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
@@ -517,6 +526,8 @@ fn doctor_finds_a_fake_runner_and_reports_a_missing_one() {
     let w = World::new();
     install_exe(&w, "codex", "echo 'codex-cli 9.9.9'");
     install_exe(&w, "claude", "echo '9.9.9 (Claude Code)'");
+    // Logged in (doctor fails a table whose runners are all logged out).
+    log_in(&w);
     let out = doctor(&w, true);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
@@ -547,6 +558,59 @@ fn doctor_fails_when_no_runner_is_installed() {
         "{}",
         stdout(&out)
     );
+}
+
+/// Installed but logged out everywhere: no runner of a table is usable, so its jobs
+/// end unchecked; `--json` says the same per runner.
+#[test]
+fn doctor_fails_when_every_installed_runner_is_logged_out() {
+    let w = World::new();
+    install_exe(&w, "codex", "echo 'codex-cli 9.9.9'");
+    install_exe(&w, "claude", "echo '9.9.9 (Claude Code)'");
+    let out = doctor(&w, true);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL  default table: no runner is usable"),
+        "{}",
+        stdout(&out)
+    );
+    let mut cmd = w.command(&[]);
+    cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS").env(
+        "PATH",
+        format!(
+            "{}:{}",
+            w.path("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    );
+    let out = run(cmd, &["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], false);
+    let codex = v["runners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["table"] == "default" && r["name"] == "codex")
+        .unwrap();
+    assert_eq!(codex["login"], "missing");
+    assert_eq!(codex["usable"], false);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["level"] == "fail"
+                && f["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no runner is usable")),
+        "{v:#}"
+    );
+    // Logged in: usable, exit 0.
+    log_in(&w);
+    let out = doctor(&w, true);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
 #[test]
@@ -581,7 +645,16 @@ fn doctor_fails_on_a_world_writable_state_folder() {
 #[test]
 fn every_command_help_has_an_example() {
     for cmd in [
-        "daemon", "run", "ask", "enqueue", "drain", "runners", "status", "doctor",
+        "daemon",
+        "run",
+        "ask",
+        "enqueue",
+        "drain",
+        "runners",
+        "status",
+        "doctor",
+        "completions",
+        "man",
     ] {
         let out = Command::new(BIN).args([cmd, "--help"]).output().unwrap();
         assert!(out.status.success());

@@ -39,6 +39,12 @@ _CONFIG_KEYS = (
     ("INVESTIGATE_TIMEOUT_CAP", "max_timeout_seconds", 600),
     ("KILL_GRACE_SECONDS", "kill_grace_seconds", 5),
 )
+# How long catstack's judge left a runner out after it failed (not installed, non-zero
+# exit). llm-judge benches instead (tried last, not skipped) for a backoff from its
+# config ([health]: 60 s doubling up to 6 h). A caller that changes this constant gets
+# catstack's fixed window: both backoff keys are passed with --set.
+UNAVAILABLE_SECONDS = 6 * 3600
+_UNAVAILABLE_SHIPPED = UNAVAILABLE_SECONDS
 # Attempts carry llm-judge's extra `elapsed_ms`; ask() and run_job() drop it (catstack's
 # shape) unless a caller sets this. Verdict files and drain() keep it.
 ATTEMPT_ELAPSED_MS = False
@@ -288,6 +294,12 @@ def _set_flags() -> list:
         changed = now[name] != shipped or (name == "TIMEOUT_SECONDS" and cap != 600)
         if changed:
             flags += ["--set", f"{key}={float(now[name])!r}"]
+    window = UNAVAILABLE_SECONDS
+    if window != _UNAVAILABLE_SHIPPED:
+        if not _is_seconds(window) or window <= 0:
+            raise ValueError(f"judge.UNAVAILABLE_SECONDS is {window!r}; give a positive number of seconds")
+        for key in ("health.backoff_start_seconds", "health.backoff_max_seconds"):
+            flags += ["--set", f"{key}={float(window)!r}"]
     return flags
 
 
@@ -638,8 +650,17 @@ def _unchecked(reason: str) -> dict:
             "attempts": [{"runner": "llm-judge", "ok": False, "reason": clip("judge error", reason)}]}
 
 
+def unavailable_path(name: str) -> str:
+    """Where catstack's judge.py kept a left-out runner's marker. llm-judge keeps runner
+    health in <state>/health.json (`llm-judge status`) and never writes this file; the
+    name stays for callers that import it."""
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:16]
+    return os.path.join(state_root(), "unavailable", f"{digest}.json")
+
+
 def _ask_binary(prompt: object, mode: object, timeout_seconds: object, cwd: object, env: dict | None = None) -> dict:
-    args = ["ask", "--prompt-file", "-"]
+    # This process's clock decides the bench windows, as in catstack's judge.py.
+    args = ["ask", "--prompt-file", "-", "--now", repr(time.time())]
     if mode == "investigate":
         args += ["--mode", "investigate"]
     if _is_seconds(timeout_seconds):

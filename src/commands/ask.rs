@@ -1,4 +1,7 @@
-//! `llm-judge ask`: ask the runners directly, bypassing the queue (and cache and health).
+//! `llm-judge ask`: ask the runners directly, bypassing the queue and the answer cache,
+//! but using and updating runner health as the daemon does (catstack V4's `ask()`
+//! benches a failing runner too: a hook that asks directly should not pay a broken
+//! runner's start on every call).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -8,20 +11,38 @@ use serde_json::{Value, json};
 use crate::core::config::Settings;
 use crate::core::job::{HitRule, Job, Mode, timeout_of};
 use crate::core::verdict::Outcome;
+use crate::engine::attempts::Extras;
+use crate::store::health_store::HealthStore;
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::support::runtime::runtime;
 
+/// What `ask` was asked.
+pub struct AskArgs {
+    pub mode: Mode,
+    pub timeout: Option<f64>,
+    pub cwd: Option<String>,
+    pub prompt: Option<String>,
+    pub prompt_file: Option<PathBuf>,
+    /// The caller's clock (Unix seconds) for runner health, instead of this process's.
+    pub now: Option<f64>,
+}
+
 /// Asks and prints `{"outcome", "runner", "answer", "attempts"}`, outcome `answered` or
 /// `unchecked` (catstack's `ask` shape); exit 0 when answered.
-pub fn main(
-    settings: &Settings,
-    mode: Mode,
-    timeout: Option<f64>,
-    cwd: Option<String>,
-    prompt: Option<String>,
-    prompt_file: Option<PathBuf>,
-) -> i32 {
+pub fn main(settings: &Settings, args: AskArgs) -> i32 {
+    let AskArgs {
+        mode,
+        timeout,
+        cwd,
+        prompt,
+        prompt_file,
+        now,
+    } = args;
+    if let Some(t) = now.filter(|t| !t.is_finite() || *t <= 0.0) {
+        say_err!("llm-judge ask: --now {t} is not a time; give Unix seconds above 0");
+        return EXIT_USAGE;
+    }
     let prompt = match (prompt, prompt_file) {
         (Some(p), _) => p,
         (None, Some(source)) => match read_prompt(&source) {
@@ -53,10 +74,22 @@ pub fn main(
         rule: HitRule::AllTrue(Vec::new()),
         typos: Vec::new(),
     };
-    if let Err(e) = open_state(settings, false) {
-        say_err!("llm-judge: {e}");
-        return EXIT_FAILURE;
-    }
+    let state = match open_state(settings, false) {
+        Ok(state) => state,
+        Err(e) => {
+            say_err!("llm-judge: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    // Health only: the answer cache is for queued jobs (a direct question is asked anew).
+    let health = HealthStore::open(&state, &settings.config.health);
+    let extras = Extras {
+        health: health.map(|h| match now {
+            Some(t) => h.at(t),
+            None => h,
+        }),
+        ..Extras::default()
+    };
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -71,7 +104,7 @@ pub fn main(
             &job,
             &cwd,
             &crate::store::claim::new_tag(),
-            &crate::engine::attempts::Extras::default(),
+            &extras,
             None,
             |_, _| {},
         )

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::RUNNERS_VAR;
+use crate::core::runner_table::{RUNNERS_VAR, Runner};
 use crate::core::safety::check_investigate_table;
 use crate::process::spawn::resolve_program;
 use crate::store::config_file::{LoadError, Sources};
@@ -17,6 +17,14 @@ use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 /// How long `<runner> --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// `doctor` flags.
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// Machine-readable JSON: {"ok", "findings": [{"level", "message"}], "runners": [...]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Level {
     Ok,
@@ -24,17 +32,41 @@ enum Level {
     Fail,
 }
 
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        }
+    }
+}
+
+/// Whether a runner's login can be seen (SPEC 4 CLIs fail every job without one).
+#[derive(Clone, Copy, PartialEq)]
+enum Login {
+    Found,
+    Missing,
+    /// A runner whose login cannot be seen from outside (cursor-agent, claude on macOS).
+    Unknown,
+}
+
 /// Collected findings.
 struct Report {
     lines: Vec<(Level, String)>,
+    /// One record per runner of each table, for `--json`.
+    runners: Vec<serde_json::Value>,
     colour: bool,
+    json: bool,
 }
 
 impl Report {
-    fn new() -> Self {
+    fn new(json: bool) -> Self {
         Report {
             lines: Vec::new(),
+            runners: Vec::new(),
             colour: std::io::stdout().is_terminal(),
+            json,
         }
     }
 
@@ -44,6 +76,32 @@ impl Report {
 
     fn finish(self) -> i32 {
         let failed = self.lines.iter().any(|(l, _)| *l == Level::Fail);
+        let report = if self.json {
+            self.as_json(failed)
+        } else {
+            self.as_text(failed)
+        };
+        if !crate::support::exit::print_stdout(&report) {
+            return EXIT_FAILURE;
+        }
+        if failed { EXIT_FAILURE } else { EXIT_OK }
+    }
+
+    fn as_json(&self, failed: bool) -> String {
+        let findings: Vec<serde_json::Value> = self
+            .lines
+            .iter()
+            .map(|(level, text)| serde_json::json!({"level": level.name(), "message": text}))
+            .collect();
+        let report = serde_json::json!({
+            "ok": !failed,
+            "findings": findings,
+            "runners": self.runners,
+        });
+        format!("{report:#}\n")
+    }
+
+    fn as_text(&self, failed: bool) -> String {
         let mut report = String::new();
         for (level, text) in &self.lines {
             let (tag, code) = match level {
@@ -61,16 +119,13 @@ impl Report {
         if failed {
             report.push_str("\njobs could not be judged: fix the FAIL lines above\n");
         }
-        if !crate::support::exit::print_stdout(&report) {
-            return EXIT_FAILURE;
-        }
-        if failed { EXIT_FAILURE } else { EXIT_OK }
+        report
     }
 }
 
 /// Checks everything; returns the exit code.
-pub fn main(settings: &Settings) -> i32 {
-    let mut report = Report::new();
+pub fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
+    let mut report = Report::new(args.json);
     let source = settings
         .config_path
         .as_ref()
@@ -124,8 +179,8 @@ fn check_budget(settings: &Settings, report: &mut Report) {
 }
 
 /// Doctor when the config itself failed to load: report it and what can still be checked.
-pub fn config_failed(sources: &Sources, error: &LoadError) -> i32 {
-    let mut report = Report::new();
+pub fn config_failed(sources: &Sources, error: &LoadError, args: &DoctorArgs) -> i32 {
+    let mut report = Report::new(args.json);
     report.add(Level::Fail, format!("config: {error}"));
     if let Some(dir) = &sources.state_dir_flag {
         check_state(&StateDir::new(dir), &mut report);
@@ -160,40 +215,26 @@ fn check_tables(settings: &Settings, report: &mut Report) {
         );
     }
     for mode in [Mode::Default, Mode::Investigate] {
-        let table = settings.table(mode);
-        let mut found = 0;
-        for runner in table {
-            match resolve_program(&runner.argv[0]) {
-                Some(path) => {
-                    found += 1;
-                    let version = version_of(&path);
-                    report.add(
-                        Level::Ok,
-                        format!(
-                            "{} runner {}: {} ({version})",
-                            mode.name(),
-                            runner.name,
-                            path.display()
-                        ),
-                    );
-                    check_login(mode, &runner.name, &path, report);
-                }
-                None => report.add(
-                    Level::Warn,
-                    format!(
-                        "{} runner {}: {:?} not found on PATH",
-                        mode.name(),
-                        runner.name,
-                        runner.argv[0]
-                    ),
-                ),
-            }
+        let (mut found, mut usable) = (0, 0);
+        for runner in settings.table(mode) {
+            let (installed, login) = check_runner(mode, runner, report);
+            found += usize::from(installed);
+            usable += usize::from(installed && login != Login::Missing);
         }
         if found == 0 {
             report.add(
                 Level::Fail,
                 format!(
                     "{} table: no runner is installed, so its jobs end unchecked",
+                    mode.name()
+                ),
+            );
+        } else if usable == 0 {
+            report.add(
+                Level::Fail,
+                format!(
+                    "{} table: no runner is usable (each one is missing or not logged in), \
+                     so its jobs end unchecked",
                     mode.name()
                 ),
             );
@@ -210,6 +251,49 @@ fn check_tables(settings: &Settings, report: &mut Report) {
     }
 }
 
+/// One runner: found or not, its version and login; a line for each, and its record
+/// for `--json`. Returns whether it is installed and what its login looks like.
+fn check_runner(mode: Mode, runner: &Runner, report: &mut Report) -> (bool, Login) {
+    let program = runner.argv.first().map_or("", String::as_str);
+    let Some(path) = resolve_program(program) else {
+        report.add(
+            Level::Warn,
+            format!(
+                "{} runner {}: {program:?} not found on PATH",
+                mode.name(),
+                runner.name
+            ),
+        );
+        report.runners.push(serde_json::json!({
+            "table": mode.name(), "name": runner.name, "program": program,
+            "path": null, "version": null, "login": null, "usable": false,
+        }));
+        return (false, Login::Unknown);
+    };
+    let version = version_of(&path);
+    report.add(
+        Level::Ok,
+        format!(
+            "{} runner {}: {} ({version})",
+            mode.name(),
+            runner.name,
+            path.display()
+        ),
+    );
+    let login = check_login(mode, &runner.name, &path, report);
+    report.runners.push(serde_json::json!({
+        "table": mode.name(), "name": runner.name, "program": program,
+        "path": path.display().to_string(), "version": version,
+        "login": match login {
+            Login::Found => "found",
+            Login::Missing => "missing",
+            Login::Unknown => "unknown",
+        },
+        "usable": login != Login::Missing,
+    }));
+    (true, login)
+}
+
 /// The first line `<program> --version` prints, bounded in time.
 fn version_of(path: &Path) -> String {
     match crate::process::probe::run(path, &["--version"], VERSION_TIMEOUT) {
@@ -224,12 +308,12 @@ fn version_of(path: &Path) -> String {
 
 /// Warns about each installed runner whose login is nowhere to be seen (SPEC 4 CLIs
 /// fail every job then, after a second or so, with "Not logged in").
-fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) {
+fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) -> Login {
     let Some(name) = program.file_name().and_then(|n| n.to_str()) else {
-        return;
+        return Login::Unknown;
     };
     let Some(home) = std::env::var_os("HOME") else {
-        return;
+        return Login::Unknown;
     };
     let config_dir = crate::core::login::config_dir_var(name)
         .and_then(std::env::var_os)
@@ -237,14 +321,14 @@ fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) {
         .map(std::path::PathBuf::from);
     let Some(places) = crate::core::login::places(name, Path::new(&home), config_dir.as_deref())
     else {
-        return;
+        return Login::Unknown;
     };
     let by_var = places
         .vars
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
     if by_var || places.files.iter().any(|f| f.exists()) {
-        return;
+        return Login::Found;
     }
     let files: Vec<String> = places
         .files
@@ -262,6 +346,7 @@ fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) {
             places.fix
         ),
     );
+    Login::Missing
 }
 
 /// Which model each codex runner with `-m` runs with, per this login's catalog.

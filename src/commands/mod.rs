@@ -8,6 +8,7 @@ pub mod eval;
 pub mod run;
 pub mod runners;
 pub mod service;
+pub mod shell_docs;
 pub mod status;
 
 use crate::core::job::Mode;

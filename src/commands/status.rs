@@ -13,7 +13,7 @@ use crate::core::job_life::{ClaimRecord, Stage};
 use crate::core::spend::{Budget, DAY, HOUR, dollars, over_budget, totals_since};
 use crate::process::os::is_alive;
 use crate::store::state_dir::{StateDir, is_job_name, now_unix};
-use crate::store::status_file::StatusRecord;
+use crate::store::status_file::{StatusRecord, TallyRead};
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// `status` flags.
@@ -30,6 +30,21 @@ pub struct StatusArgs {
 /// Shows status; returns the exit code.
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let state = StateDir::new(&settings.state_dir);
+    // An empty report would look like an idle judge; a wrong folder should be obvious.
+    if let Err(e) = std::fs::symlink_metadata(&state.root) {
+        say_err!(
+            "llm-judge status: state folder {} {}; give the folder the daemon and hooks \
+             use (--state-dir, {} or the config's state_dir)",
+            state.root.display(),
+            if e.kind() == std::io::ErrorKind::NotFound {
+                "does not exist (no job was ever queued there)".to_string()
+            } else {
+                format!("cannot be read: {e}")
+            },
+            crate::core::config::STATE_DIR_VAR
+        );
+        return EXIT_FAILURE;
+    }
     if args.reset_health {
         if let Err(e) = crate::store::health_store::reset(&state) {
             say_err!(
@@ -74,10 +89,26 @@ pub fn collect(state: &StateDir, budget: &Budget) -> Value {
         "draining": record.as_ref().map(|r| r.draining),
         "prestarted": record.as_ref().map(|r| r.prestarted),
     });
-    let mut runners: serde_json::Map<String, Value> = record
+    // The tally (rewritten before each verdict's rename) when it is this daemon's: its
+    // counts and runner stats agree with each other and with the verdicts one can read;
+    // status.json is rewritten at most once a second.
+    let tally = record.as_ref().and_then(|r| {
+        crate::store::status_file::read_tally(&crate::store::status_file::tally_path(state), r.pid)
+    });
+    let runner_stats = match (&tally, &record) {
+        (
+            Some(TallyRead {
+                runners: Some(r), ..
+            }),
+            _,
+        ) => Some(r.clone()),
+        (_, Some(record)) => Some(record.runners.clone()),
+        _ => None,
+    };
+    let mut runners: serde_json::Map<String, Value> = runner_stats
         .as_ref()
-        .map(|r| {
-            r.runners
+        .map(|stats| {
+            stats
                 .iter()
                 .map(|(name, s)| {
                     let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
@@ -108,7 +139,10 @@ pub fn collect(state: &StateDir, budget: &Budget) -> Value {
         "daemon": daemon,
         "queue": {"waiting": waiting, "oldest_age_seconds": oldest.map(|t| round(now - t))},
         "running": running,
-        "outcomes": record.map(|r| outcomes(state, r)).unwrap_or_default(),
+        "outcomes": match tally {
+            Some(t) => t.counts,
+            None => record.map(|r| r.outcomes).unwrap_or_default(),
+        },
         "runners": runners,
         "codex_models": codex_models,
         "spend": spend(state, budget, now),
@@ -128,13 +162,6 @@ fn spend(state: &StateDir, budget: &Budget, now: f64) -> Value {
             "reached": over_budget(&recent, budget, now, 0),
         },
     })
-}
-
-/// The daemon's counts: its tally (current to the last verdict published) when it is
-/// this daemon's, else the status record's (rewritten once a second).
-fn outcomes(state: &StateDir, record: StatusRecord) -> crate::store::status_file::OutcomeCounts {
-    crate::store::status_file::read_tally(&crate::store::status_file::tally_path(state), record.pid)
-        .unwrap_or(record.outcomes)
 }
 
 fn round(seconds: f64) -> f64 {

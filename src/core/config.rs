@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::core::config_key::{self, KeyHint, KeyProblem};
 use crate::core::job::{Mode, TimeoutRules};
 use crate::core::runner_table::{Runner, TableError, check_table};
 use crate::core::safety::{SafetyError, check_investigate_table};
@@ -28,9 +29,12 @@ pub enum ConfigError {
     /// Not TOML (the parser's message, with line and column).
     #[error("{message}")]
     Toml { message: String },
-    /// An unknown key or a value of the wrong type.
-    #[error("{message}; remove or rename that key")]
-    Key { message: String },
+    /// An unknown key or a value of the wrong type: which key, from where, and how to fix it.
+    #[error("{0}")]
+    Key(Box<KeyProblem>),
+    /// The merged config does not deserialise, but no single key was found to blame.
+    #[error("{message}")]
+    Merged { message: String },
     /// A duration that must be above 0.
     #[error(
         "key {key} is {value}; give a number of seconds above 0 and at most {}",
@@ -218,21 +222,50 @@ pub fn parse_config_with(
     file_text: Option<&str>,
     sets: Vec<toml::Table>,
 ) -> Result<Config, ConfigError> {
-    let mut merged: toml::Table = DEFAULT_TOML.parse().map_err(ConfigError::toml)?;
-    if let Some(text) = file_text {
-        let file: toml::Table = text.parse().map_err(ConfigError::toml)?;
-        merge(&mut merged, file);
+    let default: toml::Table = DEFAULT_TOML.parse().map_err(ConfigError::toml)?;
+    let file = match file_text {
+        Some(text) => Some(text.parse::<toml::Table>().map_err(ConfigError::toml)?),
+        None => None,
+    };
+    let mut merged = default.clone();
+    if let Some(file) = &file {
+        merge(&mut merged, file.clone());
     }
-    for set in sets {
-        merge(&mut merged, set);
+    for set in &sets {
+        merge(&mut merged, set.clone());
     }
-    let config: Config = toml::Value::Table(merged)
-        .try_into()
-        .map_err(|e: toml::de::Error| ConfigError::Key {
-            message: e.message().trim().to_string(),
-        })?;
+    let config = match build(merged) {
+        Ok(config) => config,
+        Err(e) => {
+            let file = file.as_ref().zip(file_text);
+            let blamed = config_key::locate(&default, file, &sets, |t| {
+                build(t)
+                    .map(|_| ())
+                    .map_err(|e| e.message().trim().to_string())
+            });
+            return Err(match blamed {
+                Some(problem) => ConfigError::Key(Box::new(problem)),
+                None => ConfigError::Merged {
+                    message: e.message().trim().to_string(),
+                },
+            });
+        }
+    };
     check(&config)?;
     Ok(config)
+}
+
+/// The config of a merged table, unchecked.
+fn build(table: toml::Table) -> Result<Config, toml::de::Error> {
+    toml::Value::Table(table).try_into()
+}
+
+/// What `key` takes (for `--set` with a value that is not TOML); `None` for no such key.
+pub fn key_hint(key: &str) -> Option<KeyHint> {
+    let default: toml::Table = DEFAULT_TOML.parse().ok()?;
+    config_key::key_hint(default, key, |t| {
+        build(t).map(|_| ()).map_err(|e| e.message().to_string())
+    })
 }
 
 /// A file's keys replace the default's; `[runners]` tables replace whole tables.
@@ -484,6 +517,46 @@ mod tests {
                 "{huge}"
             );
         }
+    }
+
+    /// A key of the wrong type names the key, the file's line (or the flag), what it
+    /// holds, what it takes and an example; never "remove or rename" for a known key.
+    #[test]
+    fn a_key_of_the_wrong_type_is_named_with_its_line_and_type() {
+        let e = parse_config(Some("fsync = false\n\nworkers = \"four\"\n")).unwrap_err();
+        let ConfigError::Key(problem) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(problem.origin, config_key::Origin::File { line: Some(3) });
+        assert_eq!(
+            e.to_string(),
+            "key workers is the string \"four\"; it takes a whole number, e.g. workers = 4 (the default)"
+        );
+        let set = |text: &str| text.parse::<toml::Table>().unwrap();
+        let e =
+            parse_config_with(Some("workers = 2\n"), vec![set("health.enabled = 1")]).unwrap_err();
+        let ConfigError::Key(problem) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(problem.origin, config_key::Origin::Set { index: 0 });
+        assert!(e.to_string().contains("--set health.enabled=true"), "{e}");
+        let e = parse_config(Some("[cache]\nttl_seconds = true\n")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cache.ttl_seconds is the boolean true; it takes a whole number"),
+            "{e}"
+        );
+        let e = parse_config(Some("max_runs_per_hour = \"x\"\n")).unwrap_err();
+        assert!(e.to_string().ends_with("it takes a whole number"), "{e}");
+    }
+
+    #[test]
+    fn key_hints_for_set_values() {
+        let hint = key_hint("workers").unwrap();
+        assert_eq!(hint.takes, "a whole number");
+        assert_eq!(hint.default, Some(toml::Value::Integer(4)));
+        assert_eq!(key_hint("max_cost_usd_per_day").unwrap().takes, "a number");
+        assert_eq!(key_hint("no_such_key"), None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Runner health (SPEC section 10): a runner that exits non-zero, or times out on 2
-//! jobs in a row, is benched (moved to the end of its table) for a backoff that
-//! doubles up to a cap; an answer clears it. The rules, pure; `store::health_store`
-//! keeps them in `<state>/health.json` under a lock, shared by the daemon and `run`.
+//! Runner health (SPEC section 10): a runner that is not installed, exits non-zero, or
+//! times out on 2 jobs in a row, is benched (moved to the end of its table) for a
+//! backoff that doubles up to a cap; an answer clears it. A runner benched because it
+//! was not installed is looked up again for every job and is back in its place as soon
+//! as it is found. The rules, pure; `store::health_store` keeps them in
+//! `<state>/health.json` under a lock, shared by the daemon, `run` and `ask`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -24,6 +26,9 @@ pub struct RunnerHealth {
     pub benched_until: f64,
     pub timeouts_in_a_row: u32,
     pub last_reason: String,
+    /// Benched because its program was not found: found again, it is back in its place.
+    #[serde(default)]
+    pub not_installed: bool,
 }
 
 /// Every runner's health, keyed by name and argv.
@@ -35,7 +40,9 @@ pub enum Sign {
     Answered,
     Failed,
     TimedOut,
-    /// Not installed, spawn errors, prose without JSON: no health change.
+    /// The program was not found: benched until it is found again.
+    NotInstalled,
+    /// Spawn errors, prose without JSON: no health change.
     Neutral,
 }
 
@@ -45,6 +52,7 @@ pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
         _ if answered => Sign::Answered,
         RunEnd::Exited { code } if *code != 0 => Sign::Failed,
         RunEnd::TimedOut { .. } => Sign::TimedOut,
+        RunEnd::NotInstalled => Sign::NotInstalled,
         _ => Sign::Neutral,
     }
 }
@@ -70,6 +78,7 @@ pub fn update(
         benched_until: 0.0,
         timeouts_in_a_row: 0,
         last_reason: String::new(),
+        not_installed: false,
     });
     match sign {
         Sign::Answered => return None,
@@ -81,8 +90,9 @@ pub fn update(
                 return Some(next);
             }
         }
-        Sign::Failed => {}
+        Sign::Failed | Sign::NotInstalled => {}
     }
+    next.not_installed = sign == Sign::NotInstalled;
     next.backoff_seconds = if next.backoff_seconds > 0.0 {
         (next.backoff_seconds * 2.0).min(cfg.backoff_max_seconds)
     } else {
@@ -93,9 +103,20 @@ pub fn update(
     Some(next)
 }
 
-/// The table in trying order: healthy runners in table order, then benched ones.
-pub fn order<'a>(table: &'a [Runner], health: &HealthFile, now: f64) -> Vec<&'a Runner> {
-    let benched = |r: &Runner| health.get(&key(r)).is_some_and(|h| h.benched_until > now);
+/// The table in trying order: healthy runners in table order, then benched ones (all
+/// benched: the whole table in its order). `installed` looks a runner's program up
+/// again; it is asked only of runners benched as not installed.
+pub fn order<'a>(
+    table: &'a [Runner],
+    health: &HealthFile,
+    now: f64,
+    installed: impl Fn(&Runner) -> bool,
+) -> Vec<&'a Runner> {
+    let benched = |r: &Runner| {
+        health
+            .get(&key(r))
+            .is_some_and(|h| h.benched_until > now && !(h.not_installed && installed(r)))
+    };
     let (late, early): (Vec<&Runner>, Vec<&Runner>) = table.iter().partition(|r| benched(r));
     early.into_iter().chain(late).collect()
 }
@@ -156,7 +177,7 @@ mod tests {
             Sign::TimedOut
         );
         assert_eq!(sign_of(&RunEnd::Exited { code: 0 }, false), Sign::Neutral);
-        assert_eq!(sign_of(&RunEnd::NotInstalled, false), Sign::Neutral);
+        assert_eq!(sign_of(&RunEnd::NotInstalled, false), Sign::NotInstalled);
     }
 
     #[test]
@@ -175,18 +196,47 @@ mod tests {
             benched_until: until,
             timeouts_in_a_row: 0,
             last_reason: String::new(),
+            not_installed: false,
         };
         health.insert(key(&table[0]), benched(100.0));
         let names = |v: Vec<&Runner>| v.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names(order(&table, &health, 50.0)), ["b", "c", "a"]);
         assert_eq!(
-            names(order(&table, &health, 150.0)),
+            names(order(&table, &health, 50.0, |_| false)),
+            ["b", "c", "a"]
+        );
+        assert_eq!(
+            names(order(&table, &health, 150.0, |_| false)),
             ["a", "b", "c"],
             "backoff over"
         );
         health.insert(key(&table[1]), benched(100.0));
         health.insert(key(&table[2]), benched(100.0));
-        assert_eq!(names(order(&table, &health, 50.0)), ["a", "b", "c"]);
+        assert_eq!(
+            names(order(&table, &health, 50.0, |_| false)),
+            ["a", "b", "c"]
+        );
+    }
+
+    /// Not installed benches like a failure, but the program is looked up again for
+    /// every job: found, the runner is back in its place before its backoff ends.
+    #[test]
+    fn not_installed_benches_until_the_program_is_found() {
+        let h = step(None, Sign::NotInstalled, 1000.0).unwrap();
+        assert_eq!((h.benched_until, h.not_installed), (1060.0, true));
+        let r = |n: &str| Runner::for_tests(n, &[n]);
+        let table = [r("a"), r("b")];
+        let health = HealthFile::from([(key(&table[0]), h.clone())]);
+        let names = |v: Vec<&Runner>| v.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(order(&table, &health, 1001.0, |_| false)), ["b", "a"]);
+        assert_eq!(
+            names(order(&table, &health, 1001.0, |_| true)),
+            ["a", "b"],
+            "found again: back in its place"
+        );
+        let failed = step(Some(h), Sign::Failed, 1002.0).unwrap();
+        assert!(!failed.not_installed, "a failure is not a missing program");
+        let health = HealthFile::from([(key(&table[0]), failed)]);
+        assert_eq!(names(order(&table, &health, 1003.0, |_| true)), ["b", "a"]);
     }
 
     #[test]

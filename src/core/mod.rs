@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod codex_model;
 pub mod config;
+pub mod config_key;
 pub mod digest;
 pub mod eval;
 pub mod eval_cases;

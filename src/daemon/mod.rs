@@ -35,7 +35,7 @@ use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
 use crate::store::status_file::{StatusRecord, Tally};
-use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// Status writes are at most this frequent.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -49,16 +49,22 @@ const SLOT_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the daemon until it is told to stop; returns the exit code.
 pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -> i32 {
+    // A refusal a restart cannot fix exits 2, which the service's
+    // RestartPreventExitStatus=2 takes as "do not restart" (a restart loop fixes nothing).
     let state = match open_state(&settings, true) {
         Ok(state) => state,
         Err(e) => {
-            say_err!("llm-judge: {e}");
-            return EXIT_FAILURE;
+            say_err!("llm-judge: refusing to start: {e}");
+            return if transient(&e.source) {
+                EXIT_FAILURE
+            } else {
+                EXIT_USAGE
+            };
         }
     };
     if let Err(e) = check_folders(&state) {
         tracing::error!("refusing to start: {e}");
-        return EXIT_FAILURE;
+        return EXIT_USAGE;
     }
     let _lock = match crate::store::daemon_lock::acquire(&state.lock()) {
         Ok(lock) => lock,
@@ -110,6 +116,16 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             EXIT_FAILURE
         }
     }
+}
+
+/// A state folder error that may pass by itself (a full disk, a busy or slow mount):
+/// exit 1, so the service manager tries again later.
+fn transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        StorageFull | QuotaExceeded | ResourceBusy | TimedOut | Interrupted | OutOfMemory
+    )
 }
 
 fn check_folders(state: &StateDir) -> Result<(), crate::store::permissions::PermissionError> {
@@ -511,7 +527,11 @@ impl Daemon {
                 Some(t) => t.counts(),
                 None => board.outcomes,
             },
-            runners: board.runners,
+            // The tally's, as current as its counts (the board's lag to the job's end).
+            runners: match &self.tally {
+                Some(t) => t.runner_stats(),
+                None => board.runners,
+            },
             state_dir: self.state.root.display().to_string(),
             state_dir_env: std::env::var(crate::core::config::STATE_DIR_VAR)
                 .ok()

@@ -462,11 +462,11 @@ struct SlotEvents {
 }
 
 impl JobEvents for SlotEvents {
-    fn send(&self, event: JobEvent) {
+    fn send(&self, event: JobEvent<'_>) {
         match event {
-            JobEvent::Publishing { outcome } => {
+            JobEvent::Publishing { outcome, attempts } => {
                 if let Some(t) = &self.tally {
-                    t.add(outcome);
+                    t.add(outcome, attempts);
                 }
                 self.board.publishing(&self.name);
                 let free = self

@@ -28,7 +28,7 @@ use crate::store::spend_ledger::{Reservation, SpendLedger};
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 
-/// What a judge may use beyond its runners (SPEC section 10; `ask` uses none), and
+/// What a judge may use beyond its runners (SPEC section 10; `ask` uses health only), and
 /// how it starts them.
 #[derive(Clone)]
 pub struct Extras {

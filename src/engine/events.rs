@@ -1,16 +1,20 @@
 //! What a job tells the worker running it, and how the worker steers it: typed events
 //! out, one `Control` value in, instead of callbacks handed down.
 
-use crate::core::verdict::Outcome;
+use crate::core::verdict::{Attempt, Outcome};
 
 pub use crate::process::spawn::{Control, StopSignal};
 
 /// What a job tells its worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobEvent {
-    /// The runners are done and a verdict with `outcome` is about to be published:
-    /// the worker may take its next job, and counts it before anyone can read it.
-    Publishing { outcome: Outcome },
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum JobEvent<'a> {
+    /// The runners are done and a verdict with `outcome` and `attempts` is about to be
+    /// published: the worker may take its next job, and counts it (its outcome and its
+    /// runners' attempts) before anyone can read it.
+    Publishing {
+        outcome: Outcome,
+        attempts: &'a [Attempt],
+    },
     /// That publish failed; the job stays queued and is not counted.
     PublishFailed { outcome: Outcome },
 }
@@ -20,5 +24,5 @@ pub enum JobEvent {
 /// by another task could not promise.
 pub trait JobEvents: Send + Sync {
     /// Takes one event.
-    fn send(&self, event: JobEvent);
+    fn send(&self, event: JobEvent<'_>);
 }

@@ -383,7 +383,10 @@ async fn judge_claimed(
     let outcome = verdict.outcome;
     if let Some(events) = &link.events {
         // Before the rename, so `status` never lags a verdict someone already read.
-        events.send(JobEvent::Publishing { outcome });
+        events.send(JobEvent::Publishing {
+            outcome,
+            attempts: &verdict.attempts,
+        });
         // The slot's next job claims and starts its runner first; this publish then
         // runs while that runner does.
         tokio::task::yield_now().await;

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::core::config::{
-    CONFIG_VAR, Config, ConfigError, STATE_DIR_VAR, Settings, parse_config_with,
+    CONFIG_VAR, Config, ConfigError, STATE_DIR_VAR, Settings, key_hint, parse_config_with,
 };
+use crate::core::config_key::Origin;
 use crate::core::runner_table::{OverrideError, RUNNERS_VAR, parse_override};
 use crate::core::safety::check_investigate_home;
 
@@ -28,8 +29,9 @@ pub enum LoadError {
     /// A `--set` flag that is not `KEY=VALUE`.
     #[error(transparent)]
     Set(#[from] SetError),
-    /// The config (file or embedded default, with the `--set` keys) is refused.
-    #[error("{}{}: {source}", origin(path.as_deref()), with_sets(sets))]
+    /// The config (file or embedded default, with the `--set` keys) is refused; a key's
+    /// problem names the file's line or the flag it came from.
+    #[error("{}", config_message(path.as_deref(), sets, source))]
     Config {
         /// The file read; `None` for the embedded default.
         path: Option<PathBuf>,
@@ -52,9 +54,19 @@ pub enum SetError {
     /// Nothing before the `=`.
     #[error("--set {flag}: no key before `=`; {}", SET_USAGE)]
     NoKey { flag: String },
-    /// The value is not TOML (the parser's message).
+    /// The value is not TOML (the parser's message), for a key whose type is unknown.
     #[error("--set {flag}: {message}; {}", SET_USAGE)]
     Toml { flag: String, message: String },
+    /// The value is not TOML, for a known key: what it takes, an example.
+    #[error("--set {flag}: {value} is not a TOML value; key {key} takes {takes}{example}")]
+    NotAValue {
+        flag: String,
+        key: String,
+        value: String,
+        takes: String,
+        /// `, e.g. --set KEY=VALUE` when the default gives one.
+        example: String,
+    },
 }
 
 const SET_USAGE: &str = "give KEY=VALUE with a TOML value (example: --set kill_grace_seconds=1)";
@@ -63,6 +75,22 @@ fn origin(path: Option<&Path>) -> String {
     match path {
         Some(path) => format!("config file {}", path.display()),
         None => "embedded default config".to_string(),
+    }
+}
+
+/// A refused config: a key's problem where it came from (the file's line, the flag),
+/// else the source and the flags applied.
+fn config_message(path: Option<&Path>, sets: &[String], source: &ConfigError) -> String {
+    let ConfigError::Key(problem) = source else {
+        return format!("{}{}: {source}", origin(path), with_sets(sets));
+    };
+    match &problem.origin {
+        Origin::File { line: Some(line) } => format!("{} line {line}: {problem}", origin(path)),
+        Origin::File { line: None } => format!("{}: {problem}", origin(path)),
+        Origin::Set { index } => match sets.get(*index) {
+            Some(flag) => format!("--set {flag}: {problem}"),
+            None => format!("--set: {problem}"),
+        },
     }
 }
 
@@ -175,11 +203,26 @@ fn parse_set(flag: &str) -> Result<toml::Table, SetError> {
     if key.trim().is_empty() {
         return Err(SetError::NoKey { flag: flag.into() });
     }
-    format!("{} = {}", key.trim(), value.trim())
+    let (key, value) = (key.trim(), value.trim());
+    format!("{key} = {value}")
         .parse()
-        .map_err(|e: toml::de::Error| SetError::Toml {
-            flag: flag.into(),
-            message: e.message().trim().to_string(),
+        .map_err(|e: toml::de::Error| match key_hint(key) {
+            Some(hint) => SetError::NotAValue {
+                flag: flag.into(),
+                key: key.into(),
+                value: value.into(),
+                example: match hint.default {
+                    // A string needs TOML's quotes, so the shell's around them.
+                    Some(d @ toml::Value::String(_)) => format!(", e.g. --set '{key}={d}'"),
+                    Some(d) if !d.is_table() && !d.is_array() => format!(", e.g. --set {key}={d}"),
+                    _ => String::new(),
+                },
+                takes: hint.takes,
+            },
+            None => SetError::Toml {
+                flag: flag.into(),
+                message: e.message().trim().to_string(),
+            },
         })
 }
 

@@ -1,5 +1,5 @@
 //! Runner health on disk: `<state>/health.json`, updated under `health.lock` by the
-//! daemon and `run` alike, with the rules of `core::health`.
+//! daemon, `run` and `ask` alike, with the rules of `core::health`.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::core::config::HealthConfig;
 use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, update};
 use crate::core::runner_table::Runner;
+use crate::process::spawn::resolve_program;
 use crate::store::file_lock::{lock_exclusive, open_lock_file};
 use crate::store::state_dir::{StateDir, now_unix};
 
@@ -16,6 +17,8 @@ pub struct HealthStore {
     path: PathBuf,
     lock: PathBuf,
     cfg: HealthConfig,
+    /// The time health is judged at, when the caller gives its own (`ask --now`).
+    fixed_now: Option<f64>,
 }
 
 impl HealthStore {
@@ -25,7 +28,21 @@ impl HealthStore {
             path: health_path(state),
             lock: state.health_lock(),
             cfg: cfg.clone(),
+            fixed_now: None,
         })
+    }
+
+    /// The same store, judging benches at `now` (Unix seconds) instead of the clock:
+    /// catstack's drop-in passes its caller's `time.time()`.
+    pub fn at(self, now: f64) -> Self {
+        HealthStore {
+            fixed_now: Some(now),
+            ..self
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.fixed_now.unwrap_or_else(now_unix)
     }
 
     /// The current health of every runner (empty when unreadable; logged).
@@ -33,9 +50,15 @@ impl HealthStore {
         load(&self.path, true)
     }
 
-    /// The table in trying order.
+    /// The table in trying order; a runner benched as not installed is looked up on
+    /// `PATH` again (a few `stat`s, no process).
     pub fn order<'a>(&self, table: &'a [Runner]) -> Vec<&'a Runner> {
-        order(table, &self.load(), now_unix())
+        let installed = |r: &Runner| {
+            r.argv
+                .first()
+                .is_some_and(|program| resolve_program(program).is_some())
+        };
+        order(table, &self.load(), self.now(), installed)
     }
 
     /// Records an attempt; logs benching and clearing. May block on `health.lock`.
@@ -72,9 +95,14 @@ impl HealthStore {
                     .is_none_or(|p| p.benched_until != h.benched_until)
                     && h.benched_until > 0.0 =>
             {
+                let until = if h.not_installed {
+                    "until its program is found or its backoff ends"
+                } else {
+                    "until its backoff ends"
+                };
                 tracing::warn!(
                     runner = %runner.name, backoff_seconds = h.backoff_seconds, reason = ?reason,
-                    "runner benched: tried last until its backoff ends"
+                    "runner benched: tried last {until}"
                 );
             }
             None => tracing::info!(runner = %runner.name, "runner answered: health cleared"),
@@ -95,7 +123,7 @@ impl HealthStore {
         sign: Sign,
         reason: &str,
     ) -> Option<RunnerHealth> {
-        update(prev, &runner.name, sign, reason, now_unix(), &self.cfg)
+        update(prev, &runner.name, sign, reason, self.now(), &self.cfg)
     }
 }
 

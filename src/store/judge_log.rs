@@ -8,11 +8,14 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use tracing::{Level, Metadata};
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::support::log_level::{StderrStyle, priority_prefix};
 
 /// Rotated files kept beside judge.log.
 const ROTATIONS: u32 = 3;
@@ -96,10 +99,11 @@ impl LogFile {
 }
 
 /// A writer for one event: buffers it and writes it as one whole line on drop, to
-/// judge.log and, for journald, to stderr without its timestamp.
+/// judge.log and, when its level is shown there, to stderr.
 pub struct LineWriter {
     log: RotatingLog,
-    stderr: bool,
+    /// How stderr shows this event, and its level; `None`: not on stderr.
+    stderr: Option<(StderrStyle, Level)>,
     buf: Vec<u8>,
 }
 
@@ -122,13 +126,28 @@ impl Drop for LineWriter {
         let line = one_line(&self.buf);
         // Nowhere left to report a failing log; the event is still in stderr for the daemon.
         let _ = self.log.write_line(&line);
-        if self.stderr {
-            let _ = io::stderr().lock().write_all(without_time(&line));
+        if let Some((style, level)) = self.stderr {
+            let _ = io::stderr()
+                .lock()
+                .write_all(&for_stderr(&line, style, &level));
         }
     }
 }
 
-/// The line as stderr shows it: journald stamps its own time.
+/// The line as stderr shows it: under journald with its priority prefix and without
+/// its timestamp (journald stamps its own), elsewhere whole.
+fn for_stderr(line: &[u8], style: StderrStyle, level: &Level) -> Vec<u8> {
+    match style {
+        StderrStyle::Plain => line.to_vec(),
+        StderrStyle::Journal => {
+            let body = without_time(line);
+            let start = body.iter().position(|b| *b != b' ').unwrap_or(body.len());
+            [priority_prefix(level).as_bytes(), &body[start..]].concat()
+        }
+    }
+}
+
+/// The line without its leading timestamp.
 fn without_time(line: &[u8]) -> &[u8] {
     match line.iter().position(|&b| b == b' ') {
         Some(end) if line.first().is_some_and(u8::is_ascii_digit) => &line[end + 1..],
@@ -171,11 +190,12 @@ fn push_escaped(out: &mut String, text: &str) {
     }
 }
 
-/// Where formatted events go: judge.log, and stderr too when `stderr`.
+/// Where formatted events go: judge.log (every event the layer lets through), and
+/// stderr for the events its filter shows.
 #[derive(Clone)]
 struct EventSinks {
     log: RotatingLog,
-    stderr: bool,
+    stderr: Option<(Targets, StderrStyle)>,
 }
 
 impl<'a> MakeWriter<'a> for EventSinks {
@@ -184,30 +204,56 @@ impl<'a> MakeWriter<'a> for EventSinks {
     fn make_writer(&'a self) -> Self::Writer {
         LineWriter {
             log: self.log.clone(),
-            stderr: self.stderr,
+            stderr: None,
             buf: Vec::with_capacity(256),
         }
     }
+
+    fn make_writer_for(&'a self, meta: &Metadata<'_>) -> Self::Writer {
+        let stderr = self.stderr.as_ref().and_then(|(shown, style)| {
+            shown
+                .would_enable(meta.target(), meta.level())
+                .then_some((*style, *meta.level()))
+        });
+        let mut writer = self.make_writer();
+        writer.stderr = stderr;
+        writer
+    }
 }
 
-/// Sends tracing events to judge.log, and to stderr too when `also_stderr`.
+/// Sends tracing events to judge.log (INFO and above, and more when `-v` or
+/// `RUST_LOG` asks), and to stderr at the level asked when `also_stderr` (the daemon)
+/// or when a level was asked for.
 pub fn init(log_path: &Path, max_total_bytes: u64, also_stderr: bool) {
+    let choice = crate::support::log_level::chosen();
     // LLM_JUDGE_STDERR_LOG=off keeps log lines off stderr: the launchd agent sets it,
     // because judge.log is rotated and launchd's own log file is not.
-    let also_stderr =
-        also_stderr && std::env::var_os("LLM_JUDGE_STDERR_LOG").is_none_or(|v| v != "off");
+    let stderr_on = (also_stderr || choice.asked)
+        && std::env::var_os("LLM_JUDGE_STDERR_LOG").is_none_or(|v| v != "off");
     // One layer formats each event once for both places.
     let sinks = EventSinks {
         log: RotatingLog::new(log_path, max_total_bytes),
-        stderr: also_stderr,
+        stderr: stderr_on.then(|| {
+            (
+                choice.stderr.clone(),
+                crate::support::log_level::stderr_style(),
+            )
+        }),
     };
     let layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_target(false)
         .with_writer(sinks)
-        .with_filter(LevelFilter::INFO);
+        .with_filter(choice.log_filter());
     // A second init (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+    if tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .is_ok()
+        && let Some(warning) = &choice.warning
+    {
+        tracing::warn!("{warning}");
+    }
 }
 
 #[cfg(test)]
@@ -220,7 +266,7 @@ mod tests {
         let path = dir.path().join("judge.log");
         let sinks = EventSinks {
             log: RotatingLog::new(&path, 4 * 4096),
-            stderr: false,
+            stderr: None,
         };
         let line = vec![b'x'; 1000];
         for _ in 0..100 {
@@ -248,6 +294,16 @@ mod tests {
         );
         assert_eq!(line.matches('\n').count(), 1);
         assert_eq!(one_line(b"plain"), b"plain\n");
+    }
+
+    #[test]
+    fn journald_gets_a_priority_and_no_timestamp_a_terminal_the_whole_line() {
+        let line = b"2026-12-05T00:57:03.063426Z  WARN runner benched\n";
+        assert_eq!(
+            for_stderr(line, StderrStyle::Journal, &Level::WARN),
+            b"<4>WARN runner benched\n"
+        );
+        assert_eq!(for_stderr(line, StderrStyle::Plain, &Level::WARN), line);
     }
 
     #[test]

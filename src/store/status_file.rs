@@ -60,13 +60,32 @@ pub fn tally_path(state: &crate::store::state_dir::StateDir) -> std::path::PathB
     state.status_tally()
 }
 
-/// The daemon's outcome counts, kept in `status.tally` and rewritten in place (one
-/// `pwrite`, no file creation) by the worker just before each verdict is renamed into
-/// place, so `status` counts a verdict as soon as anyone can see it; `status.json` is
-/// only rewritten once a second. One fixed-width line: pid, hit, clean, unchecked, check.
+/// The daemon's outcome counts and recent runner attempts, kept in `status.tally` and
+/// rewritten in place (one `pwrite`, no file creation) by the worker just before each
+/// verdict is renamed into place, so `status` counts a verdict, and shows the runner
+/// that gave it, as soon as anyone can see it; `status.json` is only rewritten once a
+/// second. A fixed-width line (pid, hit, clean, unchecked, check), then one line of the
+/// runner stats as JSON behind its own check.
 pub struct Tally {
     pid: u32,
-    inner: std::sync::Mutex<(OutcomeCounts, std::fs::File)>,
+    inner: std::sync::Mutex<TallyState>,
+}
+
+/// What the tally holds and the file it is written to.
+struct TallyState {
+    counts: OutcomeCounts,
+    history: RunnerHistory,
+    file: std::fs::File,
+    /// Bytes written last time (a shorter write cuts the file to its length).
+    written: usize,
+}
+
+/// What `status` reads from a tally.
+#[derive(Debug, Clone)]
+pub struct TallyRead {
+    pub counts: OutcomeCounts,
+    /// `None` from a tally written before runner stats were kept in it.
+    pub runners: Option<BTreeMap<String, RunnerStats>>,
 }
 
 const TALLY_LEN: usize = 10 + 4 * 21 + 1;
@@ -87,6 +106,27 @@ fn tally_line(pid: u32, c: &OutcomeCounts) -> String {
     )
 }
 
+/// FNV-1a: a torn runners line (a read racing a write) fails it.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The runners line: `<check as 16 hex digits> <stats JSON>\n`.
+fn runners_line(stats: &BTreeMap<String, RunnerStats>) -> String {
+    let json = serde_json::to_string(stats).unwrap_or_else(|_| "{}".into());
+    format!("{:016x} {json}\n", fnv1a(json.as_bytes()))
+}
+
+fn parse_runners_line(bytes: &[u8]) -> Option<BTreeMap<String, RunnerStats>> {
+    let line = bytes.split(|b| *b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?;
+    let (check, json) = text.split_once(' ')?;
+    (u64::from_str_radix(check, 16).ok()? == fnv1a(json.as_bytes()))
+        .then(|| serde_json::from_str(json).ok())?
+}
+
 impl Tally {
     /// Creates (truncates) the tally at `path` with zero counts for this process.
     pub fn create(path: &std::path::Path) -> std::io::Result<Tally> {
@@ -101,64 +141,97 @@ impl Tally {
             .open(path)?;
         let tally = Tally {
             pid: std::process::id(),
-            inner: std::sync::Mutex::new((OutcomeCounts::default(), file)),
+            inner: std::sync::Mutex::new(TallyState {
+                counts: OutcomeCounts::default(),
+                history: RunnerHistory::default(),
+                file,
+                written: 0,
+            }),
         };
         tally.update(|_| ())?;
         Ok(tally)
     }
 
-    /// Counts one verdict (before it is published).
-    pub fn add(&self, outcome: Outcome) {
-        if let Err(e) = self.update(|c| c.add(outcome)) {
+    /// Counts one verdict and its attempts (before it is published).
+    pub fn add(&self, outcome: Outcome, attempts: &[Attempt]) {
+        let counted = self.update(|t| {
+            t.counts.add(outcome);
+            t.history.add(attempts);
+        });
+        if let Err(e) = counted {
             tracing::warn!("cannot update the outcome tally: {e}");
         }
     }
 
-    /// Takes back a count whose verdict could not be published.
+    /// Takes back a count whose verdict could not be published (its attempts stay
+    /// counted: the runners did run).
     pub fn undo(&self, outcome: Outcome) {
-        let _ = self.update(|c| match outcome {
-            Outcome::Hit => c.hit = c.hit.saturating_sub(1),
-            Outcome::Clean => c.clean = c.clean.saturating_sub(1),
-            Outcome::Unchecked => c.unchecked = c.unchecked.saturating_sub(1),
+        let _ = self.update(|t| {
+            let c = &mut t.counts;
+            match outcome {
+                Outcome::Hit => c.hit = c.hit.saturating_sub(1),
+                Outcome::Clean => c.clean = c.clean.saturating_sub(1),
+                Outcome::Unchecked => c.unchecked = c.unchecked.saturating_sub(1),
+            }
         });
     }
 
     /// The counts so far.
     pub fn counts(&self) -> OutcomeCounts {
-        match self.inner.lock() {
-            Ok(g) => g.0.clone(),
-            Err(poisoned) => poisoned.into_inner().0.clone(),
-        }
+        self.lock().counts.clone()
     }
 
-    fn update(&self, change: impl FnOnce(&mut OutcomeCounts)) -> std::io::Result<()> {
+    /// Answer rate and median time per runner, as the tally file shows them.
+    pub fn runner_stats(&self) -> BTreeMap<String, RunnerStats> {
+        self.lock().history.stats()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TallyState> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn update(&self, change: impl FnOnce(&mut TallyState)) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt;
-        let mut guard = match self.inner.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        change(&mut guard.0);
-        let line = tally_line(self.pid, &guard.0);
-        guard.1.write_all_at(line.as_bytes(), 0)
+        let mut guard = self.lock();
+        change(&mut guard);
+        let mut text = tally_line(self.pid, &guard.counts);
+        text.push_str(&runners_line(&guard.history.stats()));
+        guard.file.write_all_at(text.as_bytes(), 0)?;
+        if text.len() < guard.written {
+            guard.file.set_len(text.len() as u64)?;
+        }
+        guard.written = text.len();
+        Ok(())
     }
 }
 
 /// The tally at `path` if it is whole and belongs to `pid` (a read racing a write
-/// can see a torn line: the check catches it and the read is retried).
-pub fn read_tally(path: &std::path::Path, pid: u32) -> Option<OutcomeCounts> {
+/// can see a torn line: the checks catch it and the read is retried).
+pub fn read_tally(path: &std::path::Path, pid: u32) -> Option<TallyRead> {
     for _ in 0..5 {
         let bytes = crate::store::state_dir::read_nofollow(path).ok()?;
-        if let Some((p, counts)) = parse_tally(&bytes) {
-            return (p == pid).then_some(counts);
+        if let Some((p, read)) = parse_tally(&bytes) {
+            return (p == pid).then_some(read);
         }
     }
     None
 }
 
-fn parse_tally(bytes: &[u8]) -> Option<(u32, OutcomeCounts)> {
-    if bytes.len() != TALLY_LEN {
-        return None;
-    }
+fn parse_tally(bytes: &[u8]) -> Option<(u32, TallyRead)> {
+    let (pid, counts) = parse_counts(bytes.get(..TALLY_LEN)?)?;
+    let rest = &bytes[TALLY_LEN..];
+    // An older daemon's tally has the counts line only.
+    let runners = if rest.is_empty() {
+        None
+    } else {
+        Some(parse_runners_line(rest)?)
+    };
+    Some((pid, TallyRead { counts, runners }))
+}
+
+fn parse_counts(bytes: &[u8]) -> Option<(u32, OutcomeCounts)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut fields = text.split_ascii_whitespace();
     let pid: u32 = fields.next()?.parse().ok()?;
@@ -227,18 +300,44 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("status.tally");
         let tally = Tally::create(&path).unwrap();
-        tally.add(Outcome::Hit);
-        tally.add(Outcome::Clean);
-        tally.add(Outcome::Hit);
+        let attempt = |runner: &str, ok| Attempt {
+            runner: runner.into(),
+            ok,
+            reason: String::new(),
+            elapsed_ms: Some(1500),
+            usage: None,
+            cwd_refused: None,
+        };
+        tally.add(
+            Outcome::Hit,
+            &[attempt("a-long-runner-name", false), attempt("b", true)],
+        );
+        tally.add(Outcome::Clean, &[attempt("b", true)]);
+        tally.add(Outcome::Hit, &[attempt("b", true)]);
         tally.undo(Outcome::Clean);
         let me = std::process::id();
         let read = read_tally(&path, me).unwrap();
-        assert_eq!((read.hit, read.clean, read.unchecked), (2, 0, 0));
+        let c = &read.counts;
+        assert_eq!((c.hit, c.clean, c.unchecked), (2, 0, 0));
+        let runners = read.runners.unwrap();
+        assert_eq!((runners["b"].attempts, runners["b"].answered), (3, 3));
+        assert_eq!(runners["a-long-runner-name"].answer_rate, Some(0.0));
         assert!(read_tally(&path, me.wrapping_add(1)).is_none());
         let mut bytes = std::fs::read(&path).unwrap();
-        assert_eq!(bytes.len(), TALLY_LEN);
+        let whole = bytes.clone();
         bytes[30] = if bytes[30] == b'9' { b'8' } else { b'9' };
-        assert!(parse_tally(&bytes).is_none());
+        assert!(parse_tally(&bytes).is_none(), "a torn counts line");
+        let mut torn = whole.clone();
+        let last = torn.len() - 3;
+        torn[last] ^= 1;
+        assert!(parse_tally(&torn).is_none(), "a torn runners line");
+        assert!(
+            parse_tally(&whole[..TALLY_LEN])
+                .unwrap()
+                .1
+                .runners
+                .is_none()
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Leaf helpers any layer may use: the async runtime and blocking work, and the
-//! test-only crash points.
+//! Leaf helpers any layer may use: the async runtime and blocking work, the log
+//! level and stderr style, and the test-only crash points.
 
 #[macro_use]
 pub mod exit;
 pub mod failpoint;
+pub mod log_level;
 pub mod runtime;

@@ -96,16 +96,26 @@ impl World {
         self.start_with(self.command(runners))
     }
 
-    pub fn start_with(&self, mut cmd: Command) -> Daemon {
+    pub fn start_with(&self, cmd: Command) -> Daemon {
         let n = fs::read_dir(self.dir.path()).unwrap().count();
         let err = self.path(&format!("daemon-{n}.err"));
+        fs::File::create(&err).unwrap();
+        self.start_logging_to(cmd, &err)
+    }
+
+    /// Starts the daemon with its stderr appended to `err`, an existing file.
+    pub fn start_logging_to(&self, mut cmd: Command, err: &Path) -> Daemon {
+        let file = fs::OpenOptions::new().append(true).open(err).unwrap();
         let child = cmd
             .arg("daemon")
             .stdout(Stdio::null())
-            .stderr(fs::File::create(&err).unwrap())
+            .stderr(file)
             .spawn()
             .expect("start daemon");
-        Daemon { child, err }
+        Daemon {
+            child,
+            err: err.to_path_buf(),
+        }
     }
 
     /// Publishes a job the way producers must: hidden temp file, then rename.

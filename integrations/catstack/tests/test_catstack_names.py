@@ -207,9 +207,10 @@ class TestAttemptShape(CompatCase):
         expected = [{"runner": "ghost", "ok": False, "reason": "not installed"},
                     {"runner": "fake", "ok": True, "reason": "answered"}]
         self.assertEqual(judge.ask("q")["attempts"], expected)
-        self.assertEqual(judge.run_job(self.job_file("shape"))["attempts"], expected)
+        # The ask benched the missing runner (runner health): the job tries it last.
+        self.assertEqual(judge.run_job(self.job_file("shape"))["attempts"], expected[1:])
         drained = judge.drain("T")
-        self.assertEqual([sorted(a) for a in drained[0]["attempts"]], [["elapsed_ms", "ok", "reason", "runner"]] * 2)
+        self.assertEqual([sorted(a) for a in drained[0]["attempts"]], [["elapsed_ms", "ok", "reason", "runner"]])
         self.patch("ATTEMPT_ELAPSED_MS", True)
         self.assertIn("elapsed_ms", judge.ask("q")["attempts"][0])
 

@@ -434,6 +434,39 @@ class TestAskAndRun(DropInCase):
         self.assertIsNone(result["answer"])
         self.assertEqual(result["attempts"][0]["runner"], "ghost")
 
+    def crashing_table(self):
+        crashes = os.path.join(self.tmp, "crashes")
+        with open(crashes, "w", encoding="utf-8") as handle:
+            handle.write("#!/bin/sh\necho quota >&2\nexit 3\n")
+        os.chmod(crashes, 0o755)
+        return [["crashes", [crashes, "{prompt}"]], ["fake", [self.runner, "{prompt}"]]]
+
+    def health(self):
+        done = subprocess.run([BIN, "status", "--json", "--state-dir", self.state],
+                              capture_output=True, text=True, timeout=DEADLINE)
+        return {name: r.get("health") for name, r in json.loads(done.stdout)["runners"].items()}
+
+    def test_ask_leaves_a_failing_runner_out_until_the_callers_clock_passes_the_window(self):
+        os.environ[judge.RUNNERS_ENV] = json.dumps(self.crashing_table())
+        first = judge.ask("q1")
+        self.assertEqual([a["runner"] for a in first["attempts"]], ["crashes", "fake"])
+        self.assertTrue(self.health()["crashes"]["benched"])
+        self.assertEqual([a["runner"] for a in judge.ask("q2")["attempts"]], ["fake"])
+        later = time.time() + judge.UNAVAILABLE_SECONDS + 1
+        with mock.patch.object(judge.time, "time", return_value=later):
+            again = judge.ask("q3")
+        self.assertEqual([a["runner"] for a in again["attempts"]], ["crashes", "fake"])
+        self.assertFalse(os.path.exists(judge.unavailable_path("crashes")))
+
+    def test_a_changed_unavailable_seconds_is_the_bench_window(self):
+        os.environ[judge.RUNNERS_ENV] = json.dumps(self.crashing_table())
+        with mock.patch.object(judge, "UNAVAILABLE_SECONDS", 5):
+            judge.ask("q1")
+        self.assertEqual(self.health()["crashes"]["backoff_seconds"], 5)
+        for bad in (0, -1, "soon", float("nan")):
+            with mock.patch.object(judge, "UNAVAILABLE_SECONDS", bad), self.assertRaises(ValueError):
+                judge.ask("q")
+
     def test_ask_with_a_bad_runners_variable_is_a_value_error(self):
         os.environ[judge.RUNNERS_ENV] = "not json"
         with self.assertRaises(ValueError) as caught:
