@@ -390,7 +390,16 @@ async fn judge_case(
         return Some(verdict);
     }
     let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
-    let verdict = judge(settings, job, &cwd, &new_tag(), extras, Some(stop), |_, _| {}).await?;
+    let verdict = judge(
+        settings,
+        job,
+        &cwd,
+        &new_tag(),
+        extras,
+        Some(stop),
+        |_, _| {},
+    )
+    .await?;
     if let Some(slot) = &slot {
         slot.remember(&verdict);
     }

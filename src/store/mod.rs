@@ -14,8 +14,8 @@ pub mod permissions;
 pub mod spend_ledger;
 pub mod state_dir;
 pub mod status_file;
-pub mod verdict_watch;
 pub mod tag_key;
+pub mod verdict_watch;
 
 use std::path::PathBuf;
 
