@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod codex_model;
+pub mod codex_slim;
 pub mod config;
 pub mod digest;
 pub mod eval;
@@ -11,8 +12,10 @@ pub mod health;
 pub mod job;
 pub mod job_life;
 pub mod login;
+pub mod runner_env;
 pub mod runner_table;
 pub mod safety;
+pub mod safety_keys;
 pub mod spend;
 pub mod usage;
 pub mod verdict;
