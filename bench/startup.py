@@ -16,7 +16,9 @@ Metric, per run:
               until the stand-in has read the first model request (POST /v1/messages or
               POST /v1/responses; headers and body read)
   to exit     the same start until the process has exited (a blocking waitpid)
-Variants (argv from config/llm-judge.toml, the shipped default tables):
+Variants (argv from config/llm-judge.toml, the shipped default tables; codex's two
+placeholders filled as the judge fills them, `JudgeFiles`; the claude variants run
+without the table's `env`, which d measures):
   a  claude spawned with its job: the shipped argv without its stream-json flags, with
      --output-format json and the prompt as the last argv item (the baseline; what the
      daemon shipped before `prestart`, and what `prestart = 0` would start per job if its
