@@ -746,6 +746,30 @@ proptest! {
     }
 }
 
+/// Every codex key of the vocabulary, added to the shipped investigate codex as a
+/// `-c`, `--disable`, `--enable` or `--config` value, at the start and at the end:
+/// all of them, not a sample, so a key the allowlist wrongly accepts is always met.
+#[test]
+fn every_accepted_codex_key_narrows() {
+    let mut accepted = 0;
+    for flag in ["-c", "--disable", "--enable", "--config"] {
+        for value in VOCAB {
+            for at_end in [false, true] {
+                let mut argv = shipped("codex");
+                let at = if at_end { argv.len() - 2 } else { 2 };
+                argv.splice(at..at, [flag.to_string(), value.to_string()]);
+                if check_investigate_table(&[runner(argv.clone())]).is_ok() {
+                    assert_safe(&argv);
+                    accepted += 1;
+                }
+            }
+        }
+    }
+    // The shipped table already holds each narrowing key once: only the features it
+    // does not switch off yet can be added (`shell_tool`, as a value or `--disable=`).
+    assert!(accepted >= 2, "{accepted} accepted");
+}
+
 /// Variable names an investigate runner's `env` draws from: the allowed switches and
 /// what loads code, moves the API, or changes where a CLI reads its settings.
 const ENV_NAMES: &[&str] = &[
