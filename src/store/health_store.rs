@@ -191,12 +191,7 @@ mod tests {
     }
 
     fn runner() -> Runner {
-        Runner {
-            name: "r".into(),
-            argv: vec!["r".into()],
-            max_concurrent: None,
-            prestart: None,
-        }
+        Runner::for_tests("r", &["r"])
     }
 
     /// An answer from a healthy runner changes nothing, so it never waits for
