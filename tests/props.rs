@@ -763,6 +763,7 @@ fn runner(argv: Vec<String>) -> Runner {
         max_concurrent: None,
         prestart: None,
         env: Default::default(),
+        api: None,
     }
 }
 

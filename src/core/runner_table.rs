@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::core::api_runner::ApiSpec;
 use crate::core::runner_env::{EnvError, RunnerEnv, check_env};
 
 /// The argv item replaced by the prompt.
@@ -13,24 +14,36 @@ pub const RUNNERS_VAR: &str = "CATSTACK_LLM_JUDGE_RUNNERS";
 /// The largest single argv item Linux accepts (MAX_ARG_STRLEN minus the NUL).
 pub const MAX_ARG_BYTES: usize = 131_071;
 
-/// One runner: a name and an argv.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One runner: a name and an argv, or a name and a model API (`api`). A table entry
+/// is read through `core::runner_entry::RunnerEntry`, which checks which keys go with
+/// which kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    try_from = "crate::core::runner_entry::RunnerEntry",
+    into = "crate::core::runner_entry::RunnerEntry"
+)]
 pub struct Runner {
     /// Shown in attempts, verdicts and logs.
     pub name: String,
-    /// The program and its arguments; `{prompt}` marks the prompt.
+    /// The program and its arguments; `{prompt}` marks the prompt. Empty for an API
+    /// runner.
     pub argv: Vec<String>,
     /// At most this many copies at once across workers (section 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent: Option<u32>,
     /// Copies the daemon keeps started ahead of their jobs, each waiting for its prompt
     /// on stdin in a fresh private folder (default table only; `engine::prestart`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prestart: Option<u32>,
     /// Variables set for this runner on top of the runner environment (`core::runner_env`).
-    #[serde(default, skip_serializing_if = "RunnerEnv::is_empty")]
     pub env: RunnerEnv,
+    /// A runner that asks a model API over HTTP instead of starting a CLI.
+    pub api: Option<ApiSpec>,
+}
+
+impl Runner {
+    /// True for a runner that starts a process (it has an argv), false for an API runner.
+    pub fn is_cli(&self) -> bool {
+        self.api.is_none()
+    }
 }
 
 #[cfg(test)]
@@ -43,6 +56,7 @@ impl Runner {
             max_concurrent: None,
             prestart: None,
             env: RunnerEnv::new(),
+            api: None,
         }
     }
 }
@@ -121,13 +135,17 @@ fn without_prompt_slot(argv: &[String]) -> Vec<String> {
 }
 
 /// A table as what identifies each runner, in order (cache and single-flight keys):
-/// `[name, argv]`, and `[name, argv, env]` for a runner with its own environment.
+/// `[name, argv]`, `[name, argv, env]` for a runner with its own environment, and
+/// `[name, [api=..., model=..., ...]]` for an API runner.
 pub fn table_identity(table: &[Runner]) -> Value {
     table
         .iter()
-        .map(|r| match r.env.is_empty() {
-            true => serde_json::json!([r.name, r.argv]),
-            false => serde_json::json!([r.name, r.argv, crate::core::runner_env::identity(&r.env)]),
+        .map(|r| match (&r.api, r.env.is_empty()) {
+            (Some(api), _) => serde_json::json!([r.name, api.identity()]),
+            (None, true) => serde_json::json!([r.name, r.argv]),
+            (None, false) => {
+                serde_json::json!([r.name, r.argv, crate::core::runner_env::identity(&r.env)])
+            }
         })
         .collect()
 }
@@ -242,6 +260,18 @@ pub enum TableError {
         runner: String,
         source: EnvError,
     },
+    /// An API runner in the investigate table: it only sees the prompt, so it cannot
+    /// read the files an investigate job asks about.
+    #[error(
+        "runners.{table}[{index}] ({runner:?}): an API runner cannot investigate: it gets \
+         only the prompt and cannot read, search or open files; put it in the default \
+         table, and use a CLI runner (codex, claude) for investigate"
+    )]
+    ApiInInvestigate {
+        table: String,
+        index: usize,
+        runner: String,
+    },
     /// `max_concurrent = 0`, which would never run.
     #[error(
         "runners.{table}[{index}] ({runner:?}): \"max_concurrent\" is 0; remove it or give 1 or more"
@@ -302,6 +332,7 @@ fn override_entry(index: usize, item: &Value) -> Result<Runner, OverrideProblem>
         max_concurrent: None,
         prestart: None,
         env: RunnerEnv::new(),
+        api: None,
     })
 }
 
@@ -334,6 +365,23 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
         if r.name.is_empty() {
             return Err(TableError::EmptyName { table, index });
         }
+        if r.max_concurrent == Some(0) {
+            return Err(TableError::NoConcurrency {
+                table,
+                index,
+                runner,
+            });
+        }
+        if r.api.is_some() {
+            if table == "investigate" {
+                return Err(TableError::ApiInInvestigate {
+                    table,
+                    index,
+                    runner,
+                });
+            }
+            continue;
+        }
         if r.argv.first().is_none_or(|p| p.is_empty()) {
             return Err(TableError::EmptyArgv {
                 table,
@@ -355,13 +403,6 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
                 index,
                 runner,
                 source,
-            });
-        }
-        if r.max_concurrent == Some(0) {
-            return Err(TableError::NoConcurrency {
-                table,
-                index,
-                runner,
             });
         }
         if r.prestart.is_some_and(|n| n > 0) {
@@ -504,6 +545,16 @@ mod tests {
         assert!(e.to_string().contains("only for the default table"), "{e}");
         let e = check_table("default", &[r(&["/bin/c", "--", "{prompt}"], Some(1))]).unwrap_err();
         assert!(e.to_string().contains("needs the prompt on stdin"), "{e}");
+    }
+
+    #[test]
+    fn an_api_runner_is_refused_in_the_investigate_table() {
+        let api: Runner =
+            toml::from_str("name = \"h\"\napi = \"anthropic\"\nmodel = \"m\"\n").unwrap();
+        assert!(check_table("default", std::slice::from_ref(&api)).is_ok());
+        let e = check_table("investigate", &[api]).unwrap_err().to_string();
+        assert!(e.contains("runners.investigate[0] (\"h\")"), "{e}");
+        assert!(e.contains("cannot read, search or open files"), "{e}");
     }
 
     #[test]

@@ -95,7 +95,10 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     match runtime {
         Ok(rt) => {
             let prestart = Prestart::new(pool.clone(), rt.handle().clone());
-            let spawner = Arc::new(Processes { pool });
+            let spawner = Arc::new(Processes {
+                pool,
+                ..Processes::default()
+            });
             let daemon = Daemon::new(
                 settings,
                 sources,
@@ -356,15 +359,17 @@ impl Daemon {
         };
         for &mode in modes {
             let table = self.base.table(mode);
-            let installed = table
-                .iter()
-                .filter_map(|r| r.argv.first())
-                .any(|p| crate::process::spawn::resolve_program(p).is_some());
+            let installed = table.iter().any(|r| match &r.api {
+                Some(api) => api.key_is_set(|var| std::env::var_os(var)),
+                None => r
+                    .argv
+                    .first()
+                    .is_some_and(|p| crate::process::spawn::resolve_program(p).is_some()),
+            });
             if !installed {
                 let names: Vec<&str> = table
                     .iter()
-                    .filter_map(|r| r.argv.first())
-                    .map(String::as_str)
+                    .map(|r| r.argv.first().unwrap_or(&r.name).as_str())
                     .collect();
                 let which = if self.base.runner_override.is_some() {
                     crate::core::runner_table::RUNNERS_VAR.to_string()
@@ -372,8 +377,9 @@ impl Daemon {
                     format!("{} table", mode.name())
                 };
                 tracing::warn!(
-                    "{which}: none of its runners ({}) is installed on the daemon's PATH, so its \
-                     jobs end unchecked; install one or fix PATH in the service's environment",
+                    "{which}: none of its runners ({}) is installed on the daemon's PATH (or, for \
+                     an API runner, has its key variable set), so its jobs end unchecked; install \
+                     one or fix PATH (or the key) in the service's environment",
                     names.join(", ")
                 );
             }

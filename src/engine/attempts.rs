@@ -15,6 +15,7 @@ use crate::core::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
+use crate::engine::api_attempt::attempt_api;
 use crate::engine::codex_argv::prepared_argv;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
@@ -164,14 +165,21 @@ pub async fn judge(
             slot = extras.limits.acquire(runner, &job.id) => slot,
         };
         let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
-        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (cwd, &runner_cwd) {
+        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }, true) =
+            (cwd, &runner_cwd, runner.is_cli())
+        {
             tracing::warn!(
                 id = %job.id, runner = %runner.name, cwd = %dir.display(),
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
-        let (attempt, found, end) =
-            attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await;
+        let (attempt, found, end) = match &runner.api {
+            Some(api) => {
+                let spawner = extras.spawner.as_ref();
+                attempt_api(settings, job, runner, api, spawner, stop).await
+            }
+            None => attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await,
+        };
         if end == RunEnd::Stopped {
             return None;
         }
@@ -216,9 +224,13 @@ fn reserve<'a>(settings: &Settings, extras: &'a Extras) -> Result<Option<Reserva
     Err(reason)
 }
 
-/// A run that started a process: it may have cost something and counts toward the cap.
+/// A run that started a process or sent a request: it may have cost something and
+/// counts toward the cap.
 fn started_a_process(end: &RunEnd) -> bool {
-    !matches!(end, RunEnd::NotInstalled | RunEnd::SpawnFailed { .. })
+    !matches!(
+        end,
+        RunEnd::NotInstalled | RunEnd::SpawnFailed { .. } | RunEnd::NotConfigured { .. }
+    )
 }
 
 /// What every attempt of one job shares.
