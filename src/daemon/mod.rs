@@ -99,6 +99,13 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
                 pool,
                 ..Processes::default()
             });
+            // Built now (it reads the system's certificates), not by the first verdict.
+            if [Mode::Default, Mode::Investigate]
+                .iter()
+                .any(|&mode| settings.table(mode).iter().any(|r| !r.is_cli()))
+            {
+                spawner.api.warm();
+            }
             let daemon = Daemon::new(
                 settings,
                 sources,

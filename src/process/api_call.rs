@@ -69,6 +69,14 @@ impl ApiClient {
         masked(end, key.as_deref())
     }
 
+    /// Builds the client now (the daemon at its start, when a table has an API runner),
+    /// so the first verdict does not pay for reading the system's certificates.
+    pub fn warm(&self) {
+        if let Err(why) = self.client() {
+            tracing::warn!("cannot build the HTTP client of API runners: {why}");
+        }
+    }
+
     fn client(&self) -> Result<&reqwest::Client, &String> {
         self.client.get_or_init(build_client).as_ref()
     }
