@@ -1,5 +1,5 @@
-//! SPEC 4 "Codex model", the I/O part: read the login's catalog with a bounded
-//! `codex debug models`; the choice itself is `core::codex_model`.
+//! The codex model choice (docs/reference.md, "Runners"), the I/O part: read the login's
+//! catalog with a bounded `codex debug models`; the choice itself is `core::codex_model`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use crate::process::error::ProcessError;
 use crate::process::probe;
 use crate::process::spawn::resolve_program;
 
-/// How long `codex debug models` may take (SPEC 4).
+/// How long `codex debug models` may take (docs/reference.md, "Runners").
 pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Why the login's catalog could not be read.
