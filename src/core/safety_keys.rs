@@ -309,7 +309,7 @@ mod tests {
                     "--setting-sources",
                     "",
                     "--tools",
-                    "Read",
+                    "",
                     "--disallowedTools",
                     "Write",
                     "Edit",
