@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 import uuid
 
 TIMEOUT_SECONDS = 60
@@ -658,9 +659,45 @@ def unavailable_path(name: str) -> str:
     return os.path.join(state_root(), "unavailable", f"{digest}.json")
 
 
+_REAL_TIME = time.time
+_said_no_now = False
+
+
+def _callers_clock() -> list:
+    """`--now T` when the caller replaced time.time (a test's patch, freezegun): its clock
+    then decides the bench windows, as in catstack's judge.py. On the real clock nothing
+    is passed (the binary's clock is the same), so a binary older than `ask --now` still
+    answers: catstack users replace judge.py and the binary separately."""
+    if time.time is _REAL_TIME and isinstance(_REAL_TIME, types.BuiltinFunctionType):
+        return []
+    return ["--now", repr(time.time())]
+
+
+def _refused_now(exc: ValueError) -> bool:
+    """True when the binary's command line refused `--now` (clap 4's words, and 2's)."""
+    text = str(exc)
+    return "'--now'" in text and ("unexpected argument" in text or "wasn't expected" in text)
+
+
+def _call_ask(args: list, stdin: str, env: dict | None) -> subprocess.CompletedProcess:
+    """`llm-judge ask` with the caller's clock when it is patched; a binary older than
+    `--now` gets the call once more without it (logged once per process)."""
+    global _said_no_now
+    clock = _callers_clock()
+    try:
+        return _call(args + clock, stdin=stdin, env=env)
+    except ValueError as exc:
+        if not clock or not _refused_now(exc):
+            raise
+    if not _said_no_now:
+        _said_no_now = True
+        log("ask: this llm-judge binary has no --now (older than this judge.py): runner benches "
+            "follow its own clock, not this process's time.time; update the binary to match")
+    return _call(args, stdin=stdin, env=env)
+
+
 def _ask_binary(prompt: object, mode: object, timeout_seconds: object, cwd: object, env: dict | None = None) -> dict:
-    # This process's clock decides the bench windows, as in catstack's judge.py.
-    args = ["ask", "--prompt-file", "-", "--now", repr(time.time())]
+    args = ["ask", "--prompt-file", "-"]
     if mode == "investigate":
         args += ["--mode", "investigate"]
     if _is_seconds(timeout_seconds):
@@ -669,7 +706,7 @@ def _ask_binary(prompt: object, mode: object, timeout_seconds: object, cwd: obje
         args += ["--cwd", cwd]
     elif cwd is not None:
         log(f"ask: refused cwd {cwd!r}: not a folder path; the runners get a fresh temp folder")
-    proc = _call(args, stdin=str(prompt), env=env)
+    proc = _call_ask(args, str(prompt), env)
     try:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

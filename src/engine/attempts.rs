@@ -15,6 +15,7 @@ use crate::core::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
+use crate::engine::codex_argv::prepared_argv;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
@@ -288,10 +289,22 @@ async fn attempt_runner(
             }
         },
     };
-    let invocation = build_invocation(&runner.argv, &job.prompt);
+    let argv = match prepared_argv(settings, job.mode, &runner.argv) {
+        Ok(argv) => argv,
+        Err(e) => {
+            let attempt = failed(runner, format!("{:?}: {e}", e.kind()));
+            let end = RunEnd::SpawnFailed {
+                kind: "CodexFiles".into(),
+                message: String::new(),
+            };
+            return (attempt, None, end);
+        }
+    };
+    let invocation = build_invocation(&argv, &job.prompt);
     let c = &settings.config;
     let spec = RunSpec {
         argv: &invocation.argv,
+        env: &runner.env,
         stdin: invocation.stdin.as_deref(),
         cwd: dir,
         timeout: Duration::from_secs_f64(job.timeout_seconds),

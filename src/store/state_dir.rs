@@ -116,6 +116,12 @@ impl StateDir {
         self.verdicts().join(transcript_hash(transcript))
     }
 
+    /// The judge's own files for codex: its instructions per table, the trimmed
+    /// model catalog (`store::codex_files`).
+    pub fn codex(&self) -> PathBuf {
+        self.root.join("codex")
+    }
+
     /// Creates the root and its folders (0700) if missing.
     pub fn create(&self) -> io::Result<()> {
         for dir in [
