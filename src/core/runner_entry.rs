@@ -1,11 +1,11 @@
 //! A runner table entry as a config file writes it: a CLI runner (`argv`) or an API
-//! runner (`api`, `model`, ...), turned into a `Runner` when the table is read. Pure.
+//! runner (`api`, `model`, ...), and which keys go with which kind. `Runner` is read
+//! through it (`core::runner_table`). Pure.
 
 use serde::{Deserialize, Serialize};
 
 use crate::core::api_runner::{ApiEntry, ApiSpec, Protocol};
 use crate::core::runner_env::RunnerEnv;
-use crate::core::runner_table::Runner;
 
 /// Every key a runner entry may hold; which ones apply depends on `argv` or `api`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -65,14 +65,14 @@ impl RunnerEntry {
     }
 }
 
-impl TryFrom<RunnerEntry> for Runner {
-    type Error = String;
-
-    /// A CLI runner needs `argv` and takes no API key; an API runner takes no `argv`,
-    /// `env` or `prestart` (it starts no process). The message names the runner.
-    fn try_from(entry: RunnerEntry) -> Result<Runner, String> {
-        let name = entry.name.clone();
-        let api = match (entry.api, &entry.argv) {
+impl RunnerEntry {
+    /// Which kind of runner this entry is: `None` for a CLI runner, the checked API
+    /// settings for an API runner. A CLI runner needs `argv` and takes no API key; an
+    /// API runner takes no `argv`, `env` or `prestart` (it starts no process). The
+    /// message names the runner.
+    pub fn api_spec(&self) -> Result<Option<ApiSpec>, String> {
+        let name = &self.name;
+        let api = match (self.api, &self.argv) {
             (Some(_), Some(_)) => {
                 return Err(format!(
                     "runner {name:?} has both \"argv\" and \"api\"; a runner is a CLI (argv) \
@@ -86,79 +86,59 @@ impl TryFrom<RunnerEntry> for Runner {
                 ));
             }
             (None, Some(_)) => {
-                let keys = entry.api_keys_set();
-                if let Some(key) = keys.first() {
+                if let Some(key) = self.api_keys_set().first() {
                     return Err(format!(
                         "runner {name:?}: \"{key}\" is for API runners (with \"api\"); a CLI \
                          runner takes its model and flags in \"argv\""
                     ));
                 }
-                None
+                return Ok(None);
             }
-            (Some(protocol), None) => Some(api_spec(protocol, &entry)?),
+            (Some(protocol), None) => self.checked_api(protocol)?,
         };
-        if api.is_some() && (!entry.env.is_empty() || entry.prestart.is_some()) {
+        if !self.env.is_empty() || self.prestart.is_some() {
             return Err(format!(
                 "runner {name:?}: \"env\" and \"prestart\" are for CLI runners; an API runner \
                  starts no process, remove them"
             ));
         }
-        Ok(Runner {
-            name,
-            argv: entry.argv.unwrap_or_default(),
-            max_concurrent: entry.max_concurrent,
-            prestart: entry.prestart,
-            env: entry.env,
-            api,
-        })
+        Ok(Some(api))
     }
-}
 
-fn api_spec(protocol: Protocol, entry: &RunnerEntry) -> Result<ApiSpec, String> {
-    let api = ApiEntry {
-        model: entry.model.clone(),
-        base_url: entry.base_url.clone(),
-        api_key_env: entry.api_key_env.clone(),
-        max_tokens: entry.max_tokens,
-        temperature: entry.temperature,
-        system_prompt: entry.system_prompt.clone(),
-        usd_per_million_input_tokens: entry.usd_per_million_input_tokens,
-        usd_per_million_output_tokens: entry.usd_per_million_output_tokens,
-    };
-    ApiSpec::from_entry(protocol, api).map_err(|e| format!("runner {:?}: {e}", entry.name))
-}
-
-impl From<Runner> for RunnerEntry {
-    fn from(runner: Runner) -> RunnerEntry {
-        let mut entry = RunnerEntry {
-            name: runner.name,
-            max_concurrent: runner.max_concurrent,
-            prestart: runner.prestart,
-            env: runner.env,
-            ..RunnerEntry::default()
+    fn checked_api(&self, protocol: Protocol) -> Result<ApiSpec, String> {
+        let api = ApiEntry {
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            system_prompt: self.system_prompt.clone(),
+            usd_per_million_input_tokens: self.usd_per_million_input_tokens,
+            usd_per_million_output_tokens: self.usd_per_million_output_tokens,
         };
-        match runner.api {
-            None => entry.argv = Some(runner.argv),
-            Some(spec) => {
-                let api = spec.to_entry();
-                entry.api = Some(spec.protocol);
-                entry.model = api.model;
-                entry.base_url = api.base_url;
-                entry.api_key_env = api.api_key_env;
-                entry.max_tokens = api.max_tokens;
-                entry.temperature = api.temperature;
-                entry.system_prompt = api.system_prompt;
-                entry.usd_per_million_input_tokens = api.usd_per_million_input_tokens;
-                entry.usd_per_million_output_tokens = api.usd_per_million_output_tokens;
-            }
-        }
-        entry
+        ApiSpec::from_entry(protocol, api).map_err(|e| format!("runner {:?}: {e}", self.name))
+    }
+
+    /// The entry an API runner writes back: its settings with the defaults filled in.
+    pub fn set_api(&mut self, spec: &ApiSpec) {
+        let api = spec.to_entry();
+        self.argv = None;
+        self.api = Some(spec.protocol);
+        self.model = api.model;
+        self.base_url = api.base_url;
+        self.api_key_env = api.api_key_env;
+        self.max_tokens = api.max_tokens;
+        self.temperature = api.temperature;
+        self.system_prompt = api.system_prompt;
+        self.usd_per_million_input_tokens = api.usd_per_million_input_tokens;
+        self.usd_per_million_output_tokens = api.usd_per_million_output_tokens;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::runner_table::Runner;
 
     fn parse(text: &str) -> Result<Runner, String> {
         toml::from_str::<Runner>(text).map_err(|e| e.to_string())

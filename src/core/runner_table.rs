@@ -5,6 +5,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::core::api_runner::ApiSpec;
+use crate::core::runner_entry::RunnerEntry;
 use crate::core::runner_env::{EnvError, RunnerEnv, check_env};
 
 /// The argv item replaced by the prompt.
@@ -18,10 +19,7 @@ pub const MAX_ARG_BYTES: usize = 131_071;
 /// is read through `core::runner_entry::RunnerEntry`, which checks which keys go with
 /// which kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(
-    try_from = "crate::core::runner_entry::RunnerEntry",
-    into = "crate::core::runner_entry::RunnerEntry"
-)]
+#[serde(try_from = "RunnerEntry", into = "RunnerEntry")]
 pub struct Runner {
     /// Shown in attempts, verdicts and logs.
     pub name: String,
@@ -43,6 +41,40 @@ impl Runner {
     /// True for a runner that starts a process (it has an argv), false for an API runner.
     pub fn is_cli(&self) -> bool {
         self.api.is_none()
+    }
+}
+
+impl TryFrom<RunnerEntry> for Runner {
+    type Error = String;
+
+    /// The runner a table entry describes, once its keys fit its kind.
+    fn try_from(entry: RunnerEntry) -> Result<Runner, String> {
+        let api = entry.api_spec()?;
+        Ok(Runner {
+            name: entry.name,
+            argv: entry.argv.unwrap_or_default(),
+            max_concurrent: entry.max_concurrent,
+            prestart: entry.prestart,
+            env: entry.env,
+            api,
+        })
+    }
+}
+
+impl From<Runner> for RunnerEntry {
+    fn from(runner: Runner) -> RunnerEntry {
+        let mut entry = RunnerEntry {
+            name: runner.name,
+            argv: Some(runner.argv),
+            max_concurrent: runner.max_concurrent,
+            prestart: runner.prestart,
+            env: runner.env,
+            ..RunnerEntry::default()
+        };
+        if let Some(spec) = &runner.api {
+            entry.set_api(spec);
+        }
+        entry
     }
 }
 
