@@ -8,6 +8,8 @@
 #[path = "api_runner/standin.rs"]
 mod standin;
 mod support;
+#[path = "api_runner/tls.rs"]
+mod tls;
 
 use std::fs;
 use std::path::Path;
@@ -17,6 +19,7 @@ use serde_json::{Value, json};
 use standin::{Behaviour, StandIn, anthropic_reply, ok, openai_reply, status};
 use support::common::{Finished, World, attempts, expected, transcript_hash, within};
 use support::{NO_HANG, wait_until};
+use tls::{TlsStandIn, test_ca};
 
 /// The key the tests send; it must never be written anywhere.
 const KEY: &str = "sk-test-7f3a9c1e-never-in-a-file";
@@ -190,6 +193,49 @@ fn each_failure_has_a_reason_a_user_can_act_on_in_both_protocols() {
 }
 
 #[test]
+fn tls_is_verified_and_a_ca_the_machine_trusts_is_accepted() {
+    let w = World::new();
+    let server = TlsStandIn::start(anthropic_reply("{\"ok\": true}"));
+    let config = w.config(
+        "tls.toml",
+        &format!(
+            "[[runners.default]]\nname = \"api\"\napi = \"anthropic\"\nmodel = \"m\"\n\
+             base_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n",
+            server.base_url()
+        ),
+    );
+    let ask_trusting = |ca: Option<&Path>| {
+        let mut cmd = w.command();
+        match ca {
+            Some(ca) => cmd.env("SSL_CERT_FILE", ca),
+            None => cmd.env_remove("SSL_CERT_FILE"),
+        };
+        cmd.env_remove("SSL_CERT_DIR")
+            .env(KEY_VAR, KEY)
+            .arg("--config")
+            .arg(&config)
+            .args(["ask", "--timeout", "30", "q"]);
+        w.run(cmd)
+    };
+    let out = ask_trusting(None);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let reason = attempts(&out.json())[0].2.clone();
+    assert!(
+        reason.starts_with("cannot connect: ") && reason.contains("invalid peer certificate"),
+        "a certificate no trusted CA signed: {reason}"
+    );
+    assert_eq!(server.requests(), 0, "no request, so no key, went out");
+    let ca = test_ca();
+    let out = ask_trusting(Some(&ca));
+    assert_eq!(
+        out.code,
+        Some(0),
+        "a CA the machine trusts (a company gateway's): {out:?}"
+    );
+    assert_eq!(server.requests(), 1);
+}
+
+#[test]
 fn refused_and_unconfigured_attempts_say_so() {
     let w = World::new();
     let closed = StandIn::start(Behaviour::Silent);
@@ -324,6 +370,14 @@ fn the_key_never_reaches_a_file_of_the_state_folder() {
         "{verdict}"
     );
     assert_eq!(verdict["answer"]["note"], "[api key]");
+    #[cfg(target_os = "linux")]
+    {
+        // A crash of the daemon, which has held the key, writes no core file.
+        let limits = fs::read_to_string(format!("/proc/{}/limits", daemon.pid)).unwrap();
+        let core = limits.lines().find(|l| l.starts_with("Max core file size"));
+        let fields: Vec<&str> = core.unwrap_or("").split_whitespace().collect();
+        assert_eq!(fields[4..6], ["0", "0"], "{limits}");
+    }
     drop(daemon);
     let mut holders = Vec::new();
     visit(&w.state, &mut |path| {

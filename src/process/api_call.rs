@@ -84,8 +84,10 @@ impl ApiClient {
 
 /// The client: no redirects (a 3xx is the attempt's reason), no proxy from the
 /// environment (plain http stays on loopback, and the key goes only where the table
-/// says), TLS verified with rustls against the system's and Mozilla's roots.
+/// says), TLS verified with rustls against the system's and Mozilla's roots. The
+/// process that builds it will hold keys in memory, so it writes no core dump.
 fn build_client() -> Result<reqwest::Client, String> {
+    forbid_core_dumps();
     reqwest::Client::builder()
         .use_rustls_tls()
         .redirect(reqwest::redirect::Policy::none())
@@ -95,6 +97,20 @@ fn build_client() -> Result<reqwest::Client, String> {
         .user_agent(concat!("llm-judge/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| error_chain(&e))
+}
+
+/// Sets this process's core file size limit to 0, soft and hard, so a crash leaves no
+/// core file (nor a systemd-coredump or apport entry, which honour the limit) holding
+/// a key. Processes started afterwards inherit it. Best effort: a refusal is logged.
+fn forbid_core_dumps() {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let none = Rlimit {
+        current: Some(0),
+        maximum: Some(0),
+    };
+    if let Err(e) = setrlimit(Resource::Core, none) {
+        tracing::warn!("cannot turn off core dumps (RLIMIT_CORE) before API calls: {e}");
+    }
 }
 
 /// The key from the runner's variable, read now (never stored); `Ok(None)` for a
