@@ -1,8 +1,7 @@
 //! Integration tests of the judge core through the `llm-judge` binary: `run` and
 //! `ask` with fake runners (SPEC sections 2-5 and 7-9).
 
-mod support;
-use support::{common, pinned};
+use crate::support::{common, pinned};
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

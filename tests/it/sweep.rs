@@ -4,8 +4,7 @@
 //! removes the runner folders no live judge owns (a `run` or `ask` beside it keeps
 //! its own); and a `/proc/<pid>/environ` read that stalls is skipped, not waited for.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

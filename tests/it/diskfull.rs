@@ -3,8 +3,7 @@
 //! published verdict; the jobs stay queued; the daemon keeps running and judges them
 //! once space returns.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::io::Write;

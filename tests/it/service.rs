@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod support;
-use support::{BIN, NO_HANG};
+use crate::support::{BIN, NO_HANG};
 
 const UNIT: &str = "llm-judge.service";
 const LABEL: &str = "com.catstack.llm-judge";
@@ -1153,7 +1152,7 @@ impl DaemonWorld {
 }
 
 fn wait_for(limit: Duration, what: &str, cond: impl Fn() -> bool) {
-    let held = support::wait_until(Instant::now() + limit, cond);
+    let held = crate::support::wait_until(Instant::now() + limit, cond);
     assert!(held, "{what} did not happen within {limit:?}");
 }
 

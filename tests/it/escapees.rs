@@ -6,8 +6,7 @@
 //! shutdown, after `llm-judge ask`, and in a chain of 40; and a runner that kills or
 //! stops its own supervisor.
 
-mod support;
-use support::{reliability, world};
+use crate::support::{reliability, world};
 
 use std::time::Duration;
 
@@ -202,7 +201,7 @@ fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
         "one pooled supervisor ran every attempt: {parents:?}"
     );
     assert!(
-        support::is_daemon_helper(parents[0], d.child.id()),
+        crate::support::is_daemon_helper(parents[0], d.child.id()),
         "the supervisor is the daemon's pooled helper, still idle: {}",
         cmdline(parents[0])
     );
@@ -246,7 +245,7 @@ impl Drop for KillToken {
 
 fn assert_no_token_left(token: &str) {
     let mut left = Vec::new();
-    let gone = support::wait_until(std::time::Instant::now() + GONE, || {
+    let gone = crate::support::wait_until(std::time::Instant::now() + GONE, || {
         left = with_token(token);
         left.is_empty()
     });

@@ -1,8 +1,7 @@
 //! Integration tests of the client commands (SPEC section 9): enqueue, drain,
 //! status, doctor, with the real binary and fake runners.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::io::Write;

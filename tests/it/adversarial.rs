@@ -4,8 +4,7 @@
 //! gets exactly one verdict (or is ignored, when its name says it is a producer's
 //! temp file), the daemon never dies, and a job after all of them is still judged.
 
-mod support;
-use support::{reliability, world};
+use crate::support::{reliability, world};
 
 use std::ffi::OsStr;
 use std::fs;

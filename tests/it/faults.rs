@@ -12,8 +12,7 @@
 //! test once the fake is ready; a test about the timeout itself gives the fake a
 //! timeout many times what its start-up takes, and checks it was ready in time.
 
-mod support;
-use support::{reliability, world};
+use crate::support::{reliability, world};
 
 use std::time::Duration;
 

@@ -4,8 +4,7 @@
 //! replaces it, no process serves two jobs, one that died while waiting is replaced
 //! without counting as a failure, and shutdown stops the waiting ones.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

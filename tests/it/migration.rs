@@ -4,8 +4,7 @@
 //! doctor's state-folder check; `runners` (the drop-in's `runners()`) and `--set` (its
 //! module constants, issue 31).
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::io::Write;

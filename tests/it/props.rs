@@ -3,8 +3,7 @@
 //! counts are moderate (the whole file runs in seconds on 2 cores); raise them with
 //! `PROPTEST_CASES=5000 cargo test --test props`.
 
-mod support;
-use support::pinned;
+use crate::support::pinned;
 
 use llm_judge::api::Runner;
 use llm_judge::api::check_investigate_table;

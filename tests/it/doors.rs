@@ -3,8 +3,7 @@
 //! an id enqueued twice, a job over `max_job_bytes`, and `eval` on a file that never
 //! ends, a line too long, and Ctrl-C.
 
-mod support;
-use support::common::{Finished, NO_HANG, RUNNERS_VAR, World, s, table, wait_until, within};
+use crate::support::common::{Finished, NO_HANG, RUNNERS_VAR, World, s, table, wait_until, within};
 
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
@@ -482,7 +481,7 @@ fn ctrl_c_during_eval_prints_the_report_of_the_finished_runs_and_exits_130() {
         .parse()
         .unwrap();
     assert!(
-        wait_until(within(NO_HANG), || support::common::process_gone(pid)),
+        wait_until(within(NO_HANG), || crate::support::common::process_gone(pid)),
         "the slow runner {pid} outlived eval"
     );
 }

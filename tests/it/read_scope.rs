@@ -5,8 +5,7 @@
 //! job is read, so a job answered from the cache leaves the same trace (issue 38
 //! item 6). The real claude's reads are in `tests/real_runners.rs`.
 
-mod support;
-use support::common;
+use crate::support::common;
 
 use std::fs;
 

@@ -3,8 +3,7 @@
 //! rusage of its `wait4`, which covers the judge and the descendants it waited for
 //! (its supervisor and the runner's tree), and nothing else the test process started.
 
-mod support;
-use support::{reliability, world};
+use crate::support::{reliability, world};
 
 use std::time::Duration;
 

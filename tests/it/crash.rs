@@ -4,10 +4,8 @@
 //! the crash and the restart), no job file is left, no claim or temp file is left, no
 //! runner process is alive. Built only with `--features failpoints` (the README's test
 //! command passes it).
-#![cfg(feature = "failpoints")]
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -3,8 +3,7 @@
 //! which woke the wait's own watch in a loop), and a verdict published meanwhile is
 //! printed and removed.
 
-mod support;
-use support::world::{self, DEADLINE, World};
+use crate::support::world::{self, DEADLINE, World};
 
 use std::fs;
 use std::path::PathBuf;
@@ -69,7 +68,7 @@ fn a_wait_with_no_verdict_makes_no_claim_folders() {
     let mut child = None;
     let made = claim_folders_made_during(&dir, || {
         let mut c = start_wait(&w, "w", "1.5");
-        let status = support::wait_child(&mut c, DEADLINE);
+        let status = crate::support::wait_child(&mut c, DEADLINE);
         child = Some(status);
     });
     let status = child.flatten().expect("enqueue --wait ended");
@@ -93,7 +92,7 @@ fn a_verdict_published_during_the_wait_is_printed_and_removed() {
     let verdict = json!({"id": "w", "transcript": "T", "outcome": "hit"});
     fs::write(dir.join(".w.tmp"), verdict.to_string()).unwrap();
     fs::rename(dir.join(".w.tmp"), dir.join("w.json")).unwrap();
-    let status = support::wait_child(&mut child, DEADLINE).expect("enqueue --wait ended");
+    let status = crate::support::wait_child(&mut child, DEADLINE).expect("enqueue --wait ended");
     assert!(status.success(), "{status:?}: {}", w.read("wait.err"));
     let out = w.read("wait.out");
     let lines: Vec<&str> = out.lines().collect();

@@ -4,8 +4,7 @@
 //! tests of `src/core/safety.rs` (with a property test against a commander-style parse);
 //! escapees are in `tests/escapees.rs`; temp folders in `tests/core.rs`.
 
-mod support;
-use support::common;
+use crate::support::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -4,8 +4,7 @@
 //! old table, judge.log says "config reload failed" and names the problem); and no
 //! job can reach a runner argv other than by picking a table with `mode`.
 
-mod support;
-use support::{pinned, reliability, world};
+use crate::support::{pinned, reliability, world};
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -2,9 +2,8 @@
 //! the JSON per runner, `--min-accuracy`, bad lines, `--runner`, the pool bound, the
 //! cache only when asked, and tokens and cost read from a Claude-style envelope.
 
-mod support;
-use support::common::{Finished, RUNNERS_VAR, World, s};
-use support::world::peak_overlap;
+use crate::support::common::{Finished, RUNNERS_VAR, World, s};
+use crate::support::world::peak_overlap;
 
 use std::fs;
 use std::path::PathBuf;

@@ -1,8 +1,7 @@
 //! Integration tests of SPEC section 10: runner health, answer cache, single-flight
 //! and per-runner limits, through `llm-judge run`, `status` and the daemon.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::process::{Command, Output};

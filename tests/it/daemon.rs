@@ -2,8 +2,7 @@
 //! temp state folder with fake runners. Every wait has a deadline; nothing sleeps to
 //! synchronise; every daemon is killed and reaped when its test ends.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -623,7 +622,7 @@ fn zygote_of(d: &Daemon) -> u32 {
         found = fs::read_dir("/proc").ok().and_then(|rd| {
             rd.flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-                .find(|&p| support::is_daemon_zygote(p, daemon))
+                .find(|&p| crate::support::is_daemon_zygote(p, daemon))
         });
         found.is_some()
     });
@@ -673,8 +672,8 @@ fn a_killed_idle_pooled_supervisor_is_replaced_without_a_lost_verdict() {
     w.job("j0", &json!({"prompt": "p0"}));
     wait_for("the first verdict", DEADLINE, || w.verdicts().len() == 1);
     let first = pids_in(&w.read("parents"))[0];
-    assert!(support::is_daemon_helper(first, d.child.id()), "{first}");
-    support::reliability::signal(first, libc::SIGKILL);
+    assert!(crate::support::is_daemon_helper(first, d.child.id()), "{first}");
+    crate::support::reliability::signal(first, libc::SIGKILL);
     wait_for("the idle supervisor gone", DEADLINE, || !is_alive(first));
     for i in 1..3 {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
@@ -728,7 +727,7 @@ struct KillOnDrop {
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        support::reliability::unsafe_kill(self.supervisor);
+        crate::support::reliability::unsafe_kill(self.supervisor);
         if let Ok(group) = i32::try_from(self.runner_group) {
             // SAFETY: kill(2) with a plain process group and signal has no memory effects.
             unsafe { libc::kill(-group, libc::SIGKILL) };
@@ -752,7 +751,7 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
     let (mut d, runner) = start_with_running_job(&w, runner);
     let supervisor = pids_in(&w.read("parents"))[0];
     assert!(
-        support::is_daemon_helper(supervisor, d.child.id()),
+        crate::support::is_daemon_helper(supervisor, d.child.id()),
         "{supervisor}"
     );
     let _cleanup = KillOnDrop {
@@ -765,7 +764,7 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
         w.read("state/claims/j.json")
             .contains(&format!("\"pgid\":{runner}"))
     });
-    support::reliability::signal(supervisor, libc::SIGSTOP);
+    crate::support::reliability::signal(supervisor, libc::SIGSTOP);
     let stopping = std::time::Instant::now();
     d.signal("TERM");
     let status = d.wait_exit(DEADLINE);

@@ -1,8 +1,7 @@
 //! What an operator sees and steers: log level and stderr format, exit codes, config
 //! error messages, `status` and `doctor` answers, shell completions and the man page.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

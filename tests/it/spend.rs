@@ -2,8 +2,7 @@
 //! verdict, judge.log and `status`; the spend cap ends jobs unchecked, logs once a
 //! minute, shows in `doctor` and `status`, and counts across restarts.
 
-mod support;
-use support::world;
+use crate::support::world;
 
 use std::process::Output;
 use std::time::Duration;

@@ -16,8 +16,7 @@
 //! `cargo test --release --test soak -- --ignored --nocapture`
 //! (SOAK_JOBS, SOAK_KILLS, SOAK_SEED override its size and seed).
 
-mod support;
-use support::{reliability, world};
+use crate::support::{reliability, world};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
