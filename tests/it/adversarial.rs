@@ -4,7 +4,7 @@
 //! gets exactly one verdict (or is ignored, when its name says it is a producer's
 //! temp file), the daemon never dies, and a job after all of them is still judged.
 
-use crate::support::{reliability, world};
+use crate::support::*;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -12,9 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reliability::*;
 use serde_json::{Value, json};
-use world::{DEADLINE, World, wait_for};
 
 /// The fake runner: records its args (NUL-separated) and stdin under `rec/`, keyed
 /// by its pid, then answers. Its argv puts a flag and `--` before the prompt.
@@ -34,7 +32,7 @@ fn recording_runner(w: &World) -> Value {
 
 /// Every recorded run: (args, stdin bytes).
 fn runs(w: &World) -> Vec<(Vec<String>, Vec<u8>)> {
-    entries(&w.path("rec"))
+    names(&w.path("rec"))
         .iter()
         .filter_map(|f| f.strip_suffix(".argv"))
         .map(|stem| {
@@ -53,7 +51,7 @@ fn raw_job(w: &World, name: &[u8], bytes: &[u8]) {
     fs::rename(&temp, jobs.join(OsStr::from_bytes(name))).unwrap();
 }
 
-fn start(w: &World, mark: &str, config: &str) -> world::Daemon {
+fn start(w: &World, mark: &str, config: &str) -> Daemon {
     write_config(w, config);
     let runner = recording_runner(w);
     let d = w.start_with(command(w, Some(&[runner]), mark));
@@ -62,7 +60,7 @@ fn start(w: &World, mark: &str, config: &str) -> world::Daemon {
 }
 
 /// The daemon is alive, judges one more job, and nothing it started is left running.
-fn still_serving(w: &World, d: &mut world::Daemon, mark: &str) {
+fn still_serving(w: &World, d: &mut Daemon, mark: &str) {
     assert!(
         d.child.try_wait().unwrap().is_none(),
         "daemon died: {}",
@@ -73,7 +71,7 @@ fn still_serving(w: &World, d: &mut world::Daemon, mark: &str) {
         "sentinel",
         &json!({"prompt": "sentinel", "transcript": "S"}),
     );
-    wait_for("sentinel judged", DEADLINE, || {
+    wait_for("sentinel judged", NO_HANG, || {
         w.verdicts().len() == before + 1
     });
     assert_eq!(w.verdict("sentinel")["runner"], "rec");
@@ -81,7 +79,7 @@ fn still_serving(w: &World, d: &mut world::Daemon, mark: &str) {
     assert!(left.is_empty(), "left running: {left:?}");
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
-    assert!(entries(&w.state().join("claims")).is_empty());
+    assert!(names(&w.state().join("claims")).is_empty());
 }
 
 #[test]
@@ -387,7 +385,7 @@ fn a_250_byte_job_file_name_gets_one_verdict() {
         name.as_bytes(),
         br#"{"prompt": "long", "transcript": "T"}"#,
     );
-    wait_for("the long-named job judged", DEADLINE, || {
+    wait_for("the long-named job judged", NO_HANG, || {
         w.verdicts().len() == 1
     });
     assert!(w.jobs_left().is_empty());
@@ -408,7 +406,7 @@ fn two_non_utf8_names_with_the_same_lossy_stem_get_two_verdicts() {
     raw_job(&w, b"\xff.json", br#"{"prompt": "one", "transcript": "T"}"#);
     raw_job(&w, b"\xfe.json", br#"{"prompt": "two", "transcript": "T"}"#);
     let jobs_dir: PathBuf = w.state().join("jobs");
-    wait_for("both judged", DEADLINE, || {
+    wait_for("both judged", NO_HANG, || {
         fs::read_dir(&jobs_dir).unwrap().count() == 0 && runs(&w).len() == 2
     });
     let verdicts = w.verdicts();
@@ -455,7 +453,7 @@ fn huge_config_durations_are_refused_or_honoured_never_a_panic() {
             &["daemon"],
         );
         let starts = w.log().matches("daemon start").count();
-        wait_for("daemon up or gone", DEADLINE, || {
+        wait_for("daemon up or gone", NO_HANG, || {
             !d.alive() || w.log().matches("daemon start").count() > starts
         });
         if d.alive() {

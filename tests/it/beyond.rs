@@ -1,13 +1,12 @@
 //! Integration tests of SPEC section 10: runner health, answer cache, single-flight
 //! and per-runner limits, through `llm-judge run`, `status` and the daemon.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::fs;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use world::*;
 
 fn attempts(v: &Value) -> Vec<(String, String)> {
     v["attempts"]
@@ -116,7 +115,7 @@ fn a_benched_runner_is_tried_last_not_skipped_and_health_survives_a_restart() {
     // A daemon started now reads the kept health: b (benched) goes last.
     let _d = w.start(&table);
     w.job("fourth", &json!({"prompt": "4"}));
-    wait_for("daemon verdict", DEADLINE, || {
+    wait_for("daemon verdict", NO_HANG, || {
         w.verdicts().iter().any(|(_, n, _)| n == "fourth.json")
     });
     assert_eq!(
@@ -262,11 +261,11 @@ fn ten_identical_jobs_start_one_runner() {
         );
     }
     let _d = w.start(&[runner]);
-    wait_for("nine jobs wait for the first", DEADLINE, || {
+    wait_for("nine jobs wait for the first", NO_HANG, || {
         w.log().matches("an identical job is running").count() == 9
     });
     fs::write(w.path("go"), "").unwrap();
-    wait_for("ten verdicts", DEADLINE, || w.verdicts().len() == 10);
+    wait_for("ten verdicts", NO_HANG, || w.verdicts().len() == 10);
     assert_eq!(count(&w), 1, "one runner start for ten identical jobs");
     for i in 0..10 {
         let v = w.verdict(&format!("same{i}"));
@@ -303,7 +302,7 @@ fn a_runner_limit_of_one_never_overlaps_across_eight_workers() {
     let mut cmd: Command = w.command(&[]);
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
     let _d = w.start_with(cmd);
-    wait_for("eight verdicts", DEADLINE, || w.verdicts().len() == 8);
+    wait_for("eight verdicts", NO_HANG, || w.verdicts().len() == 8);
     let (lines, peak) = peak_overlap(&w.read("spans"));
     assert_eq!(lines, 16);
     assert_eq!(peak, 1, "max_concurrent = 1 across workers");

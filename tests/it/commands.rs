@@ -1,7 +1,7 @@
 //! Integration tests of the client commands (SPEC section 9): enqueue, drain,
 //! status, doctor, with the real binary and fake runners.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::fs;
 use std::io::Write;
@@ -10,7 +10,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use world::*;
 
 fn run(mut cmd: Command, args: &[&str]) -> Output {
     cmd.args(args).output().expect("run llm-judge")
@@ -84,7 +83,7 @@ fn round_trip_enqueue_daemon_drain() {
         .state()
         .join("verdicts")
         .join(llm_judge::api::transcript_hash("/t/1.jsonl"));
-    wait_for("verdict", DEADLINE, || {
+    wait_for("verdict", NO_HANG, || {
         dir.join(format!("{id}.json")).exists()
     });
     let out = run(w.command(&[]), &["drain", "--transcript", "/t/1.jsonl"]);
@@ -439,12 +438,12 @@ fn status_with_the_daemon_down_and_up() {
     let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
     w.config("workers = 1");
     let d = w.start(&[blocker]);
-    wait_for("runner started", DEADLINE, || w.path("started").exists());
+    wait_for("runner started", NO_HANG, || w.path("started").exists());
     w.job("young", &json!({"prompt": "p", "hook": "stop"}));
     let status = || -> Value {
         serde_json::from_str(&stdout(&run(w.command(&[]), &["status", "--json"]))).unwrap()
     };
-    wait_for("status shows the running job", DEADLINE, || {
+    wait_for("status shows the running job", NO_HANG, || {
         let s = status();
         s["running"]
             .as_array()
@@ -460,8 +459,8 @@ fn status_with_the_daemon_down_and_up() {
     assert_eq!(r["id"], "old");
     assert!(r["age_seconds"].as_f64().is_some() && r.get("hook").is_some());
     fs::write(w.path("go"), "").unwrap();
-    wait_for("both judged", DEADLINE, || w.verdicts().len() == 2);
-    wait_for("status shows outcomes and runner stats", DEADLINE, || {
+    wait_for("both judged", NO_HANG, || w.verdicts().len() == 2);
+    wait_for("status shows outcomes and runner stats", NO_HANG, || {
         let s = status();
         s["outcomes"]["hit"] == 2 && s["runners"]["blocker"]["answer_rate"] == 1.0
     });

@@ -1,15 +1,14 @@
 //! Integration tests of the judge core through the `llm-judge` binary: `run` and
 //! `ask` with fake runners (SPEC sections 2-5 and 7-9).
 
-use crate::support::{common, pinned};
+use crate::support::*;
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::*;
-use pinned::*;
+use crate::support::pinned::*;
 use serde_json::{Value, json};
 
 /// The job timeout of a test where one runner must time out beside runners that must
@@ -90,7 +89,7 @@ fn investigate_job_runs_the_shipped_argv_in_the_jobs_cwd_with_its_timeout() {
             "cwd": s(&w.work), "transcript": "/t/inv.jsonl", "hit_if_all_true": ["found"],
         }),
     );
-    let mut cmd = w.command_with_fakes_on_path();
+    let mut cmd = w.cli_with_fakes_on_path();
     cmd.env("NOTIFY_SOCKET", "/run/user/0/fake-notify")
         .env("WATCHDOG_PID", "1")
         .env("WATCHDOG_USEC", "30000000")
@@ -155,7 +154,7 @@ fn investigate_job_runs_the_shipped_argv_in_the_jobs_cwd_with_its_timeout() {
     ));
     assert!(w.log_lines("cwd refused").is_empty(), "{}", w.log());
 
-    let v = w.verdict("/t/inv.jsonl", "inv1");
+    let v = w.verdict_of("/t/inv.jsonl", "inv1");
     assert_eq!(
         attempts(&v),
         expected(&[
@@ -176,7 +175,7 @@ fn investigate_job_timeout_stops_a_slow_runner() {
     let claude = w.fake_program("claude", "echo '{\"found\": false}'\n");
     settle(&codex);
     settle(&claude);
-    let config = w.config("fast-kill.toml", "kill_grace_seconds = 1\n");
+    let config = w.config_file("fast-kill.toml", "kill_grace_seconds = 1\n");
     let job = w.job(
         "inv2",
         &json!({
@@ -184,7 +183,7 @@ fn investigate_job_timeout_stops_a_slow_runner() {
             "cwd": s(&w.work), "hit_if_all_true": ["found"],
         }),
     );
-    let mut cmd = w.command_with_fakes_on_path();
+    let mut cmd = w.cli_with_fakes_on_path();
     cmd.arg("--config").arg(&config).arg("run").arg(&job);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(0), "{done:?}");
@@ -192,7 +191,7 @@ fn investigate_job_timeout_stops_a_slow_runner() {
     w.log_line_ending(&format!(
         " INFO runner start id=inv2 runner=codex timeout={SLOW_TIMEOUT} cwd={cwd}"
     ));
-    let v = w.verdict("", "inv2");
+    let v = w.verdict_of("", "inv2");
     assert_eq!(
         attempts(&v),
         expected(&[
@@ -233,7 +232,7 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
         "plain",
         &json!({"prompt": prompt, "transcript": "/t/plain.jsonl"}),
     );
-    let mut cmd = w.command_with_fakes_on_path();
+    let mut cmd = w.cli_with_fakes_on_path();
     cmd.arg("run").arg(&job);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(0), "{done:?}");
@@ -293,7 +292,7 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
         .collect();
     assert_eq!(order, ["claude", "codex", "cursor"]);
 
-    let v = w.verdict("/t/plain.jsonl", "plain");
+    let v = w.verdict_of("/t/plain.jsonl", "plain");
     assert_eq!(v["outcome"], "unchecked");
     assert_eq!(
         v["reason"],
@@ -325,7 +324,7 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
 #[test]
 fn timeout_seconds_is_capped_at_600_and_bad_values_give_60() {
     let w = World::new();
-    let runners = table(&[w.sh_runner("r", "echo '{}'\n")]);
+    let runners = table(&[w.runner("r", "echo '{}'\n")]);
     let cases: [(&str, Option<Value>, &str); 10] = [
         ("t601", Some(json!(601)), "600"),
         ("tbig", Some(json!(1e9)), "600"),
@@ -344,7 +343,7 @@ fn timeout_seconds_is_capped_at_600_and_bad_values_give_60() {
             job["timeout_seconds"] = t;
         }
         let path = w.job(id, &job);
-        let done = w.run_job(&path, Some(&runners));
+        let done = w.run_file(&path, Some(&runners));
         assert_eq!(done.code, Some(0), "{id}: {done:?}");
         let needle = format!(" INFO runner start id={id} runner=r timeout={shown} cwd=");
         assert_eq!(
@@ -353,7 +352,7 @@ fn timeout_seconds_is_capped_at_600_and_bad_values_give_60() {
             "{id}: no {needle:?} in\n{}",
             w.log()
         );
-        assert_eq!(w.verdict("", id)["outcome"], "hit", "{id}");
+        assert_eq!(w.verdict_of("", id)["outcome"], "hit", "{id}");
     }
 }
 
@@ -395,7 +394,7 @@ fn missing_or_bad_cwd_falls_back_to_a_fresh_temp_folder_and_is_logged() {
     ];
     for (id, cwd, why) in cases {
         let path = w.job(id, &json!({"prompt": "p", "cwd": cwd}));
-        let done = w.run_job(&path, Some(&runners));
+        let done = w.run_file(&path, Some(&runners));
         assert_eq!(done.code, Some(0), "{id}: {done:?}");
         let pwd = w.recorded("rec", "pwd").trim_end().to_string();
         assert_ne!(pwd, s(&missing));
@@ -411,7 +410,7 @@ fn missing_or_bad_cwd_falls_back_to_a_fresh_temp_folder_and_is_logged() {
         w.log_line_ending(&format!(
             " INFO runner start id={id} runner=rec timeout=60 cwd={pwd}"
         ));
-        assert_eq!(w.verdict("", id)["outcome"], "hit");
+        assert_eq!(w.verdict_of("", id)["outcome"], "hit");
     }
     assert!(!missing.exists());
     assert_eq!(w.tmp_entries(), Vec::<String>::new());
@@ -423,8 +422,8 @@ fn missing_or_bad_cwd_falls_back_to_a_fresh_temp_folder_and_is_logged() {
 fn a_failing_runner_falls_back_to_the_next_that_answers() {
     let w = World::new();
     let runners = table(&[
-        w.sh_runner("fail", "echo boom >&2\nexit 2\n"),
-        w.sh_runner(
+        w.runner("fail", "echo boom >&2\nexit 2\n"),
+        w.runner(
             "ok",
             "echo 'thinking...'\necho '{\"bad\": true, \"other\": false}'\necho done\n",
         ),
@@ -437,9 +436,9 @@ fn a_failing_runner_falls_back_to_the_next_that_answers() {
             "hit_if_any_true": {"other": "Other!", "bad": "Bad!"},
         }),
     );
-    let done = w.run_job(&job, Some(&runners));
+    let done = w.run_file(&job, Some(&runners));
     assert_eq!(done.code, Some(0), "{done:?}");
-    let v = w.verdict("/t/fb.jsonl", "fb");
+    let v = w.verdict_of("/t/fb.jsonl", "fb");
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
@@ -477,13 +476,13 @@ fn a_failing_runner_falls_back_to_the_next_that_answers() {
     assert!(!job.exists());
     // Folders the judge creates are 0700; no temp file or claim is left behind.
     let folder = w
-        .state
+        .state()
         .join("verdicts")
         .join(transcript_hash("/t/fb.jsonl"));
     for dir in [
-        w.state.join("verdicts"),
+        w.state().join("verdicts"),
         folder.clone(),
-        w.state.join("claims"),
+        w.state().join("claims"),
     ] {
         let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "{}", dir.display());
@@ -494,7 +493,7 @@ fn a_failing_runner_falls_back_to_the_next_that_answers() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(names, ["fb.json"]);
-    assert_eq!(fs::read_dir(w.state.join("claims")).unwrap().count(), 0);
+    assert_eq!(fs::read_dir(w.state().join("claims")).unwrap().count(), 0);
     // judge.log lines start with a UTC timestamp.
     for line in w.log().lines() {
         let stamp = line.split(' ').next().unwrap_or_default();
@@ -523,21 +522,21 @@ fn every_attempt_reason_of_the_spec_is_pinned() {
     let runners = table(&[
         json!(["gone", ["/no/such/runner", "{prompt}"]]),
         json!(["spawn", [s(&no_interpreter), "{prompt}"]]),
-        w.sh_runner("slow", "echo 'still thinking' >&2\nexec sleep 300\n"),
-        w.sh_runner("out", "echo 'only stdout'\nexit 3\n"),
-        w.sh_runner("sig", "echo 'about to die' >&2\nkill -9 $$\n"),
-        w.sh_runner("prose", "echo 'I think it is fine.'\n"),
-        w.sh_runner("ok", "echo '{\"fine\": true}'\n"),
-        w.sh_runner("never", "echo '{\"fine\": false}'\n"),
+        w.runner("slow", "echo 'still thinking' >&2\nexec sleep 300\n"),
+        w.runner("out", "echo 'only stdout'\nexit 3\n"),
+        w.runner("sig", "echo 'about to die' >&2\nkill -9 $$\n"),
+        w.runner("prose", "echo 'I think it is fine.'\n"),
+        w.runner("ok", "echo '{\"fine\": true}'\n"),
+        w.runner("never", "echo '{\"fine\": false}'\n"),
     ]);
-    let config = w.config("grace.toml", "kill_grace_seconds = 1\n");
+    let config = w.config_file("grace.toml", "kill_grace_seconds = 1\n");
     let job = w.job(
         "reasons",
         &json!({"prompt": "p", "timeout_seconds": SLOW_TIMEOUT, "hit_if_all_true": ["fine"]}),
     );
-    let done = w.run_job_configured(&job, &runners, &config);
+    let done = w.run_file_configured(&job, &runners, &config);
     assert_eq!(done.code, Some(0), "{done:?}");
-    let v = w.verdict("", "reasons");
+    let v = w.verdict_of("", "reasons");
     assert_eq!(
         attempts(&v),
         expected(&[
@@ -578,10 +577,10 @@ fn every_attempt_reason_of_the_spec_is_pinned() {
 #[test]
 fn a_signal_death_without_output_is_exit_minus_the_signal() {
     let w = World::new();
-    let runners = table(&[w.sh_runner("sig", "kill -9 $$\n")]);
+    let runners = table(&[w.runner("sig", "kill -9 $$\n")]);
     let job = w.job("sig", &json!({"prompt": "p"}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
-    let v = w.verdict("", "sig");
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
+    let v = w.verdict_of("", "sig");
     assert_eq!(attempts(&v), expected(&[("sig", false, "exit -9")]));
     assert_eq!(v["reason"], "no runner answered: sig: exit -9");
 }
@@ -595,10 +594,10 @@ fn reasons_are_clipped_to_300_code_points_keeping_the_end() {
         .collect();
     stderr.push_str("END");
     assert_eq!(stderr.chars().count(), 1000);
-    let runners = table(&[w.sh_runner("long", &format!("printf '%s' '{stderr}' >&2\nexit 1\n"))]);
+    let runners = table(&[w.runner("long", &format!("printf '%s' '{stderr}' >&2\nexit 1\n"))]);
     let job = w.job("clip", &json!({"prompt": "p"}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
-    let v = w.verdict("", "clip");
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
+    let v = w.verdict_of("", "clip");
     let reason = v["attempts"][0]["reason"].as_str().unwrap();
     let tail: String = stderr.chars().skip(1000 - 292).collect();
     assert_eq!(reason, format!("exit 1: {tail}"));
@@ -627,23 +626,23 @@ fn a_runner_that_ignores_sigterm_and_leaves_a_setsid_grandchild_does_not_hang_th
         s(&grandchild_pid)
     );
     let runners = table(&[
-        w.sh_runner("stubborn", &stubborn),
-        w.sh_runner("ok", "echo '{\"a\": true}'\n"),
+        w.runner("stubborn", &stubborn),
+        w.runner("ok", "echo '{\"a\": true}'\n"),
     ]);
-    let config = w.config("grace.toml", "kill_grace_seconds = 1\n");
+    let config = w.config_file("grace.toml", "kill_grace_seconds = 1\n");
     let job = w.job(
         "tree",
         &json!({"prompt": "p", "timeout_seconds": SLOW_TIMEOUT, "hit_if_all_true": ["a"]}),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, &runners)
         .arg("--config")
         .arg(&config)
         .arg("run")
         .arg(&job);
-    let done = w.start(cmd).finish(NO_HANG);
+    let done = w.spawn(cmd).finish(NO_HANG);
     assert_eq!(done.code, Some(0), "{done:?}");
-    let v = w.verdict("", "tree");
+    let v = w.verdict_of("", "tree");
     assert_eq!(
         attempts(&v),
         expected(&[
@@ -657,8 +656,8 @@ fn a_runner_that_ignores_sigterm_and_leaves_a_setsid_grandchild_does_not_hang_th
     );
     assert_eq!(v["outcome"], "hit");
     let pids = [read_pid(&runner_pid), read_pid(&grandchild_pid)];
-    let all_gone = wait_until(within(NO_HANG), || pids.iter().all(|&p| process_gone(p)));
-    let alive: Vec<u32> = pids.into_iter().filter(|&p| !process_gone(p)).collect();
+    let all_gone = wait_until(within(NO_HANG), || pids.iter().all(|&p| !is_running(p)));
+    let alive: Vec<u32> = pids.into_iter().filter(|&p| is_running(p)).collect();
     assert!(all_gone, "runner processes still alive: {alive:?}");
     cleanup.armed = false;
 }
@@ -671,10 +670,10 @@ fn a_prompt_that_looks_like_a_flag_reaches_the_runner_literally_after_double_das
     let script = w.script("lit", &format!("{}echo '{{\"ok\": true}}'\n", w.recorder()));
     let runners = table(&[json!(["lit", ["/bin/sh", s(&script), "--", "{prompt}"]])]);
     let job = w.job("flag", &json!({"prompt": "--version"}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
     assert_eq!(w.recorded_argv("lit"), ["--", "--version"]);
     assert_eq!(w.recorded("lit", "stdin").trim_end(), "/dev/null");
-    assert_eq!(w.verdict("", "flag")["runner"], "lit");
+    assert_eq!(w.verdict_of("", "flag")["runner"], "lit");
 }
 
 #[test]
@@ -701,31 +700,31 @@ fn a_300_kib_prompt_goes_intact_on_stdin_without_the_slot_and_its_double_dash() 
         ["/bin/sh", s(&script), "-p", "--", "{prompt}"]
     ])]);
     let job = w.job("bigp", &json!({"prompt": prompt}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
     let got = fs::read(w.rec.join("stdin.bin")).unwrap();
     assert_eq!(got.len(), prompt.len());
     assert!(got == prompt.as_bytes(), "stdin differs from the prompt");
     assert_eq!(
-        nul_list(&fs::read_to_string(w.rec.join("argv.bin")).unwrap()),
+        nul_items(&fs::read(w.rec.join("argv.bin")).unwrap()),
         ["-p"]
     );
-    assert_eq!(w.verdict("", "bigp")["outcome"], "hit");
+    assert_eq!(w.verdict_of("", "bigp")["outcome"], "hit");
 
     // A prompt holding NUL cannot be an argument either.
     let job = w.job("nul", &json!({"prompt": "a\u{0}b -- c"}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
     assert_eq!(fs::read(w.rec.join("stdin.bin")).unwrap(), b"a\0b -- c");
     assert_eq!(
-        nul_list(&fs::read_to_string(w.rec.join("argv.bin")).unwrap()),
+        nul_items(&fs::read(w.rec.join("argv.bin")).unwrap()),
         ["-p"]
     );
 
     // 131,071 bytes still fit in one argument: the slot is filled, stdin is /dev/null.
     let fits = format!("-{}", "x".repeat(131_070));
     let job = w.job("fits", &json!({"prompt": fits}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
     assert_eq!(fs::read(w.rec.join("stdin.bin")).unwrap(), b"");
-    let argv = nul_list(&fs::read_to_string(w.rec.join("argv.bin")).unwrap());
+    let argv = nul_items(&fs::read(w.rec.join("argv.bin")).unwrap());
     assert!(
         argv == ["-p", "--", fits.as_str()],
         "argv of the 131,071-byte prompt"
@@ -741,7 +740,7 @@ fn a_runner_without_a_prompt_slot_gets_the_prompt_on_stdin() {
     );
     let runners = table(&[json!(["stdin", ["/bin/sh", s(&script)]])]);
     let job = w.job("slotless", &json!({"prompt": "short prompt\nline 2"}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
     assert_eq!(
         fs::read_to_string(w.rec.join("stdin.txt")).unwrap(),
         "short prompt\nline 2"
@@ -751,13 +750,13 @@ fn a_runner_without_a_prompt_slot_gets_the_prompt_on_stdin() {
 #[test]
 fn non_utf8_output_still_answers() {
     let w = World::new();
-    let runners = table(&[w.sh_runner(
+    let runners = table(&[w.runner(
         "bytes",
         "printf '\\377\\376 noise\\n{\"ok\": true}\\n'\nprintf '\\377' >&2\n",
     )]);
     let job = w.job("bytes", &json!({"prompt": "p", "hit_if_all_true": ["ok"]}));
-    assert_eq!(w.run_job(&job, Some(&runners)).code, Some(0));
-    let v = w.verdict("", "bytes");
+    assert_eq!(w.run_file(&job, Some(&runners)).code, Some(0));
+    let v = w.verdict_of("", "bytes");
     assert_eq!(attempts(&v), expected(&[("bytes", true, "answered")]));
     assert_eq!(v["answer"], json!({"ok": true}));
     assert_eq!(v["outcome"], "hit");
@@ -766,39 +765,25 @@ fn non_utf8_output_still_answers() {
 #[test]
 fn fifty_megabytes_of_output_are_read_with_bounded_memory() {
     let w = World::new();
-    let runners = table(&[w.sh_runner(
+    let runners = table(&[w.runner(
         "chatty",
         "yes 'a line of model output that goes on and on' | head -c 52428800\n\
          printf '\\n{\"big\": true}\\n'\n",
     )]);
     let job = w.job("big", &json!({"prompt": "p", "hit_if_all_true": ["big"]}));
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, &runners).arg("run").arg(&job);
-    // wait4 on this one judge: its own peak RSS and that of the descendants it (and
-    // their supervisors) waited for, not that of other tests' processes.
-    #[allow(clippy::zombie_processes)] // reaped by the wait4 below
-    let child = cmd.spawn().expect("start llm-judge");
-    let pid = i32::try_from(child.id()).expect("pid");
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut status = 0;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        // SAFETY: wait4 on our own child, filling the structs it is given.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        assert!(
-            r == 0 && Instant::now() < deadline,
-            "llm-judge did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert_eq!(libc::WEXITSTATUS(status), 0);
-    let v = w.verdict("", "big");
+    // The peak RSS of this one judge and the descendants it waited for, through GNU
+    // time (support/rss.rs: not this shared test process's own high-water mark).
+    let report = w.path("big.rss");
+    let done = w
+        .spawn(under_gnu_time(&cmd, &report))
+        .finish(Duration::from_secs(120));
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let v = w.verdict_of("", "big");
     assert_eq!(attempts(&v), expected(&[("chatty", true, "answered")]));
     assert_eq!(v["outcome"], "hit");
-    let max_rss_kib = usage.ru_maxrss;
+    let max_rss_kib = peak_rss_kib(&report);
     assert!(max_rss_kib > 0);
     assert!(
         max_rss_kib < 25 * 1024,
@@ -812,7 +797,7 @@ fn fifty_megabytes_of_output_are_read_with_bounded_memory() {
 fn every_bad_job_gets_an_unchecked_judge_error_verdict_in_the_right_folder() {
     let w = World::new();
     let marker = w.root.join("runner-ran");
-    let runners = table(&[w.sh_runner("r", &format!("touch '{}'\necho '{{}}'\n", s(&marker)))]);
+    let runners = table(&[w.runner("r", &format!("touch '{}'\necho '{{}}'\n", s(&marker)))]);
     let obj = |v: Value| serde_json::to_vec(&v).unwrap();
     // (stem, file bytes, transcript of the verdict folder, start of the reason)
     let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
@@ -910,10 +895,10 @@ fn every_bad_job_gets_an_unchecked_judge_error_verdict_in_the_right_folder() {
     ];
     for (stem, bytes, transcript, reason) in &cases {
         let path = w.job_bytes(stem, bytes);
-        let done = w.run_job(&path, Some(&runners));
+        let done = w.run_file(&path, Some(&runners));
         assert_eq!(done.code, Some(0), "{stem}: {done:?}");
         assert!(!path.exists(), "{stem}: job file not removed");
-        let v = w.verdict(transcript, stem);
+        let v = w.verdict_of(transcript, stem);
         assert_bad_job_verdict(&v, stem, reason);
         let line = format!(
             " WARN bad job id={stem} file={} reason=\"judge error",
@@ -926,8 +911,8 @@ fn every_bad_job_gets_an_unchecked_judge_error_verdict_in_the_right_folder() {
             w.log()
         );
     }
-    assert_eq!(w.verdict("T1", "noprompt")["hook"], "h");
-    assert_eq!(w.verdict("T1", "noprompt")["transcript"], "T1");
+    assert_eq!(w.verdict_of("T1", "noprompt")["hook"], "h");
+    assert_eq!(w.verdict_of("T1", "noprompt")["transcript"], "T1");
     assert_eq!(
         w.all_verdicts().len(),
         cases.len(),
@@ -957,18 +942,18 @@ fn assert_bad_job_verdict(v: &Value, stem: &str, reason: &str) {
 #[test]
 fn a_job_larger_than_max_job_bytes_is_a_judge_error_in_its_transcripts_folder() {
     let w = World::new();
-    let config = w.config("small.toml", "max_job_bytes = 64\n");
+    let config = w.config_file("small.toml", "max_job_bytes = 64\n");
     let job = json!({"prompt": "x".repeat(100), "transcript": "T-big"});
     let path = w.job("large", &job);
     let far = json!({"prompt": "x".repeat(70 * 1024), "transcript": "T-big"});
     let far_path = w.job("far", &far);
     let fits = w.job("fits", &json!({"prompt": "p", "transcript": "T-big"}));
-    let runners = table(&[w.sh_runner("r", "echo '{}'\n")]);
+    let runners = table(&[w.runner("r", "echo '{}'\n")]);
     for p in [&path, &far_path, &fits] {
-        assert_eq!(w.run_job_configured(p, &runners, &config).code, Some(0));
+        assert_eq!(w.run_file_configured(p, &runners, &config).code, Some(0));
         assert!(!p.exists());
     }
-    let v = w.verdict("T-big", "large");
+    let v = w.verdict_of("T-big", "large");
     assert_bad_job_verdict(
         &v,
         "large",
@@ -988,9 +973,9 @@ fn a_job_larger_than_max_job_bytes_is_a_judge_error_in_its_transcripts_folder() 
         "judge error: job file is larger than max_job_bytes (64 bytes); no \"transcript\" in \
          its first 64 KiB, so its verdict is in the folder of the empty transcript",
     );
-    assert_eq!(w.verdict("T-big", "fits")["outcome"], "hit");
+    assert_eq!(w.verdict_of("T-big", "fits")["outcome"], "hit");
     // drain --transcript T-big returns the oversized job's verdict.
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.args(["drain", "--transcript", "T-big"]);
     let out = w.run(cmd);
     let ids: Vec<String> = out
@@ -1025,18 +1010,18 @@ fn symlinks_folders_and_fifos_are_rejected_without_a_verdict() {
                 assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
             }
         }
-        let runners = table(&[w.sh_runner("r", "echo '{}'\n")]);
-        let mut cmd = w.command();
+        let runners = table(&[w.runner("r", "echo '{}'\n")]);
+        let mut cmd = w.cli();
         cmd.env(RUNNERS_VAR, &runners).arg("run").arg(&path);
         // A FIFO must not block the judge: a short bound.
-        let done = w.start(cmd).finish(Duration::from_secs(30));
+        let done = w.spawn(cmd).finish(Duration::from_secs(30));
         // Not a job: exit 2, and moved to rejected/ since it lies in jobs/.
         assert_eq!(done.code, Some(2), "{kind}: {done:?}");
         assert!(
             fs::symlink_metadata(&path).is_err(),
             "{kind}: still in jobs/"
         );
-        let moved = w.state.join("rejected/x.json");
+        let moved = w.state().join("rejected/x.json");
         let meta = fs::symlink_metadata(&moved).unwrap_or_else(|e| panic!("{kind}: {e}"));
         let t = meta.file_type();
         assert!(
@@ -1109,8 +1094,8 @@ fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag
     let w = World::new();
     let nothing = w.jobs().join("nothing.json");
     let check = |name: &str, argv: Vec<String>| {
-        let config = w.config(&format!("{name}.toml"), &investigate_config(name, &argv));
-        let mut cmd = w.command();
+        let config = w.config_file(&format!("{name}.toml"), &investigate_config(name, &argv));
+        let mut cmd = w.cli();
         cmd.arg("--config").arg(&config).arg("run").arg(&nothing);
         (w.run(cmd), config)
     };
@@ -1233,10 +1218,10 @@ fn a_bad_config_file_is_refused_naming_the_problem() {
     ];
     for (name, text, named) in cases {
         let path = match text {
-            Some(t) => w.config(name, t),
+            Some(t) => w.config_file(name, t),
             None => w.root.join(name),
         };
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         cmd.arg("--config").arg(&path).arg("run").arg(&nothing);
         let done = w.run(cmd);
         assert_eq!(done.code, Some(2), "{name}: {done:?}");
@@ -1258,7 +1243,7 @@ fn a_bad_runner_override_is_refused_naming_the_variable() {
         "[[1, [\"x\"]]]",
     ] {
         // `run` gives the job a judge-error verdict instead (tests/migration.rs).
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         cmd.env(RUNNERS_VAR, bad).arg("ask").arg(s(&nothing));
         let done = w.run(cmd);
         assert_eq!(done.code, Some(2), "{bad}: {done:?}");
@@ -1270,7 +1255,7 @@ fn a_bad_runner_override_is_refused_naming_the_variable() {
         assert_eq!(done.stdout, "");
     }
     // Empty means unset.
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, "").arg("run").arg(&nothing);
     assert_eq!(w.run(cmd).code, Some(0));
 }
@@ -1293,14 +1278,14 @@ fn run_on_a_job_claimed_by_another_run_does_not_judge_it_twice() {
         starts = s(&starts),
         release = s(&release)
     );
-    let runners = table(&[w.sh_runner("hold", &hold)]);
+    let runners = table(&[w.runner("hold", &hold)]);
     let job = w.job(
         "claimed",
         &json!({"prompt": "p", "transcript": "/t/c.jsonl"}),
     );
-    let mut first_cmd = w.command();
+    let mut first_cmd = w.cli();
     first_cmd.env(RUNNERS_VAR, &runners).arg("run").arg(&job);
-    let mut first = w.start(first_cmd);
+    let mut first = w.spawn(first_cmd);
     let started = wait_until(within(Duration::from_secs(30)), || {
         starts.exists() || first.exited()
     });
@@ -1310,7 +1295,7 @@ fn run_on_a_job_claimed_by_another_run_does_not_judge_it_twice() {
         w.log()
     );
 
-    let second = w.run_job(&job, Some(&runners));
+    let second = w.run_file(&job, Some(&runners));
     assert_eq!(second.code, Some(0), "{second:?}");
     let busy = format!("{} is being judged by process {}", s(&job), first.pid);
     assert!(
@@ -1333,11 +1318,11 @@ fn run_on_a_job_claimed_by_another_run_does_not_judge_it_twice() {
         w.all_verdicts(),
         [w.verdict_path(&transcript_hash("/t/c.jsonl"), "claimed")]
     );
-    assert_eq!(w.verdict("/t/c.jsonl", "claimed")["runner"], "hold");
+    assert_eq!(w.verdict_of("/t/c.jsonl", "claimed")["runner"], "hold");
     assert!(!job.exists());
 
     // A late run finds nothing to do.
-    let late = w.run_job(&job, Some(&runners));
+    let late = w.run_file(&job, Some(&runners));
     assert_eq!(late.code, Some(0));
     assert_eq!(w.all_verdicts().len(), 1);
 }
@@ -1348,7 +1333,7 @@ fn run_on_a_job_claimed_by_another_run_does_not_judge_it_twice() {
 fn ask_prints_outcome_runner_answer_attempts_and_exits_0_when_answered() {
     let w = World::new();
     let runners = table(&[
-        w.sh_runner("fail", "exit 4\n"),
+        w.runner("fail", "exit 4\n"),
         json!([
             "ok",
             [
@@ -1359,7 +1344,7 @@ fn ask_prints_outcome_runner_answer_attempts_and_exits_0_when_answered() {
             ]
         ]),
     ]);
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, &runners)
         .args(["ask", "--timeout", "7", "--cwd"])
         .arg(&w.work)
@@ -1393,7 +1378,7 @@ fn ask_prints_outcome_runner_answer_attempts_and_exits_0_when_answered() {
 #[test]
 fn ask_with_no_runners_exits_1_unchecked() {
     let w = World::new();
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, "[]").args(["ask", "anything"]);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(1), "{done:?}");
@@ -1402,8 +1387,8 @@ fn ask_with_no_runners_exits_1_unchecked() {
         json!({"outcome": "unchecked", "runner": null, "answer": null, "attempts": []})
     );
 
-    let mut cmd = w.command();
-    cmd.env(RUNNERS_VAR, table(&[w.sh_runner("mute", "exit 0\n")]))
+    let mut cmd = w.cli();
+    cmd.env(RUNNERS_VAR, table(&[w.runner("mute", "exit 0\n")]))
         .args(["ask", "--mode", "investigate", "anything"]);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(1), "{done:?}");

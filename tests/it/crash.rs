@@ -5,7 +5,7 @@
 //! runner process is alive. Built only with `--features failpoints` (the README's test
 //! command passes it).
 
-use crate::support::world;
+use crate::support::*;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +13,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Output;
 
 use serde_json::{Value, json};
-use world::*;
 
 const JOBS: usize = 3;
 
@@ -67,7 +66,7 @@ fn crash_the_daemon_at(point: &str) {
     let mut cmd = w.command(std::slice::from_ref(&r));
     cmd.env("LLM_JUDGE_FAILPOINT", point);
     let mut d = w.start_with(cmd);
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert_eq!(
         status.signal(),
         Some(9),
@@ -91,10 +90,10 @@ fn crash_the_daemon_at(point: &str) {
         *seen.entry(id).or_default() += 1;
     }
     let _d2 = w.start(&[r]);
-    wait_for("inbox emptied after restart", DEADLINE, || {
+    wait_for("inbox emptied after restart", NO_HANG, || {
         w.jobs_left().is_empty()
     });
-    wait_for("claims released", DEADLINE, || {
+    wait_for("claims released", NO_HANG, || {
         names(&w.state().join("claims")).is_empty()
     });
     for id in ids(&drain(&w, None)) {
@@ -108,8 +107,8 @@ fn crash_the_daemon_at(point: &str) {
         names(&verdict_dir(&w))
     );
     let pids = pids_in(&w.read("pids"));
-    wait_for("no runner process left", DEADLINE, || {
-        pids.iter().all(|&p| !is_alive(p))
+    wait_for("no runner process left", NO_HANG, || {
+        pids.iter().all(|&p| !is_running(p))
     });
 }
 

@@ -2,7 +2,7 @@
 //! temp state folder with fake runners. Every wait has a deadline; nothing sleeps to
 //! synchronise; every daemon is killed and reaped when its test ends.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -11,7 +11,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use world::*;
 
 #[test]
 fn jobs_present_before_start_and_arriving_after_are_judged() {
@@ -24,14 +23,14 @@ fn jobs_present_before_start_and_arriving_after_are_judged() {
         );
     }
     let _d = w.start(&[fake]);
-    wait_for("pre jobs judged", DEADLINE, || w.verdicts().len() == 3);
+    wait_for("pre jobs judged", NO_HANG, || w.verdicts().len() == 3);
     for i in 0..3 {
         w.job(
             &format!("post{i}"),
             &json!({"prompt": format!("q{i}"), "transcript": "T"}),
         );
     }
-    wait_for("post jobs judged", DEADLINE, || w.verdicts().len() == 6);
+    wait_for("post jobs judged", NO_HANG, || w.verdicts().len() == 6);
     assert!(w.jobs_left().is_empty());
     assert_eq!(w.verdict("pre0")["outcome"], "hit");
     assert_eq!(w.verdict("post2")["runner"], "fake");
@@ -84,7 +83,7 @@ fn never_more_than_workers_runners_at_once() {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
     }
     let _d = w.start(&[slow]);
-    wait_for("all judged", DEADLINE, || w.verdicts().len() == 10);
+    wait_for("all judged", NO_HANG, || w.verdicts().len() == 10);
     let (lines, peak) = peak_overlap(&w.read("spans"));
     assert_eq!(lines, 20);
     assert!(peak <= 3, "{peak} runners at once with workers = 3");
@@ -122,13 +121,13 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
             &json!({"prompt": format!("old {seconds}")}),
         );
     }
-    wait_for("three old jobs running", DEADLINE, || {
+    wait_for("three old jobs running", NO_HANG, || {
         w.read("spans.old").matches("start").count() == 3
     });
     let reload = |workers: usize, reloads: usize| {
         w.config(&format!("workers = {workers}"));
         d.signal("HUP");
-        wait_for("config reloaded", DEADLINE, || {
+        wait_for("config reloaded", NO_HANG, || {
             w.log().matches("config reloaded").count() == reloads
         });
     };
@@ -140,7 +139,7 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
     };
     reload(1, 1);
     enqueue_three("new", "0.1");
-    wait_for("six verdicts", DEADLINE, || w.verdicts().len() == 6);
+    wait_for("six verdicts", NO_HANG, || w.verdicts().len() == 6);
     let last_old_end = stamps(&w.read("spans.old"), "end").into_iter().max();
     let first_new_start = stamps(&w.read("spans.new"), "start").into_iter().min();
     assert!(
@@ -152,7 +151,7 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
     assert_eq!(peak_overlap(&w.read("spans.new")), (6, 1));
     reload(3, 2);
     enqueue_three("more", "0.6");
-    wait_for("nine verdicts", DEADLINE, || w.verdicts().len() == 9);
+    wait_for("nine verdicts", NO_HANG, || w.verdicts().len() == 9);
     let (lines, peak) = peak_overlap(&w.read("spans.more"));
     assert_eq!(lines, 6);
     assert!(
@@ -174,7 +173,7 @@ fn stamps(spans: &str, kind: &str) -> Vec<u128> {
 fn start_with_running_job(w: &World, runner: Value) -> (Daemon, u32) {
     w.job("j", &json!({"prompt": "p"}));
     let d = w.start(&[runner]);
-    wait_for("runner started", DEADLINE, || {
+    wait_for("runner started", NO_HANG, || {
         pids_in(&w.read("runner.pids")).len() == 1
     });
     (d, pids_in(&w.read("runner.pids"))[0])
@@ -201,7 +200,7 @@ fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
     let runner = blocking_runner(&w);
     w.job("k", &json!({"prompt": "p", "transcript": "T"}));
     let mut d = w.start(std::slice::from_ref(&runner));
-    wait_for("runner and grandchild started", DEADLINE, || {
+    wait_for("runner and grandchild started", NO_HANG, || {
         pids_in(&w.read("grandchild.pids")).len() == 1
     });
     d.kill9();
@@ -210,17 +209,15 @@ fn kill_9_during_a_job_then_restart_gives_one_verdict_and_no_runner_left() {
         .chain(pids_in(&w.read("grandchild.pids")))
         .collect();
     // Each runner's supervisor sees the judge die and stops its whole tree.
-    wait_for("runners stopped with the daemon", DEADLINE, || {
-        leftovers.iter().all(|&p| !is_alive(p))
+    wait_for("runners stopped with the daemon", NO_HANG, || {
+        leftovers.iter().all(|&p| !is_running(p))
     });
     fs::write(w.path("answer"), "").unwrap();
     let _d2 = w.start(&[runner]);
-    wait_for("verdict after restart", DEADLINE, || {
-        w.verdicts().len() == 1
-    });
+    wait_for("verdict after restart", NO_HANG, || w.verdicts().len() == 1);
     assert_eq!(w.verdict("k")["outcome"], "hit");
     assert!(w.log().contains("interruptions=1"), "{}", w.log());
-    wait_for("claim released", DEADLINE, || {
+    wait_for("claim released", NO_HANG, || {
         names(&w.state().join("claims")).is_empty()
     });
     assert!(w.jobs_left().is_empty());
@@ -236,13 +233,13 @@ fn a_job_interrupted_three_times_gets_an_unchecked_verdict() {
     );
     for round in 1..=3 {
         let mut d = w.start(std::slice::from_ref(&runner));
-        wait_for("runner started", DEADLINE, || {
+        wait_for("runner started", NO_HANG, || {
             pids_in(&w.read("runner.pids")).len() == round
         });
         d.kill9();
     }
     let _d = w.start(&[runner]);
-    wait_for("verdict", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("verdict", NO_HANG, || w.verdicts().len() == 1);
     let v = w.verdict("doomed");
     assert_eq!(v["outcome"], "unchecked");
     assert_eq!(v["hook"], "h");
@@ -302,8 +299,8 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
     fs::write(&temp, r#"{"id":"pending","outcome":"clean"}"#).unwrap();
     publishing_claim(&w, "pending", &temp, &folder.join("pending.json"));
     let _d = w.start(&[fake]);
-    wait_for("both jobs removed", DEADLINE, || w.jobs_left().is_empty());
-    wait_for("claims released", DEADLINE, || {
+    wait_for("both jobs removed", NO_HANG, || w.jobs_left().is_empty());
+    wait_for("claims released", NO_HANG, || {
         names(&w.state().join("claims")).is_empty()
     });
     assert_eq!(
@@ -328,11 +325,11 @@ fn sigterm_lets_a_running_job_finish_within_the_grace() {
     );
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(&[runner]);
-    wait_for("runner started", DEADLINE, || w.path("started").exists());
+    wait_for("runner started", NO_HANG, || w.path("started").exists());
     d.signal("TERM");
     w.wait_log("draining");
     fs::write(w.path("go"), "").unwrap();
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.verdict("j")["outcome"], "hit");
     assert!(w.log().contains("daemon stop"));
@@ -345,11 +342,11 @@ fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
     let runner = blocking_runner(&w);
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(std::slice::from_ref(&runner));
-    wait_for("runner started", DEADLINE, || {
+    wait_for("runner started", NO_HANG, || {
         pids_in(&w.read("grandchild.pids")).len() == 1
     });
     d.signal("TERM");
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.jobs_left(), ["j.json"]);
     assert!(w.verdicts().is_empty());
@@ -357,12 +354,12 @@ fn sigterm_past_the_grace_leaves_the_job_queued_for_the_next_daemon() {
         .into_iter()
         .chain(pids_in(&w.read("grandchild.pids")))
         .collect();
-    wait_for("runners stopped", DEADLINE, || {
-        pids.iter().all(|&p| !is_alive(p))
+    wait_for("runners stopped", NO_HANG, || {
+        pids.iter().all(|&p| !is_running(p))
     });
     fs::write(w.path("answer"), "").unwrap();
     let _d = w.start(&[runner]);
-    wait_for("judged by the next daemon", DEADLINE, || {
+    wait_for("judged by the next daemon", NO_HANG, || {
         w.verdicts().len() == 1
     });
     assert!(
@@ -387,7 +384,7 @@ fn shutdown_stops_a_runner_with_sigterm_first_like_its_timeout() {
     );
     let (mut d, _) = start_with_running_job(&w, runner);
     d.signal("TERM");
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.read("got-term").trim(), "term", "the runner saw SIGTERM");
     assert_eq!(w.jobs_left(), ["j.json"], "left queued");
@@ -403,10 +400,10 @@ fn a_second_signal_stops_at_once() {
     d.signal("TERM");
     w.wait_log("draining");
     d.signal("INT");
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.jobs_left(), ["j.json"], "left queued");
-    wait_for("runner stopped", DEADLINE, || !is_alive(pid));
+    wait_for("runner stopped", NO_HANG, || !is_running(pid));
 }
 
 /// A stop signal while runners are already being stopped (in their kill grace) kills
@@ -424,13 +421,13 @@ fn a_stop_signal_during_the_kill_grace_kills_at_once() {
     );
     let (mut d, pid) = start_with_running_job(&w, runner);
     d.signal("TERM");
-    wait_for("the runner got SIGTERM", DEADLINE, || {
+    wait_for("the runner got SIGTERM", NO_HANG, || {
         w.read("got-term").contains("term")
     });
     d.signal("TERM");
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
-    wait_for("runner killed", DEADLINE, || !is_alive(pid));
+    wait_for("runner killed", NO_HANG, || !is_running(pid));
     assert!(w.log().contains("killing runners now"), "{}", w.log());
     assert_eq!(w.jobs_left(), ["j.json"], "left queued");
     assert!(w.verdicts().is_empty());
@@ -452,13 +449,13 @@ fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
     let d = w.start_with(cmd);
     w.job("a", &json!({"prompt": "p"}));
-    wait_for("a judged", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("a judged", NO_HANG, || w.verdicts().len() == 1);
     assert_eq!(w.verdict("a")["runner"], "first");
     w.config(&table("second"));
     d.signal("HUP");
     w.wait_log("config reloaded");
     w.job("b", &json!({"prompt": "p"}));
-    wait_for("b judged", DEADLINE, || w.verdicts().len() == 2);
+    wait_for("b judged", NO_HANG, || w.verdicts().len() == 2);
     assert_eq!(w.verdict("b")["runner"], "second");
     w.config("wrokers = 2\n");
     d.signal("HUP");
@@ -469,7 +466,7 @@ fn sighup_reloads_a_good_config_and_keeps_the_old_one_on_a_bad_one() {
         w.log()
     );
     w.job("c", &json!({"prompt": "p"}));
-    wait_for("c judged", DEADLINE, || w.verdicts().len() == 3);
+    wait_for("c judged", NO_HANG, || w.verdicts().len() == 3);
     assert_eq!(w.verdict("c")["runner"], "second");
 }
 
@@ -480,7 +477,7 @@ fn a_second_daemon_is_refused_naming_the_first() {
     let d = w.start(std::slice::from_ref(&fake));
     w.wait_log("daemon start");
     let mut second = w.start(&[fake]);
-    let status = second.wait_exit(DEADLINE);
+    let status = second.wait_exit(NO_HANG);
     assert!(!status.success());
     assert!(
         second.stderr().contains(&format!("pid {}", d.child.id())),
@@ -495,7 +492,7 @@ fn a_world_writable_state_folder_is_refused() {
     fs::set_permissions(w.state(), fs::Permissions::from_mode(0o777)).unwrap();
     let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
     let mut d = w.start(std::slice::from_ref(&fake));
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(!status.success());
     assert!(d.stderr().contains("chmod o-w"), "{}", d.stderr());
     // Group-writable is only a warning.
@@ -527,7 +524,7 @@ fn symlinks_folders_fifos_and_bad_files_in_jobs() {
     )
     .unwrap();
     let _d = w.start(&[fake]);
-    wait_for("inbox emptied", DEADLINE, || w.jobs_left().is_empty());
+    wait_for("inbox emptied", NO_HANG, || w.jobs_left().is_empty());
     assert_eq!(
         names(&w.state().join("rejected")),
         ["fifo.json", "folder.json", "link.json"]
@@ -567,13 +564,13 @@ fn the_jobs_folder_deleted_and_recreated_while_running() {
     let _d = w.start(&[fake]);
     w.wait_log("daemon start");
     w.job("before", &json!({"prompt": "p"}));
-    wait_for("first judged", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("first judged", NO_HANG, || w.verdicts().len() == 1);
     let jobs = w.state().join("jobs");
     fs::remove_dir(&jobs).unwrap();
     w.wait_log("watching the inbox again");
     fs::create_dir_all(&jobs).unwrap();
     w.job("after", &json!({"prompt": "p"}));
-    wait_for("second judged", DEADLINE, || w.verdicts().len() == 2);
+    wait_for("second judged", NO_HANG, || w.verdicts().len() == 2);
 }
 
 #[test]
@@ -588,17 +585,17 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
     );
     w.job("same", &json!({"prompt": "first", "transcript": "T"}));
     let _d = w.start(&[runner]);
-    wait_for("first run started", DEADLINE, || {
+    wait_for("first run started", NO_HANG, || {
         w.read("prompts").lines().count() == 1
     });
     // The producer publishes the same id again (a new file replaces the old name).
     w.job("same", &json!({"prompt": "second", "transcript": "T"}));
     fs::write(w.path("go"), "").unwrap();
-    wait_for("the newer job judged too", DEADLINE, || {
+    wait_for("the newer job judged too", NO_HANG, || {
         w.read("prompts").lines().collect::<Vec<_>>() == ["first", "second"]
             && w.jobs_left().is_empty()
     });
-    wait_for("claims released", DEADLINE, || {
+    wait_for("claims released", NO_HANG, || {
         names(&w.state().join("claims")).is_empty()
     });
     assert_eq!(
@@ -618,7 +615,7 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
 fn zygote_of(d: &Daemon) -> u32 {
     let daemon = d.child.id();
     let mut found = None;
-    wait_for("the supervisor zygote", DEADLINE, || {
+    wait_for("the supervisor zygote", NO_HANG, || {
         found = fs::read_dir("/proc").ok().and_then(|rd| {
             rd.flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -648,9 +645,9 @@ fn a_dead_or_stopped_zygote_falls_back_to_forking_from_the_daemon() {
         for i in 0..3 {
             w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
         }
-        wait_for("three verdicts", DEADLINE, || w.verdicts().len() == 3);
+        wait_for("three verdicts", NO_HANG, || w.verdicts().len() == 3);
         w.wait_log("the supervisor zygote stopped answering");
-        wait_for("the zygote reaped", DEADLINE, || !is_alive(zygote));
+        wait_for("the zygote reaped", NO_HANG, || !is_running(zygote));
         // A stopped zygote held the request it was sent: that attempt starts again
         // from the daemon, on fresh pipes.
         for i in 0..3 {
@@ -670,15 +667,18 @@ fn a_killed_idle_pooled_supervisor_is_replaced_without_a_lost_verdict() {
     let runner = w.runner("ok", &body);
     let d = w.start(&[runner]);
     w.job("j0", &json!({"prompt": "p0"}));
-    wait_for("the first verdict", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("the first verdict", NO_HANG, || w.verdicts().len() == 1);
     let first = pids_in(&w.read("parents"))[0];
-    assert!(crate::support::is_daemon_helper(first, d.child.id()), "{first}");
-    crate::support::reliability::signal(first, libc::SIGKILL);
-    wait_for("the idle supervisor gone", DEADLINE, || !is_alive(first));
+    assert!(
+        crate::support::is_daemon_helper(first, d.child.id()),
+        "{first}"
+    );
+    signal(first, libc::SIGKILL);
+    wait_for("the idle supervisor gone", NO_HANG, || !is_running(first));
     for i in 1..3 {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
     }
-    wait_for("three verdicts", DEADLINE, || w.verdicts().len() == 3);
+    wait_for("three verdicts", NO_HANG, || w.verdicts().len() == 3);
     for i in 0..3 {
         let v = w.verdict(&format!("j{i}"));
         assert_eq!(v["outcome"], "hit", "{v}\n{}", w.log());
@@ -708,7 +708,7 @@ fn shutdown_waits_for_the_kill_grace_a_running_job_got_even_after_a_reload() {
     d.signal("HUP");
     w.wait_log("config reloaded");
     d.signal("TERM");
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert!(
         w.log().contains("job stopped by shutdown; left queued"),
@@ -727,7 +727,7 @@ struct KillOnDrop {
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        crate::support::reliability::unsafe_kill(self.supervisor);
+        unsafe_kill(self.supervisor);
         if let Ok(group) = i32::try_from(self.runner_group) {
             // SAFETY: kill(2) with a plain process group and signal has no memory effects.
             unsafe { libc::kill(-group, libc::SIGKILL) };
@@ -760,14 +760,14 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
     };
     // Stopped only once the daemon knows the runner (the claim names its group), so
     // its stop signals reach the runner itself.
-    wait_for("the claim names the runner", DEADLINE, || {
+    wait_for("the claim names the runner", NO_HANG, || {
         w.read("state/claims/j.json")
             .contains(&format!("\"pgid\":{runner}"))
     });
-    crate::support::reliability::signal(supervisor, libc::SIGSTOP);
+    signal(supervisor, libc::SIGSTOP);
     let stopping = std::time::Instant::now();
     d.signal("TERM");
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     let took = stopping.elapsed();
     assert!(status.success(), "{status:?}\n{}", w.log());
     assert!(
@@ -779,7 +779,7 @@ fn a_job_stuck_past_the_stop_wait_is_dropped_at_exit_and_stays_queued() {
     // 0.1 + 0.2 + 10 s, then at most 5 s for the slots (15.3 s): not held up by the
     // stuck job (an upper bound with room for a loaded machine).
     assert!(took < Duration::from_secs(40), "exit took {took:?}");
-    assert!(!is_alive(runner), "runner {runner} outlived the daemon");
+    assert!(!is_running(runner), "runner {runner} outlived the daemon");
     assert_eq!(w.jobs_left(), ["j.json"], "{}", w.log());
     assert!(w.verdicts().is_empty());
 }
@@ -803,12 +803,12 @@ fn a_cwd_on_a_hung_file_system_stalls_no_other_job() {
         &json!({"prompt": "p", "cwd": hung, "mode": "investigate", "timeout_seconds": 30}),
     );
     w.job("next", &json!({"prompt": "p", "timeout_seconds": 30}));
-    wait_for("both jobs judged", DEADLINE, || w.verdicts().len() == 2);
+    wait_for("both jobs judged", NO_HANG, || w.verdicts().len() == 2);
     assert_eq!(w.verdict("hung")["outcome"], "hit");
     assert_eq!(w.verdict("next")["outcome"], "hit");
     assert!(w.log().contains("did not answer within"), "{}", w.log());
     d.signal("TERM");
-    assert!(d.wait_exit(DEADLINE).success());
+    assert!(d.wait_exit(NO_HANG).success());
 }
 
 /// A producer that writes its job file in place (no temp file and rename), slowly, in
@@ -848,7 +848,7 @@ fn a_job_file_written_in_place_is_judged_once_from_its_whole_content() {
         file.write_all(chunk).unwrap();
     }
     drop(file);
-    wait_for("the job judged and removed", DEADLINE, || {
+    wait_for("the job judged and removed", NO_HANG, || {
         w.jobs_left().is_empty() && w.verdicts().len() == 1
     });
     let v = w.verdict("slow");

@@ -3,7 +3,7 @@
 //! an id enqueued twice, a job over `max_job_bytes`, and `eval` on a file that never
 //! ends, a line too long, and Ctrl-C.
 
-use crate::support::common::{Finished, NO_HANG, RUNNERS_VAR, World, s, table, wait_until, within};
+use crate::support::*;
 
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
@@ -24,7 +24,7 @@ fn mkfifo(path: &Path) {
 
 /// `llm-judge enqueue ARGS` with `stdin` on its standard input.
 fn enqueue(w: &World, args: &[&str], stdin: Option<&str>) -> Finished {
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.arg("enqueue").args(args);
     match stdin {
         Some(text) => {
@@ -91,16 +91,16 @@ fn enqueue_refuses_a_misspelt_job_key_and_warns_on_other_keys() {
 #[test]
 fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
     let w = World::new();
-    let runners = table(&[w.sh_runner("no", NO)]);
+    let runners = table(&[w.runner("no", NO)]);
     let typo = w.job(
         "typo",
         &json!({"prompt": "p", "transcript": "t", "hit_if_all_ture": ["retracts"],
                 "session_id": "s", "harness": "claude", "created_at": 1.5, "agent_id": ""}),
     );
-    let out = w.run_job(&typo, Some(&runners));
+    let out = w.run_file(&typo, Some(&runners));
     assert_eq!(out.code, Some(0), "{out:?}");
     // catstack's rule stays: no rule is a hit when answered.
-    assert_eq!(w.verdict("t", "typo")["outcome"], "hit");
+    assert_eq!(w.verdict_of("t", "typo")["outcome"], "hit");
     let warned = w.log_lines(
         " WARN unknown job key ignored: \"hit_if_all_ture\" looks like a misspelt \"hit_if_all_true\"",
     );
@@ -121,8 +121,8 @@ fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
         "fine",
         &json!({"prompt": "p", "transcript": "t", "hit_if_all_true": ["retracts"], "harness": "codex"}),
     );
-    assert_eq!(w.run_job(&fine, Some(&runners)).code, Some(0));
-    assert_eq!(w.verdict("t", "fine")["outcome"], "clean");
+    assert_eq!(w.run_file(&fine, Some(&runners)).code, Some(0));
+    assert_eq!(w.verdict_of("t", "fine")["outcome"], "clean");
     assert_eq!(w.log_lines("unknown job key").len(), 1, "{}", w.log());
     assert_eq!(w.log_lines("job has no hit rule").len(), 1, "{}", w.log());
 }
@@ -130,17 +130,17 @@ fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
 #[test]
 fn a_mode_typo_is_logged_when_the_job_is_read_even_on_a_cache_hit() {
     let w = World::new();
-    let config = w.config("cache.toml", "[cache]\nttl_seconds = 3600\n");
-    let runners = table(&[w.sh_runner("no", NO)]);
+    let config = w.config_file("cache.toml", "[cache]\nttl_seconds = 3600\n");
+    let runners = table(&[w.runner("no", NO)]);
     for stem in ["first", "cached"] {
         let job = w.job(
             stem,
             &json!({"prompt": "same", "transcript": "t", "mode": "investgate",
                     "hit_if_all_true": ["retracts"]}),
         );
-        assert_eq!(w.run_job_configured(&job, &runners, &config).code, Some(0));
+        assert_eq!(w.run_file_configured(&job, &runners, &config).code, Some(0));
     }
-    let cached = w.verdict("t", "cached");
+    let cached = w.verdict_of("t", "cached");
     assert_eq!(cached["attempts"][0]["runner"], "cache", "{cached}");
     for stem in ["first", "cached"] {
         let lines = w.log_lines("unknown \"mode\" \"investgate\"");
@@ -168,10 +168,10 @@ fn eval_refuses_unknown_keys_a_bad_mode_and_a_case_without_a_rule() {
         .join("\n"),
     )
     .unwrap();
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(
         RUNNERS_VAR,
-        table(&[w.sh_runner("no", &format!("echo ran >> {}/runs\n{NO}", s(&w.root)))]),
+        table(&[w.runner("no", &format!("echo ran >> {}/runs\n{NO}", s(&w.root)))]),
     )
     .arg("eval")
     .arg(&cases);
@@ -205,14 +205,14 @@ fn eval_refuses_unknown_keys_a_bad_mode_and_a_case_without_a_rule() {
 
 /// `llm-judge run PATH` with a runner that records each run.
 fn run_path(w: &World, path: &Path) -> Finished {
-    let runner = w.sh_runner(
+    let runner = w.runner(
         "r",
         &format!("echo ran >> {}/runs\necho '{{}}'\n", s(&w.root)),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, table(&[runner])).arg("run").arg(path);
     // A FIFO must not block: a bound well under NO_HANG.
-    w.start(cmd).finish(Duration::from_secs(30))
+    w.spawn(cmd).finish(Duration::from_secs(30))
 }
 
 #[test]
@@ -269,7 +269,7 @@ fn run_leaves_anything_outside_jobs_that_is_not_a_job_where_it_is() {
     assert!(no_prompt.exists());
     assert!(Path::new("/dev/null").exists());
     assert!(
-        !w.state.join("rejected").exists(),
+        !w.state().join("rejected").exists(),
         "nothing moved to rejected/"
     );
     assert_eq!(w.all_verdicts(), Vec::<PathBuf>::new());
@@ -282,7 +282,7 @@ fn run_leaves_anything_outside_jobs_that_is_not_a_job_where_it_is() {
     let out = run_path(&w, &target);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(!target.exists());
-    assert_eq!(w.verdict("t", "target")["outcome"], "hit");
+    assert_eq!(w.verdict_of("t", "target")["outcome"], "hit");
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn run_on_a_non_job_inside_jobs_moves_it_to_rejected_and_exits_2() {
         "{}",
         out.stderr
     );
-    assert!(w.state.join("rejected/dir.json").is_dir());
+    assert!(w.state().join("rejected/dir.json").is_dir());
 }
 
 // ---------------------------------------------------------------- item 6: smaller doors
@@ -334,9 +334,9 @@ fn of_many_enqueues_of_one_id_at_once_exactly_one_is_queued() {
     let w = World::new();
     let runs: Vec<_> = (0..8)
         .map(|n| {
-            let mut cmd = w.command();
+            let mut cmd = w.cli();
             cmd.args(["enqueue", "--id", "race", "--prompt", &format!("p{n}")]);
-            w.start(cmd)
+            w.spawn(cmd)
         })
         .collect();
     let codes: Vec<Option<i32>> = runs.into_iter().map(|r| r.finish(NO_HANG).code).collect();
@@ -357,14 +357,14 @@ fn of_many_enqueues_of_one_id_at_once_exactly_one_is_queued() {
 
 /// `llm-judge eval ARGS` with one runner answering `{"retracts": true}`.
 fn eval(w: &World, args: &[&std::ffi::OsStr]) -> Finished {
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(
         RUNNERS_VAR,
-        table(&[w.sh_runner("yes", "echo '{\"retracts\": true}'\n")]),
+        table(&[w.runner("yes", "echo '{\"retracts\": true}'\n")]),
     )
     .arg("eval")
     .args(args);
-    w.start(cmd).finish(Duration::from_secs(30))
+    w.spawn(cmd).finish(Duration::from_secs(30))
 }
 
 #[test]
@@ -391,7 +391,7 @@ fn eval_refuses_a_file_that_is_not_a_regular_file() {
 #[test]
 fn eval_reads_no_case_longer_than_max_job_bytes() {
     let w = World::new();
-    let config = w.config("small.toml", "max_job_bytes = 1024\n");
+    let config = w.config_file("small.toml", "max_job_bytes = 1024\n");
     let cases = w.root.join("cases.jsonl");
     let good = r#"{"prompt": "p", "hit_if_all_true": ["retracts"], "expect": "hit"}"#;
     let long = format!(
@@ -444,11 +444,11 @@ fn ctrl_c_during_eval_prints_the_report_of_the_finished_runs_and_exits_130() {
         [case("fast"), case("slow"), case("never")].join("\n"),
     )
     .unwrap();
-    let mut cmd = w.command();
-    cmd.env(RUNNERS_VAR, table(&[w.sh_runner("r", &body)]))
+    let mut cmd = w.cli();
+    cmd.env(RUNNERS_VAR, table(&[w.runner("r", &body)]))
         .args(["eval", "--workers", "1"])
         .arg(&cases);
-    let running = w.start(cmd);
+    let running = w.spawn(cmd);
     // One worker: the slow run starts only once the fast one is done.
     assert!(
         wait_until(within(NO_HANG), || started.exists()),
@@ -481,7 +481,7 @@ fn ctrl_c_during_eval_prints_the_report_of_the_finished_runs_and_exits_130() {
         .parse()
         .unwrap();
     assert!(
-        wait_until(within(NO_HANG), || crate::support::common::process_gone(pid)),
+        wait_until(within(NO_HANG), || !is_running(pid)),
         "the slow runner {pid} outlived eval"
     );
 }

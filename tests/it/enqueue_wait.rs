@@ -3,7 +3,7 @@
 //! which woke the wait's own watch in a loop), and a verdict published meanwhile is
 //! printed and removed.
 
-use crate::support::world::{self, DEADLINE, World};
+use crate::support::*;
 
 use std::fs;
 use std::path::PathBuf;
@@ -68,7 +68,7 @@ fn a_wait_with_no_verdict_makes_no_claim_folders() {
     let mut child = None;
     let made = claim_folders_made_during(&dir, || {
         let mut c = start_wait(&w, "w", "1.5");
-        let status = crate::support::wait_child(&mut c, DEADLINE);
+        let status = crate::support::wait_child(&mut c, NO_HANG);
         child = Some(status);
     });
     let status = child.flatten().expect("enqueue --wait ended");
@@ -86,13 +86,13 @@ fn a_verdict_published_during_the_wait_is_printed_and_removed() {
     let dir = verdict_folder(&w);
     let mut child = start_wait(&w, "w", "60");
     // Printed once the watch is set up: a verdict published from now on is seen.
-    world::wait_for("the wait started", DEADLINE, || {
+    wait_for("the wait started", NO_HANG, || {
         w.read("wait.err").contains("waiting anyway")
     });
     let verdict = json!({"id": "w", "transcript": "T", "outcome": "hit"});
     fs::write(dir.join(".w.tmp"), verdict.to_string()).unwrap();
     fs::rename(dir.join(".w.tmp"), dir.join("w.json")).unwrap();
-    let status = crate::support::wait_child(&mut child, DEADLINE).expect("enqueue --wait ended");
+    let status = crate::support::wait_child(&mut child, NO_HANG).expect("enqueue --wait ended");
     assert!(status.success(), "{status:?}: {}", w.read("wait.err"));
     let out = w.read("wait.out");
     let lines: Vec<&str> = out.lines().collect();
@@ -100,8 +100,8 @@ fn a_verdict_published_during_the_wait_is_printed_and_removed() {
     let printed: Value = serde_json::from_str(lines.get(1).expect("the verdict line")).unwrap();
     assert_eq!(printed, verdict);
     assert!(
-        world::names(&dir).is_empty(),
+        names(&dir).is_empty(),
         "the verdict and the wait's claim folder are gone: {:?}",
-        world::names(&dir)
+        names(&dir)
     );
 }

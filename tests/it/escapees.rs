@@ -6,13 +6,11 @@
 //! shutdown, after `llm-judge ask`, and in a chain of 40; and a runner that kills or
 //! stops its own supervisor.
 
-use crate::support::{reliability, world};
+use crate::support::*;
 
 use std::time::Duration;
 
-use reliability::*;
 use serde_json::json;
-use world::World;
 
 /// How long a leftover gets to disappear (generous: proves nothing survives).
 const GONE: Duration = Duration::from_secs(30);
@@ -66,17 +64,17 @@ fn an_escapee_is_stopped_while_another_job_still_runs() {
     w.wait_log("daemon start");
     let job = |name: &str| json!({"prompt": name, "transcript": "T", "hit_if_all_true": ["ok"]});
     w.job("slow", &job("slow"));
-    world::wait_for("slow job running", world::DEADLINE, || {
+    wait_for("slow job running", NO_HANG, || {
         w.path("slow.started").exists()
     });
     w.job("leaver", &job("leaver"));
-    world::wait_for("leaver judged", Duration::from_secs(60), || {
+    wait_for("leaver judged", Duration::from_secs(60), || {
         w.verdicts().len() == 1
     });
     assert!(!w.path("release").exists() && w.jobs_left() == ["slow.json"]);
     assert_gone(&w, "a.pids");
     std::fs::write(w.path("release"), "").unwrap();
-    world::wait_for("slow judged", Duration::from_secs(60), || {
+    wait_for("slow judged", Duration::from_secs(60), || {
         w.verdicts().len() == 2
     });
     d.signal("TERM");
@@ -97,9 +95,7 @@ fn an_escapee_is_stopped_through_a_daemon_shutdown() {
     let mut d = w.start_with(command(&w, Some(&[runner]), &mark));
     w.wait_log("daemon start");
     w.job("hang", &json!({"prompt": "p", "timeout_seconds": 300}));
-    world::wait_for("runner hanging", world::DEADLINE, || {
-        w.path("hanging").exists()
-    });
+    wait_for("runner hanging", NO_HANG, || w.path("hanging").exists());
     d.signal("TERM");
     assert!(d.wait_exit(Duration::from_secs(30)).success());
     assert_eq!(
@@ -189,7 +185,7 @@ fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
     w.wait_log("daemon start");
     for (i, file) in files.iter().enumerate() {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
-        world::wait_for("the job judged", Duration::from_secs(60), || {
+        wait_for("the job judged", Duration::from_secs(60), || {
             w.verdicts().len() == i + 1
         });
         assert_gone(&w, file);
@@ -228,7 +224,7 @@ fn with_token(token: &str) -> Vec<u32> {
     };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| running(pid) && cmdline(pid).contains(token))
+        .filter(|&pid| is_running(pid) && cmdline(pid).contains(token))
         .collect()
 }
 
@@ -275,7 +271,7 @@ fn a_runner_that_kills_or_stops_its_supervisor_under_the_daemon_leaves_nothing()
     for (i, prompt) in ["kill", "stop"].into_iter().enumerate() {
         let job = json!({"prompt": prompt, "timeout_seconds": 30, "hit_if_all_true": ["ok"]});
         w.job(prompt, &job);
-        world::wait_for("the job judged", Duration::from_secs(60), || {
+        wait_for("the job judged", Duration::from_secs(60), || {
             w.verdicts().len() == i + 1
         });
         assert_answered(&w.verdict(prompt), "turncoat");

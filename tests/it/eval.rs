@@ -2,8 +2,7 @@
 //! the JSON per runner, `--min-accuracy`, bad lines, `--runner`, the pool bound, the
 //! cache only when asked, and tokens and cost read from a Claude-style envelope.
 
-use crate::support::common::{Finished, RUNNERS_VAR, World, s};
-use crate::support::world::peak_overlap;
+use crate::support::*;
 
 use std::fs;
 use std::path::PathBuf;
@@ -46,7 +45,7 @@ fn write(w: &World, name: &str, text: &str) -> PathBuf {
 
 /// `llm-judge eval` with `runners` as the override table, bounded by NO_HANG.
 fn eval(w: &World, runners: &[Value], args: &[&str]) -> Finished {
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, Value::Array(runners.to_vec()).to_string())
         .arg("eval")
         .args(args);
@@ -74,7 +73,7 @@ fn runner_json<'a>(report: &'a Value, runner: &str) -> &'a Value {
 #[test]
 fn every_case_runs_on_every_runner_and_each_gets_a_row() {
     let w = World::new();
-    let runners = [w.sh_runner("yes", YES), w.sh_runner("reader", READER)];
+    let runners = [w.runner("yes", YES), w.runner("reader", READER)];
     let cases = five_cases(&w);
     let out = eval(&w, &runners, &[s(&cases)]);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -99,11 +98,11 @@ fn every_case_runs_on_every_runner_and_each_gets_a_row() {
         out.stdout
     );
     // Five runs of yes, each on its own (no fallback to reader, none skipped).
-    let runs = fs::read_to_string(w.scripts.join("yes.sh.runs")).unwrap();
+    let runs = fs::read_to_string(w.bin.join("yes.sh.runs")).unwrap();
     assert_eq!(runs.lines().count(), 5);
     // Cases are never jobs and get no verdict files.
     assert_eq!(fs::read_dir(w.jobs()).unwrap().count(), 0);
-    let verdicts = fs::read_dir(w.state.join("verdicts"))
+    let verdicts = fs::read_dir(w.state().join("verdicts"))
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(verdicts, 0);
@@ -112,7 +111,7 @@ fn every_case_runs_on_every_runner_and_each_gets_a_row() {
 #[test]
 fn json_report_and_min_accuracy_exit_codes() {
     let w = World::new();
-    let runners = [w.sh_runner("yes", YES), w.sh_runner("reader", READER)];
+    let runners = [w.runner("yes", YES), w.runner("reader", READER)];
     let cases = five_cases(&w);
     let out = eval(&w, &runners, &[s(&cases), "--json"]);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -188,14 +187,14 @@ fn tokens_and_cost_come_from_the_envelope_and_failures_are_unchecked() {
     let w = World::new();
     let envelope = r#"echo '{"type":"result","is_error":false,"result":"{\"bug\": true}","total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":5}}'"#;
     // Asking for the envelope (`--output-format json`) is what makes it read as one.
-    let mut claude_like = w.sh_runner("claude-like", envelope);
+    let mut claude_like = w.runner("claude-like", envelope);
     if let Some(argv) = claude_like[1].as_array_mut() {
         argv.insert(2, json!("--output-format"));
         argv.insert(3, json!("json"));
     }
     let runners = [
         claude_like,
-        w.sh_runner("broken", "echo 'model overloaded' >&2\nexit 3\n"),
+        w.runner("broken", "echo 'model overloaded' >&2\nexit 3\n"),
     ];
     let cases = write(
         &w,
@@ -238,7 +237,7 @@ fn tokens_and_cost_come_from_the_envelope_and_failures_are_unchecked() {
 #[test]
 fn a_bad_line_is_exit_2_naming_file_and_line_and_nothing_runs() {
     let w = World::new();
-    let runners = [w.sh_runner("yes", YES)];
+    let runners = [w.runner("yes", YES)];
     let cases = write(
         &w,
         "bad.jsonl",
@@ -261,7 +260,7 @@ fn a_bad_line_is_exit_2_naming_file_and_line_and_nothing_runs() {
         out.stderr
     );
     assert!(out.stdout.is_empty(), "{}", out.stdout);
-    assert!(!w.scripts.join("yes.sh.runs").exists(), "nothing ran");
+    assert!(!w.bin.join("yes.sh.runs").exists(), "nothing ran");
     let not_json = write(
         &w,
         "worse.jsonl",
@@ -279,7 +278,7 @@ fn a_bad_line_is_exit_2_naming_file_and_line_and_nothing_runs() {
 #[test]
 fn usage_errors_name_the_flag_the_runner_or_the_file() {
     let w = World::new();
-    let runners = [w.sh_runner("yes", YES), w.sh_runner("reader", READER)];
+    let runners = [w.runner("yes", YES), w.runner("reader", READER)];
     let cases = five_cases(&w);
     let out = eval(&w, &runners, &[s(&cases), "--runner", "gpt"]);
     assert_eq!(out.code, Some(2), "{out:?}");
@@ -301,7 +300,7 @@ fn usage_errors_name_the_flag_the_runner_or_the_file() {
         "{}",
         out.stderr
     );
-    assert!(!w.scripts.join("yes.sh.runs").exists(), "nothing ran");
+    assert!(!w.bin.join("yes.sh.runs").exists(), "nothing ran");
 }
 
 #[test]
@@ -312,7 +311,7 @@ fn at_most_workers_runs_at_once() {
         "echo \"start $(date +%s%N)\" >> {0}\nsleep 0.2\necho \"end $(date +%s%N)\" >> {0}\necho '{{\"bug\": true}}'\n",
         s(&spans)
     );
-    let runners = [w.sh_runner("a", &body), w.sh_runner("b", &body)];
+    let runners = [w.runner("a", &body), w.runner("b", &body)];
     let cases = five_cases(&w);
     let out = eval(&w, &runners, &[s(&cases), "--workers", "2", "--json"]);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -324,10 +323,10 @@ fn at_most_workers_runs_at_once() {
 #[test]
 fn the_answer_cache_is_used_only_with_cache() {
     let w = World::new();
-    let runners = [w.sh_runner("yes", YES)];
+    let runners = [w.runner("yes", YES)];
     let cases = five_cases(&w);
     let runs = || {
-        fs::read_to_string(w.scripts.join("yes.sh.runs"))
+        fs::read_to_string(w.bin.join("yes.sh.runs"))
             .unwrap_or_default()
             .lines()
             .count()

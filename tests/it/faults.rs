@@ -5,20 +5,18 @@
 //! started may be running: every fake writes down its pids, and every process a
 //! test's judge starts carries a per-test marker variable, so `/proc` is searched for
 //! leftovers the fakes did not write down too. (Gigabytes of output, with the memory
-//! bound, are in `tests/faults_memory.rs`: getrusage covers a whole test binary.)
+//! bound, are in `faults_memory.rs`.)
 //!
 //! No stop races a fake's start-up: each fake writes `$W/<fault>.ready` once every
 //! process it means to start is up. A test about the tree it leaves is stopped by the
 //! test once the fake is ready; a test about the timeout itself gives the fake a
 //! timeout many times what its start-up takes, and checks it was ready in time.
 
-use crate::support::{reliability, world};
+use crate::support::*;
 
 use std::time::Duration;
 
-use reliability::*;
 use serde_json::{Value, json};
-use world::World;
 
 /// How long leftovers get to disappear after the judge is done.
 /// Generous: proves nothing hangs (2 s of pipe drain, slow CI), asserts no speed.
@@ -73,7 +71,7 @@ fn run_fault(name: &str, body: &str, stop: Stop, escaped: Option<(&str, &str)>) 
         Stop::Answers(timeout) => run_one_job(&w, &mark, name, body, timeout),
     };
     assert!(w.jobs_left().is_empty(), "{:?}", w.jobs_left());
-    assert!(entries(&w.state().join("claims")).is_empty());
+    assert!(names(&w.state().join("claims")).is_empty());
     let verdict = w.verdict(name);
     let left = wait_no_marked(&mark, &[], GONE);
     assert!(left.is_empty(), "{name}: processes left running: {left:?}");
@@ -288,7 +286,7 @@ fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again()
     }
     // Every fault fully started (its ready file), then the daemon, 2 + 66 + 3 runner
     // processes.
-    world::wait_for("faults running", world::DEADLINE, || {
+    wait_for("faults running", NO_HANG, || {
         cases
             .iter()
             .all(|(name, _)| w.path(&format!("{name}.ready")).exists())
@@ -305,7 +303,7 @@ fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again()
     );
     std::fs::write(w.path("second"), "").unwrap();
     let mut d = w.start_with(command(&w, Some(&[dispatch]), &mark));
-    world::wait_for("jobs judged again", Duration::from_secs(60), || {
+    wait_for("jobs judged again", Duration::from_secs(60), || {
         w.verdicts().len() == cases.len()
     });
     let left = wait_no_marked(&mark, &[d.child.id()], GONE);
@@ -362,7 +360,7 @@ fn all_faults_at_once_through_the_daemon() {
             &json!({"prompt": name, "timeout_seconds": timeout, "transcript": "T", "hit_if_all_true": ["ok"]}),
         );
     }
-    world::wait_for("all fault jobs judged", Duration::from_secs(90), || {
+    wait_for("all fault jobs judged", Duration::from_secs(90), || {
         w.verdicts().len() == cases.len()
     });
     for (name, _, timeout, reason) in &cases {
@@ -390,5 +388,5 @@ fn all_faults_at_once_through_the_daemon() {
     d.signal("TERM");
     let status = d.wait_exit(Duration::from_secs(30));
     assert!(status.success(), "{status:?}: {}", d.stderr());
-    assert!(entries(&w.state().join("claims")).is_empty());
+    assert!(names(&w.state().join("claims")).is_empty());
 }

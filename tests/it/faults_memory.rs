@@ -1,14 +1,12 @@
 //! Runners that write gigabytes (SPEC section 4: "stdout and stderr read concurrently
-//! with a byte cap (keep the tail)"). The memory bound is each judge's own: the
-//! rusage of its `wait4`, which covers the judge and the descendants it waited for
-//! (its supervisor and the runner's tree), and nothing else the test process started.
+//! with a byte cap (keep the tail)"). The memory bound is each judge's own: the peak
+//! RSS GNU time reports for it, which covers the judge and the descendants it waited
+//! for (its supervisor and the runner's tree), and nothing of the test process
+//! (`support/rss.rs` says why not this process's own `wait4`).
 
-use crate::support::{reliability, world};
+use crate::support::*;
 
 use std::time::Duration;
-
-use reliability::*;
-use world::World;
 
 /// The largest RSS any judge of this binary may reach, with the default 1 MiB output
 /// cap (two streams, trimmed at twice the cap): generous, and far below a gigabyte.

@@ -4,7 +4,7 @@
 //! doctor's state-folder check; `runners` (the drop-in's `runners()`) and `--set` (its
 //! module constants, issue 31).
 
-use crate::support::world;
+use crate::support::*;
 
 use std::fs;
 use std::io::Write;
@@ -12,7 +12,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use world::*;
 
 const RUNNERS_VAR: &str = "CATSTACK_LLM_JUDGE_RUNNERS";
 const STATE_VAR: &str = "CATSTACK_LLM_JUDGE_STATE_DIR";
@@ -177,7 +176,7 @@ fn enqueue_warns_when_no_daemon_holds_the_lock_and_when_there_is_no_transcript()
     assert!(err.contains("no transcript"), "{err}");
 
     let _d = w.start(std::slice::from_ref(&fake));
-    wait_for("the daemon's lock", DEADLINE, || {
+    wait_for("the daemon's lock", NO_HANG, || {
         fs::read_to_string(w.state().join("daemon.lock")).is_ok_and(|t| !t.trim().is_empty())
             && fs::metadata(w.state().join("status.json")).is_ok()
     });
@@ -288,7 +287,7 @@ fn doctor_warns_when_hooks_and_the_daemon_resolve_different_state_folders() {
     let mut daemon = w.command(&[]);
     daemon.env(STATE_VAR, w.state());
     let _d = w.start_with(daemon);
-    wait_for("status.json", DEADLINE, || {
+    wait_for("status.json", NO_HANG, || {
         fs::read(w.state().join("status.json"))
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())

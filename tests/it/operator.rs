@@ -1,14 +1,13 @@
 //! What an operator sees and steers: log level and stderr format, exit codes, config
 //! error messages, `status` and `doctor` answers, shell completions and the man page.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::process::Output;
 
 use serde_json::{Value, json};
-use world::*;
 
 fn text(out: &Output) -> (String, String) {
     (
@@ -32,7 +31,7 @@ fn daemon_stderr(w: &World, extra: &[&str], env: &[(&str, &str)], journal: bool)
     let mut d = w.start_logging_to(cmd, &err);
     w.wait_log("daemon start");
     d.signal("TERM");
-    assert!(d.wait_exit(DEADLINE).success(), "{}", d.stderr());
+    assert!(d.wait_exit(NO_HANG).success(), "{}", d.stderr());
     d.stderr()
 }
 
@@ -125,7 +124,7 @@ fn verbose_ask_shows_its_log_lines_on_stderr() {
 /// The daemon's exit code and stderr when it refuses to start.
 fn refused(w: &World) -> (Option<i32>, String) {
     let mut d = w.start(&[w.runner("r", &answer(r#"{"ok": true}"#))]);
-    let status = d.wait_exit(DEADLINE);
+    let status = d.wait_exit(NO_HANG);
     (status.code(), d.stderr())
 }
 
@@ -262,7 +261,7 @@ fn right_after_a_verdict_status_shows_its_runner_with_its_outcome() {
             &name,
             &json!({"prompt": format!("p{i}"), "transcript": "T"}),
         );
-        wait_for("the verdict", DEADLINE, || {
+        wait_for("the verdict", NO_HANG, || {
             w.verdicts()
                 .iter()
                 .any(|(_, n, _)| *n == format!("{name}.json"))

@@ -4,13 +4,12 @@
 //! replaces it, no process serves two jobs, one that died while waiting is replaced
 //! without counting as a failure, and shutdown stops the waiting ones.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use world::*;
 
 /// A fake Claude Code in stream-json mode: records its host pid, folder and folder
 /// listing as it starts (before any job), then reads one stdin line and answers with
@@ -62,14 +61,14 @@ fn starts(w: &World) -> Vec<(u32, PathBuf, String)> {
 }
 
 fn wait_starts(w: &World, n: usize) -> Vec<(u32, PathBuf, String)> {
-    wait_for(&format!("{n} pre-started runners"), DEADLINE, || {
+    wait_for(&format!("{n} pre-started runners"), NO_HANG, || {
         starts(w).len() >= n
     });
     starts(w)
 }
 
 fn wait_verdict(w: &World, name: &str) -> Value {
-    wait_for(&format!("verdict {name}"), DEADLINE, || {
+    wait_for(&format!("verdict {name}"), NO_HANG, || {
         w.verdicts()
             .iter()
             .any(|(_, n, _)| n == &format!("{name}.json"))
@@ -112,10 +111,10 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
         listing1, "[]",
         "its folder was empty: no job data before its job"
     );
-    assert!(is_alive(p1) && dir1.exists(), "it waits, in its folder");
+    assert!(is_running(p1) && dir1.exists(), "it waits, in its folder");
     assert!(!w.path(&format!("stdin.{p1}")).exists(), "no prompt yet");
     w.wait_log("runner pre-started");
-    wait_for("status to show the waiting runner", DEADLINE, || {
+    wait_for("status to show the waiting runner", NO_HANG, || {
         let out = w.command(&[]).args(["status", "--json"]).output().unwrap();
         let status: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         status["daemon"]["prestarted"] == 1
@@ -139,8 +138,8 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
     assert_ne!(p2, p1);
     assert_ne!(dir2, dir1);
     assert_eq!(listing2, "[]");
-    wait_for("the first runner and its folder gone", DEADLINE, || {
-        !is_alive(p1) && !dir1.exists()
+    wait_for("the first runner and its folder gone", NO_HANG, || {
+        !is_running(p1) && !dir1.exists()
     });
     w.job("b", &job("b?"));
     let v = wait_verdict(&w, "b");
@@ -155,8 +154,8 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
     let third = wait_starts(&w, 3);
     let (p3, dir3, _) = third[2].clone();
     daemon.signal("TERM");
-    assert!(daemon.wait_exit(DEADLINE).success(), "{}", daemon.stderr());
-    assert!(!is_alive(p3), "the waiting runner was stopped");
+    assert!(daemon.wait_exit(NO_HANG).success(), "{}", daemon.stderr());
+    assert!(!is_running(p3), "the waiting runner was stopped");
     assert!(!dir3.exists(), "its folder was removed");
     assert!(
         w.log().contains("pre-started runner stopped"),
@@ -174,7 +173,7 @@ fn the_timeout_starts_when_the_prompt_is_written() {
     // The runner must wait longer than the job's timeout before its job comes: time
     // passing is what this test is about, so this wait is on the clock. The timeout
     // (3 s) is many times what the waiting fake takes to answer on a loaded machine.
-    wait_for("the runner to wait past 4 s", DEADLINE, || {
+    wait_for("the runner to wait past 4 s", NO_HANG, || {
         started.elapsed().as_secs_f64() > 4.0
     });
     w.job(
@@ -195,7 +194,7 @@ fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
     assert!(killed.is_ok_and(|s| s.success()));
     // The next rescan finds it ended; none is started again until a job asks.
     w.wait_log("it ended while waiting");
-    wait_for("the dead runner's folder removed", DEADLINE, || {
+    wait_for("the dead runner's folder removed", NO_HANG, || {
         !dir1.exists()
     });
     w.job("a", &job("a?"));
@@ -233,8 +232,8 @@ fn a_reload_that_drops_prestart_stops_the_waiting_runner() {
     )
     .unwrap();
     daemon.signal("HUP");
-    wait_for("the waiting runner stopped on reload", DEADLINE, || {
-        !is_alive(p1) && !dir1.exists()
+    wait_for("the waiting runner stopped on reload", NO_HANG, || {
+        !is_running(p1) && !dir1.exists()
     });
     // Jobs now spawn their runner: it starts with the job, not before.
     w.job("a", &job("a?"));
@@ -267,8 +266,8 @@ fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
     let tag = shown.replace('…', key.trim());
     daemon.kill9();
     // Its supervisor's report pipe broke: the supervisor stops the runner's group.
-    wait_for("the waiting runner gone with its daemon", DEADLINE, || {
-        !is_alive(p1)
+    wait_for("the waiting runner gone with its daemon", NO_HANG, || {
+        !is_running(p1)
     });
     // Something a copy started that escaped its supervisor carries the copy's tag: the
     // next start's sweep stops it.
@@ -282,7 +281,7 @@ fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
     let _daemon = start(&w);
     wait_for(
         "the escaped process stopped by the start-up sweep",
-        DEADLINE,
+        NO_HANG,
         || escaped.0.try_wait().unwrap().is_some(),
     );
     w.wait_log("prestarted_stopped=1");
@@ -298,7 +297,7 @@ fn a_runner_that_exits_at_once_is_not_restarted_on_every_rescan() {
         status["updated_at"].as_f64().unwrap_or(0.0)
     };
     let seen = updated();
-    wait_for("three more rescans", DEADLINE, || updated() > seen + 2.5);
+    wait_for("three more rescans", NO_HANG, || updated() > seen + 2.5);
     assert_eq!(w.read("starts").lines().count(), 1, "restarted on a rescan");
 }
 
@@ -336,8 +335,8 @@ fn output_a_waiting_runner_printed_before_its_prompt_never_answers_a_job() {
         !w.path(&format!("stdin.{p1}")).exists(),
         "the early copy never got the prompt"
     );
-    wait_for("the early copy and its folder gone", DEADLINE, || {
-        !is_alive(p1) && !dir1.exists()
+    wait_for("the early copy and its folder gone", NO_HANG, || {
+        !is_running(p1) && !dir1.exists()
     });
     let log = w.log();
     assert!(
@@ -350,7 +349,7 @@ fn output_a_waiting_runner_printed_before_its_prompt_never_answers_a_job() {
         status["updated_at"].as_f64().unwrap_or(0.0)
     };
     let seen = updated();
-    wait_for("three more rescans", DEADLINE, || updated() > seen + 2.5);
+    wait_for("three more rescans", NO_HANG, || updated() > seen + 2.5);
     assert_eq!(starts(&w).len(), 2, "pre-started again: {}", w.log());
     // A reload starts copies again (this one prints nothing early: it is not the first).
     daemon.signal("HUP");

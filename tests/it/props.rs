@@ -3,14 +3,12 @@
 //! counts are moderate (the whole file runs in seconds on 2 cores); raise them with
 //! `PROPTEST_CASES=5000 cargo test --test props`.
 
-use crate::support::pinned;
-
+use crate::support::pinned::{INVESTIGATE_CLAUDE, INVESTIGATE_CODEX, with_program};
 use llm_judge::api::Runner;
 use llm_judge::api::check_investigate_table;
 use llm_judge::api::last_json_object;
 use llm_judge::api::{Mode, TimeoutRules, check_id, parse_job, timeout_of};
 use llm_judge::api::{Output, OutputFormat, REASON_MAX_CHARS, RunEnd, clip, judge_attempt};
-use pinned::{INVESTIGATE_CLAUDE, INVESTIGATE_CODEX, with_program};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};

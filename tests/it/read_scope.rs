@@ -5,17 +5,16 @@
 //! job is read, so a job answered from the cache leaves the same trace (issue 38
 //! item 6). The real claude's reads are in `tests/real_runners.rs`.
 
-use crate::support::common;
+use crate::support::*;
 
 use std::fs;
 
-use common::*;
 use serde_json::{Value, json};
 
 /// A runner that records its working folder under `rec/<prompt>.pwd` and answers.
 fn pwd_recorder(w: &World) -> String {
     let rec = s(&w.rec).to_string();
-    table(&[w.sh_runner(
+    table(&[w.runner(
         "r",
         &format!("pwd > '{rec}'/\"$1\".pwd\necho '{{\"ok\": true}}'\n"),
     )])
@@ -55,7 +54,7 @@ fn home_root_above_home_and_the_state_folder_are_refused_as_a_jobs_cwd() {
         ),
         (
             "state",
-            s(&w.state).into(),
+            s(&w.state()).into(),
             Some("is the judge's state folder or inside it"),
         ),
         (
@@ -70,9 +69,9 @@ fn home_root_above_home_and_the_state_folder_are_refused_as_a_jobs_cwd() {
             stem,
             &json!({"prompt": stem, "mode": "investigate", "cwd": cwd, "hit_if_all_true": ["ok"]}),
         );
-        let done = w.run_job(&job, Some(&runners));
+        let done = w.run_file(&job, Some(&runners));
         assert_eq!(done.code, Some(0), "{stem}: {done:?}");
-        let v = w.verdict("", stem);
+        let v = w.verdict_of("", stem);
         assert_eq!(v["outcome"], "hit", "{stem}: {v}");
         let attempt = &v["attempts"][0];
         assert_eq!(
@@ -105,7 +104,7 @@ fn home_root_above_home_and_the_state_folder_are_refused_as_a_jobs_cwd() {
 fn ask_with_the_home_folder_as_cwd_is_refused_and_says_why() {
     let w = World::new();
     fs::create_dir_all(&w.home).unwrap();
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, pwd_recorder(&w))
         .args(["ask", "--mode", "investigate", "--cwd"])
         .arg(&w.home)
@@ -127,14 +126,14 @@ fn ask_with_the_home_folder_as_cwd_is_refused_and_says_why() {
 fn a_refused_cwd_is_logged_once_when_the_job_is_read_also_on_a_cache_hit() {
     let w = World::new();
     fs::create_dir_all(&w.home).unwrap();
-    let config = w.config("cache.toml", "[cache]\nttl_seconds = 3600\n");
+    let config = w.config_file("cache.toml", "[cache]\nttl_seconds = 3600\n");
     let runners = pwd_recorder(&w);
     let first = w.job(
         "first",
         &json!({"prompt": "same", "hit_if_all_true": ["ok"]}),
     );
     assert_eq!(
-        w.run_job_configured(&first, &runners, &config).code,
+        w.run_file_configured(&first, &runners, &config).code,
         Some(0)
     );
     let cached = w.job(
@@ -142,10 +141,10 @@ fn a_refused_cwd_is_logged_once_when_the_job_is_read_also_on_a_cache_hit() {
         &json!({"prompt": "same", "cwd": s(&w.home), "hit_if_all_true": ["ok"]}),
     );
     assert_eq!(
-        w.run_job_configured(&cached, &runners, &config).code,
+        w.run_file_configured(&cached, &runners, &config).code,
         Some(0)
     );
-    let v = w.verdict("", "cached");
+    let v = w.verdict_of("", "cached");
     assert_eq!(v["attempts"][0]["runner"], "cache", "a cache hit: {v}");
     let lines = refusals(&w, "cached");
     assert_eq!(lines.len(), 1, "{}", w.log());

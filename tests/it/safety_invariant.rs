@@ -4,16 +4,14 @@
 //! old table, judge.log says "config reload failed" and names the problem); and no
 //! job can reach a runner argv other than by picking a table with `mode`.
 
-use crate::support::{pinned, reliability, world};
+use crate::support::*;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::time::Duration;
 
-use pinned::*;
-use reliability::*;
+use crate::support::pinned::*;
 use serde_json::{Value, json};
-use world::{DEADLINE, World, wait_for};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
@@ -289,7 +287,7 @@ fn unsafe_investigate_tables_are_refused_at_daemon_start() {
     {
         write_config(&w, &config_text(&w, &[(name, argv)]));
         let mut d = spawn(&w, command(&w, None, &mark), &["daemon"]);
-        wait_for("daemon start", DEADLINE, || {
+        wait_for("daemon start", NO_HANG, || {
             w.log().matches("daemon start").count() == i + 1
         });
         assert!(d.alive(), "{name}: {}", d.stderr());
@@ -365,9 +363,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
             id,
             &json!({"prompt": id, "mode": "investigate", "transcript": "T"}),
         );
-        wait_for(&format!("{id} judged"), DEADLINE, || {
-            w.verdicts().len() == n
-        });
+        wait_for(&format!("{id} judged"), NO_HANG, || w.verdicts().len() == n);
         w.verdict(id)
     };
     assert_eq!(judge("before", 1)["runner"], "old-codex");
@@ -376,7 +372,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
     for (i, (name, argv, words)) in cases.iter().enumerate() {
         write_config(&w, &config_text(&w, &[(name, argv.clone())]));
         d.signal("HUP");
-        wait_for(&format!("reload {i} refused"), DEADLINE, || {
+        wait_for(&format!("reload {i} refused"), NO_HANG, || {
             nth_line(&w, "config reload failed", i + 1).is_some()
         });
         let line = nth_line(&w, "config reload failed", i + 1).unwrap();
@@ -397,7 +393,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
     assert_eq!(v["runner"], "old-codex");
     assert_eq!(v["outcome"], "hit");
     // The old table's argv, prompt substituted, is what ran for every job.
-    for file in entries(&w.path("rec")) {
+    for file in names(&w.path("rec")) {
         if let Some(stem) = file.strip_suffix(".argv") {
             let args = nul_items(&fs::read(w.path(&format!("rec/{file}"))).unwrap());
             let prompt = args.last().cloned().unwrap_or_default();
@@ -425,7 +421,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
 /// What each fake run recorded, keyed by the prompt it got (argv or stdin).
 fn recorded_runs(w: &World) -> BTreeMap<String, Vec<(String, Vec<String>, String)>> {
     let mut runs: BTreeMap<String, Vec<(String, Vec<String>, String)>> = BTreeMap::new();
-    for file in entries(&w.path("rec")) {
+    for file in names(&w.path("rec")) {
         let Some(stem) = file.strip_suffix(".argv") else {
             continue;
         };
@@ -531,7 +527,7 @@ fn no_job_key_reaches_the_runner_argv_only_mode_picks_a_table() {
     for (i, (job, _)) in jobs.iter().enumerate() {
         w.job(&format!("k{i:02}"), job);
     }
-    wait_for("every job judged", DEADLINE, || {
+    wait_for("every job judged", NO_HANG, || {
         w.verdicts().len() == jobs.len()
     });
     let runs = recorded_runs(&w);

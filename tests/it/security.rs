@@ -4,7 +4,7 @@
 //! tests of `src/core/safety.rs` (with a property test against a commander-style parse);
 //! escapees are in `tests/escapees.rs`; temp folders in `tests/core.rs`.
 
-use crate::support::common;
+use crate::support::*;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -12,7 +12,6 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
 use serde_json::json;
 
 /// A relative `PATH` entry (`bin`, `.`) is skipped: a program inside the job's cwd
@@ -39,7 +38,7 @@ fn a_program_in_the_jobs_cwd_never_runs_through_a_relative_path_entry() {
         "lookup",
         &json!({"prompt": "p", "mode": "investigate", "cwd": s(&w.work)}),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     // The judge's own folder is the job's cwd too, where a relative entry would resolve.
     cmd.current_dir(&w.work)
         .env("PATH", "bin:.:/usr/bin:/bin")
@@ -51,7 +50,7 @@ fn a_program_in_the_jobs_cwd_never_runs_through_a_relative_path_entry() {
         !w.root.join("planted-ran").exists(),
         "a planted program ran"
     );
-    let v = w.verdict("", "lookup");
+    let v = w.verdict_of("", "lookup");
     assert_eq!(v["outcome"], "unchecked");
     assert_eq!(v["attempts"][0]["reason"], "not installed");
 }
@@ -63,11 +62,11 @@ fn a_table_with_a_relative_program_or_an_empty_stdin_argv_is_refused_at_load() {
         (r#"["bin/claude", "{prompt}"]"#, "relative path"),
         (r#"["{prompt}"]"#, "must be the program"),
     ] {
-        let config = w.config(
+        let config = w.config_file(
             "bad.toml",
             &format!("[[runners.default]]\nname = \"r\"\nargv = {argv}\n"),
         );
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         cmd.arg("--config").arg(&config).args(["ask", "question"]);
         let done = w.run(cmd);
         assert_eq!(done.code, Some(2), "{argv}: {done:?}");
@@ -82,9 +81,9 @@ fn a_table_with_a_relative_program_or_an_empty_stdin_argv_is_refused_at_load() {
 fn an_override_whose_argv_empties_on_stdin_is_refused_not_a_panic() {
     let w = World::new();
     let job = w.job("long", &json!({"prompt": "x".repeat(200 * 1024)}));
-    let done = w.run_job(&job, Some(r#"[["r", ["{prompt}"]]]"#));
+    let done = w.run_file(&job, Some(r#"[["r", ["{prompt}"]]]"#));
     assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
-    let v = w.verdict("", "long");
+    let v = w.verdict_of("", "long");
     assert_eq!(v["outcome"], "unchecked");
     assert!(
         v["reason"].as_str().unwrap().starts_with("judge error"),
@@ -96,12 +95,12 @@ fn an_override_whose_argv_empties_on_stdin_is_refused_not_a_panic() {
 #[test]
 fn a_symlinked_judge_log_is_not_followed() {
     let w = World::new();
-    fs::create_dir_all(&w.state).unwrap();
+    fs::create_dir_all(&w.state()).unwrap();
     let victim = w.root.join("victim-bashrc");
     fs::write(&victim, "# victim\n").unwrap();
     std::os::unix::fs::symlink(&victim, w.log_path()).unwrap();
     let job = w.job("j", &json!({"prompt": "p"}));
-    let done = w.run_job(&job, Some(&table(&[w.sh_runner("r", "echo '{}'\n")])));
+    let done = w.run_file(&job, Some(&table(&[w.runner("r", "echo '{}'\n")])));
     assert!(!done.stderr.contains("panicked"), "{}", done.stderr);
     assert_eq!(fs::read_to_string(&victim).unwrap(), "# victim\n");
 }
@@ -113,10 +112,10 @@ fn drain_refuses_a_symlinked_verdict_folder() {
     let target = w.root.join("elsewhere");
     fs::create_dir_all(&target).unwrap();
     fs::write(target.join("keep.json"), "{}").unwrap();
-    fs::create_dir_all(w.state.join("verdicts")).unwrap();
-    let link = w.state.join("verdicts").join(transcript_hash("T"));
+    fs::create_dir_all(w.state().join("verdicts")).unwrap();
+    let link = w.state().join("verdicts").join(transcript_hash("T"));
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.args(["drain", "--transcript", "T"]);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(1), "{done:?}");
@@ -137,9 +136,9 @@ fn the_daemon_refuses_a_symlinked_jobs_folder() {
     fs::create_dir_all(&real).unwrap();
     fs::remove_dir(w.jobs()).unwrap();
     std::os::unix::fs::symlink(&real, w.jobs()).unwrap();
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, "[]").arg("daemon");
-    let done = w.start(cmd).finish(Duration::from_secs(30));
+    let done = w.spawn(cmd).finish(Duration::from_secs(30));
     assert_ne!(done.code, Some(0), "{done:?}");
     assert!(done.stderr.contains("symlink"), "{}", done.stderr);
 }
@@ -156,7 +155,7 @@ fn ids_and_names_with_newlines_cannot_forge_log_lines() {
             .as_bytes(),
     );
     let job = w.jobs().join("evil\nname.json");
-    let done = w.run_job(&job, Some(&table(&[w.sh_runner("r", "echo '{}'\n")])));
+    let done = w.run_file(&job, Some(&table(&[w.runner("r", "echo '{}'\n")])));
     assert_eq!(done.code, Some(0), "{done:?}");
     let log = w.log();
     for line in log.lines() {
@@ -173,7 +172,7 @@ fn ids_and_names_with_newlines_cannot_forge_log_lines() {
 fn status_and_doctor_survive_a_closed_stdout() {
     let w = World::new();
     for args in [&["status"][..], &["status", "--json"], &["doctor"]] {
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         cmd.env(RUNNERS_VAR, "[]").args(args);
         // A pipe whose reader is gone: the write fails with EPIPE.
         let (reader, writer) = std::io::pipe().unwrap();
@@ -207,7 +206,7 @@ fn commands_survive_a_closed_stdout_and_stderr() {
         (&["run", s(&missing)], 2),
     ];
     for (args, code) in cases {
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         cmd.env(RUNNERS_VAR, "[]").args(args);
         let (out_r, out_w) = std::io::pipe().unwrap();
         let (err_r, err_w) = std::io::pipe().unwrap();
@@ -235,7 +234,7 @@ fn runner_folders_go_under_a_private_xdg_runtime_dir_only() {
     for (mode, private) in [(0o700, true), (0o755, false)] {
         fs::set_permissions(&runtime, fs::Permissions::from_mode(mode)).unwrap();
         let job = w.job(&format!("r{mode:o}"), &json!({"prompt": "p"}));
-        let mut cmd = w.command_with_fakes_on_path();
+        let mut cmd = w.cli_with_fakes_on_path();
         cmd.env("XDG_RUNTIME_DIR", &runtime).arg("run").arg(&job);
         let done = w.run(cmd);
         assert_eq!(done.code, Some(0), "{done:?}");
@@ -274,7 +273,7 @@ fn only_read_only_runners_get_the_jobs_cwd() {
     for name in ["claude", "codex", "cursor-agent"] {
         settle(&w.bin.join(name));
     }
-    let cfg = w.config(
+    let cfg = w.config_file(
         "inv-default.toml",
         &with_test_defaults(
             "[[runners.default]]\nname = \"codex\"\nargv = [\"codex\", \"exec\", \"--skip-git-repo-check\", \"--sandbox\", \"read-only\", \"-c\", \"notify=[]\", \"--ignore-user-config\", \"--ephemeral\", \"--\", \"{prompt}\"]\n\
@@ -283,7 +282,7 @@ fn only_read_only_runners_get_the_jobs_cwd() {
         ),
     );
     let job = w.job("edit", &json!({"prompt": "p", "cwd": s(&w.work)}));
-    let mut cmd = w.command_with_fakes_on_path();
+    let mut cmd = w.cli_with_fakes_on_path();
     cmd.arg("--config").arg(&cfg).arg("run").arg(&job);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(0), "{done:?}");
@@ -312,7 +311,7 @@ fn only_read_only_runners_get_the_jobs_cwd() {
 fn a_line_cut_by_the_output_cap_is_never_an_answer() {
     let w = World::new();
     let cap = 1024;
-    let config = w.config("cap.toml", &format!("output_cap_bytes = {cap}\n"));
+    let config = w.config_file("cap.toml", &format!("output_cap_bytes = {cap}\n"));
     // `{"bug": true, "pad": "zz…"}` plus its newline: exactly `cap` bytes.
     let head = r#"{"bug": true, "pad": ""#;
     let tail = "\"}";
@@ -321,11 +320,11 @@ fn a_line_cut_by_the_output_cap_is_never_an_answer() {
     let out = format!("{{\"bug\": false}}\n{}{object}\n", "x".repeat(3000));
     assert_eq!(out.len() - out.rfind(&object).unwrap(), cap);
     fs::write(w.root.join("out.txt"), &out).unwrap();
-    let runner = w.sh_runner("r", &format!("cat '{}'\n", s(&w.root.join("out.txt"))));
+    let runner = w.runner("r", &format!("cat '{}'\n", s(&w.root.join("out.txt"))));
     let job = w.job("cut", &json!({"prompt": "p", "hit_if_all_true": ["bug"]}));
-    let done = w.run_job_configured(&job, &table(&[runner]), &config);
+    let done = w.run_file_configured(&job, &table(&[runner]), &config);
     assert_eq!(done.code, Some(0), "{done:?}");
-    let v = w.verdict("", "cut");
+    let v = w.verdict_of("", "cut");
     assert_eq!(v["outcome"], "unchecked", "{v}");
     let reason = v["attempts"][0]["reason"].as_str().unwrap();
     assert!(
@@ -356,14 +355,14 @@ fn status_escapes_control_characters_in_what_jobs_and_tables_name() {
         "esc",
         &json!({"prompt": "p", "id": "a\nb\u{1b}[31mc", "hook": "stop\r\u{1b}]0;title\u{7}"}),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, table(&[runner])).arg("run").arg(&job);
-    let judging = w.start(cmd);
+    let judging = w.spawn(cmd);
     assert!(
         wait_until(within(NO_HANG), || started.exists()),
         "the runner did not start"
     );
-    let mut status = w.command();
+    let mut status = w.cli();
     status.env(RUNNERS_VAR, "[]").arg("status");
     let shown = w.run(status);
     fs::write(&go, "").unwrap();
@@ -431,13 +430,13 @@ fn set_acl(dir: &Path, acl: &[u8]) -> bool {
 fn the_daemon_refuses_a_folder_another_user_may_write_through_an_acl() {
     let w = World::new();
     fs::create_dir_all(w.jobs()).unwrap();
-    for dir in [w.jobs(), w.state.clone()] {
+    for dir in [w.jobs(), w.state().clone()] {
         if !set_acl(&dir, &acl_with_user(65534, 7)) {
             return;
         }
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         cmd.env(RUNNERS_VAR, "[]").arg("daemon");
-        let done = w.start(cmd).finish(NO_HANG);
+        let done = w.spawn(cmd).finish(NO_HANG);
         // 2: a refusal a restart cannot fix (the unit's RestartPreventExitStatus=2).
         assert_eq!(done.code, Some(2), "{}: {done:?}", dir.display());
         assert!(
@@ -453,9 +452,9 @@ fn the_daemon_refuses_a_folder_another_user_may_write_through_an_acl() {
     }
     // Read access for another user does not let it plant jobs.
     assert!(set_acl(&w.jobs(), &acl_with_user(65534, 5)));
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(RUNNERS_VAR, "[]").arg("daemon");
-    let _daemon = w.start(cmd);
+    let _daemon = w.spawn(cmd);
     assert!(
         wait_until(within(NO_HANG), || w.log().contains("daemon start")),
         "the daemon did not start: {}",
@@ -469,10 +468,10 @@ fn the_daemon_refuses_a_folder_another_user_may_write_through_an_acl() {
 #[test]
 fn a_job_file_owned_by_another_user_is_rejected_not_judged() {
     let w = World::new();
-    let mut cmd = w.command();
-    cmd.env(RUNNERS_VAR, table(&[w.sh_runner("r", "echo '{}'\n")]))
+    let mut cmd = w.cli();
+    cmd.env(RUNNERS_VAR, table(&[w.runner("r", "echo '{}'\n")]))
         .arg("daemon");
-    let _daemon = w.start(cmd);
+    let _daemon = w.spawn(cmd);
     assert!(
         wait_until(within(NO_HANG), || w.log().contains("daemon start")),
         "the daemon did not start: {}",
@@ -494,7 +493,7 @@ fn a_job_file_owned_by_another_user_is_rejected_not_judged() {
     assert!(
         wait_until(within(NO_HANG), || {
             w.verdict_path(NO_TRANSCRIPT, "mine").exists()
-                && w.state.join("rejected/planted.json").exists()
+                && w.state().join("rejected/planted.json").exists()
         }),
         "verdicts {:?}, log:\n{}",
         w.all_verdicts(),

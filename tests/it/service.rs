@@ -19,16 +19,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{BIN, NO_HANG};
+use crate::support::{BIN, NO_HANG, NO_TRANSCRIPT, World, wait_for};
 
 const UNIT: &str = "llm-judge.service";
 const LABEL: &str = "com.catstack.llm-judge";
-/// Verdict folder of jobs with no transcript.
-const NO_TRANSCRIPT: &str = "da39a3ee5e6b4b0d";
 
-/// One test's private folder: HOME, XDG_CONFIG_HOME, a state folder, fakes.
-struct World {
-    _dir: tempfile::TempDir,
+/// One test's machine: the shared world's temp folder and HOME, an XDG_CONFIG_HOME
+/// and a state folder with spaces in their names (the state folder not created: the
+/// service commands make it), and fake service managers.
+struct Machine {
+    _world: World,
     root: PathBuf,
     home: PathBuf,
     xdg: PathBuf,
@@ -67,21 +67,20 @@ esac
 exit 0
 "#;
 
-impl World {
-    fn new() -> World {
-        let dir = tempfile::Builder::new()
-            .prefix("llm-judge-service-")
-            .tempdir()
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let world = World {
-            home: root.join("home"),
+impl Machine {
+    fn new() -> Machine {
+        let shared = World::new();
+        // No config file in HOME: the service files name one only when there is one.
+        fs::remove_dir_all(shared.xdg.join("llm-judge")).unwrap();
+        let root = shared.root.clone();
+        let world = Machine {
+            home: shared.home.clone(),
             xdg: root.join("xdg config"),
             state: root.join("state dir"),
             fakes: root.join("fakes"),
             calls: root.join("fakes/calls"),
             root,
-            _dir: dir,
+            _world: shared,
         };
         for d in [&world.home, &world.xdg, &world.fakes] {
             fs::create_dir_all(d).unwrap();
@@ -229,7 +228,7 @@ fn find_program(name: &str) -> Option<PathBuf> {
 }
 
 /// `systemd-analyze verify --user` on a unit file, when the tool is installed.
-fn systemd_verify(world: &World, unit: &Path) {
+fn systemd_verify(world: &Machine, unit: &Path) {
     let Some(tool) = find_program("systemd-analyze") else {
         println!(
             "note: systemd-analyze is not installed: skipping `systemd-analyze verify` (install Debian's systemd package)"
@@ -283,7 +282,7 @@ fn parse_plist(path: &Path) -> Option<Value> {
 
 #[test]
 fn dry_run_prints_the_unit_and_the_calls_and_changes_nothing() {
-    let w = World::new();
+    let w = Machine::new();
     let mut cmd = w.service("systemd", &["install", "--dry-run"]);
     cmd.env("XDG_CONFIG_HOME", &w.xdg).env("FAKE_LINGER", "no");
     let stdout = ok(&run(cmd, NO_HANG));
@@ -345,7 +344,7 @@ fn dry_run_prints_the_unit_and_the_calls_and_changes_nothing() {
 
 #[test]
 fn systemd_install_writes_the_unit_and_enables_it_then_uninstall_reverses_it() {
-    let w = World::new();
+    let w = Machine::new();
     let config = w.root.join("my config.toml");
     fs::write(&config, "fsync = false\nshutdown_grace_seconds = 40\n").unwrap();
 
@@ -470,7 +469,7 @@ fn systemd_install_writes_the_unit_and_enables_it_then_uninstall_reverses_it() {
 
 #[test]
 fn systemd_unit_goes_under_home_without_xdg_config_home() {
-    let w = World::new();
+    let w = Machine::new();
     let out = run(w.service("systemd", &["install"]), NO_HANG);
     let stdout = ok(&out);
     let unit = w.home.join(".config/systemd/user").join(UNIT);
@@ -485,7 +484,7 @@ fn systemd_unit_goes_under_home_without_xdg_config_home() {
 
 #[test]
 fn a_failing_systemctl_fails_the_install_and_says_where_to_look() {
-    let w = World::new();
+    let w = Machine::new();
     let mut cmd = w.service("systemd", &["install"]);
     cmd.env("XDG_CONFIG_HOME", &w.xdg)
         .env("FAKE_SYSTEMCTL_RC", "1");
@@ -504,7 +503,7 @@ fn a_failing_systemctl_fails_the_install_and_says_where_to_look() {
 
 #[test]
 fn launchd_install_writes_a_plist_a_plist_parser_accepts_then_uninstall_reverses_it() {
-    let w = World::new();
+    let w = Machine::new();
     let out = run(w.service("launchd", &["install"]), NO_HANG);
     ok(&out);
     let plist_path = w.plist_path();
@@ -595,7 +594,7 @@ fn launchd_install_writes_a_plist_a_plist_parser_accepts_then_uninstall_reverses
 
 #[test]
 fn an_unknown_manager_is_a_usage_error_naming_the_variable() {
-    let w = World::new();
+    let w = Machine::new();
     let out = run(w.service("runit", &["install", "--dry-run"]), NO_HANG);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("LLM_JUDGE_SERVICE_MANAGER"));
@@ -651,7 +650,7 @@ fn read_plan(stdout: &str) -> PrintedPlan {
 }
 
 /// Recorded calls that change something (the read-only queries left out).
-fn changing_calls(w: &World) -> Vec<String> {
+fn changing_calls(w: &Machine) -> Vec<String> {
     w.calls()
         .into_iter()
         .filter(|c| !c.starts_with("loginctl ") && !c.starts_with("launchctl print "))
@@ -661,7 +660,7 @@ fn changing_calls(w: &World) -> Vec<String> {
 /// Checks that `install` did what `plan` says: the same files with the same contents
 /// and modes, the same commands in the same order (conditional ones when `loaded`), the
 /// same notes and closing words.
-fn assert_carried_out(w: &World, plan: &PrintedPlan, loaded: bool, stdout: &str) {
+fn assert_carried_out(w: &Machine, plan: &PrintedPlan, loaded: bool, stdout: &str) {
     assert!(!plan.files.is_empty(), "{plan:?}");
     for (path, mode, contents) in &plan.files {
         assert_eq!(
@@ -703,7 +702,7 @@ fn assert_carried_out(w: &World, plan: &PrintedPlan, loaded: bool, stdout: &str)
 
 #[test]
 fn systemd_dry_run_prints_the_plan_install_carries_out() {
-    let w = World::new();
+    let w = Machine::new();
     let config = w.root.join("config.toml");
     fs::write(&config, "shutdown_grace_seconds = 40\n").unwrap();
     let service = |args: &[&str]| {
@@ -746,7 +745,7 @@ fn systemd_dry_run_prints_the_plan_install_carries_out() {
 
 #[test]
 fn launchd_dry_run_prints_the_plan_install_carries_out() {
-    let w = World::new();
+    let w = Machine::new();
     // Not loaded yet: the conditional bootout is skipped.
     let plan = read_plan(&ok(&run(
         w.service("launchd", &["install", "--dry-run"]),
@@ -771,7 +770,7 @@ fn launchd_dry_run_prints_the_plan_install_carries_out() {
 
 #[test]
 fn the_shipped_unit_and_plist_are_valid_as_they_are() {
-    let w = World::new();
+    let w = Machine::new();
     // The unit names %h/.cargo/bin/llm-judge, where `cargo install` puts the binary.
     let bin_dir = w.home.join(".cargo/bin");
     fs::create_dir_all(&bin_dir).unwrap();
@@ -833,7 +832,7 @@ fn changed_lines<'a>(a: &'a str, b: &'a str) -> Vec<(&'a str, &'a str)> {
 
 #[test]
 fn install_writes_the_shipped_files_with_only_this_machines_values() {
-    let w = World::new();
+    let w = Machine::new();
     let config = w.root.join("config.toml");
     fs::write(&config, "shutdown_grace_seconds = 40\n").unwrap();
     let mut cmd = w.service("systemd", &["install"]);
@@ -927,7 +926,7 @@ fn install_writes_the_shipped_files_with_only_this_machines_values() {
 }
 
 /// The service `PATH` that install gives with this test's environment, per its dry run.
-fn service_path_of(w: &World, manager: &str) -> (String, String) {
+fn service_path_of(w: &Machine, manager: &str) -> (String, String) {
     let mut cmd = w.service(manager, &["install", "--dry-run"]);
     cmd.env("XDG_CONFIG_HOME", &w.xdg).env("FAKE_LINGER", "yes");
     let stdout = ok(&run(cmd, NO_HANG));
@@ -1059,39 +1058,24 @@ fn queue(message: &str) -> Option<(u64, u64)> {
     Some((waiting, running))
 }
 
+/// The shared world with a config for the notify tests and a socket path for
+/// `NOTIFY_SOCKET`.
 struct DaemonWorld {
     w: World,
-    jobs: PathBuf,
-    config: PathBuf,
     socket: PathBuf,
 }
 
 impl DaemonWorld {
     fn new() -> DaemonWorld {
         let w = World::new();
-        let state = w.root.join("state");
-        let jobs = state.join("jobs");
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&jobs)
-            .unwrap();
-        fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).unwrap();
-        fs::create_dir_all(w.root.join("tmp")).unwrap();
-        let config = w.root.join("config.toml");
         // No rescans during the test: a job that arrives later is found by the watch.
-        fs::write(&config, "fsync = false\nrescan_seconds = 3600\n").unwrap();
-        let socket = w.root.join("notify.sock");
-        DaemonWorld {
-            w,
-            jobs,
-            config,
-            socket,
-        }
-    }
-
-    fn state(&self) -> PathBuf {
-        self.jobs.parent().unwrap().to_path_buf()
+        fs::write(
+            w.path("config.toml"),
+            "fsync = false\nrescan_seconds = 3600\n",
+        )
+        .unwrap();
+        let socket = w.path("notify.sock");
+        DaemonWorld { w, socket }
     }
 
     fn command(&self) -> Command {
@@ -1100,16 +1084,16 @@ impl DaemonWorld {
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &self.w.home)
             .env("XDG_CONFIG_HOME", &self.w.xdg)
-            .env("TMPDIR", self.w.root.join("tmp"))
+            .env("TMPDIR", &self.w.tmp)
             .env(
                 "CATSTACK_LLM_JUDGE_RUNNERS",
                 r#"[["fake", ["/bin/echo", "{\"ok\": true}"]]]"#,
             )
             .arg("daemon")
             .arg("--state-dir")
-            .arg(self.state())
+            .arg(self.w.state())
             .arg("--config")
-            .arg(&self.config)
+            .arg(self.w.path("config.toml"))
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         cmd
@@ -1119,7 +1103,7 @@ impl DaemonWorld {
         let mut cmd = self.command();
         cmd.env("NOTIFY_SOCKET", &self.socket)
             .env("WATCHDOG_USEC", "200000")
-            .stderr(fs::File::create(self.w.root.join("daemon.stderr")).unwrap());
+            .stderr(fs::File::create(self.w.path("daemon.stderr")).unwrap());
         if let Some(pid) = watchdog_pid {
             cmd.env("WATCHDOG_PID", pid);
         }
@@ -1130,30 +1114,19 @@ impl DaemonWorld {
 
     /// Publishes a job the way producers do (hidden temp file, then rename).
     fn job(&self, stem: &str) {
-        let temp = self.jobs.join(format!(".{stem}.tmp"));
-        fs::write(
-            &temp,
-            json!({"prompt": "Reply with {\"ok\": true}", "hit_if_all_true": ["ok"]}).to_string(),
-        )
-        .unwrap();
-        fs::rename(&temp, self.jobs.join(format!("{stem}.json"))).unwrap();
+        self.w.job(
+            stem,
+            &json!({"prompt": "Reply with {\"ok\": true}", "hit_if_all_true": ["ok"]}),
+        );
     }
 
     fn verdict(&self, stem: &str) -> PathBuf {
-        self.state()
-            .join("verdicts")
-            .join(NO_TRANSCRIPT)
-            .join(format!("{stem}.json"))
+        self.w.verdict_path(NO_TRANSCRIPT, stem)
     }
 
     fn log(&self) -> String {
-        fs::read_to_string(self.state().join("judge.log")).unwrap_or_default()
+        self.w.log()
     }
-}
-
-fn wait_for(limit: Duration, what: &str, cond: impl Fn() -> bool) {
-    let held = crate::support::wait_until(Instant::now() + limit, cond);
-    assert!(held, "{what} did not happen within {limit:?}");
 }
 
 #[test]
@@ -1199,7 +1172,7 @@ fn notify_ready_after_lock_scan_and_watch_then_status_watchdog_and_stopping() {
 
     // It is watching: a job arriving now is judged without a rescan (rescans are hourly).
     d.job("after");
-    wait_for(NO_HANG, "verdicts for both jobs", || {
+    wait_for("verdicts for both jobs", NO_HANG, || {
         d.verdict("before").exists() && d.verdict("after").exists()
     });
 

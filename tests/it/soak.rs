@@ -16,7 +16,7 @@
 //! `cargo test --release --test soak -- --ignored --nocapture`
 //! (SOAK_JOBS, SOAK_KILLS, SOAK_SEED override its size and seed).
 
-use crate::support::{reliability, world};
+use crate::support::*;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -24,9 +24,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use reliability::*;
 use serde_json::{Value, json};
-use world::{World, wait_for};
 
 /// Transcripts the drain loop drains; every tenth job has none (its verdict lands in
 /// the undeliverable folder and stays).
@@ -172,7 +170,7 @@ fn soak(plan: Plan) -> Figures {
         let jobs_dir = w.state().join("jobs");
         let claims = w.state().join("claims");
         wait_for("every job done", Duration::from_secs(600), || {
-            entries(&jobs_dir).is_empty() && entries(&claims).is_empty()
+            names(&jobs_dir).is_empty() && names(&claims).is_empty()
         });
         d.signal("TERM");
         let status = d.wait_exit(Duration::from_secs(60));
@@ -197,14 +195,14 @@ fn soak(plan: Plan) -> Figures {
     assert!(errors.is_empty(), "drain failures: {errors:?}");
     let state = w.state();
     assert!(
-        entries(&state.join("jobs")).is_empty(),
+        names(&state.join("jobs")).is_empty(),
         "{:?}",
-        entries(&state.join("jobs"))
+        names(&state.join("jobs"))
     );
     assert!(
-        entries(&state.join("claims")).is_empty(),
+        names(&state.join("claims")).is_empty(),
         "{:?}",
-        entries(&state.join("claims"))
+        names(&state.join("claims"))
     );
     let files = verdict_entries(&state);
     let hidden: Vec<&(String, String)> = files.iter().filter(|(_, n)| n.starts_with('.')).collect();

@@ -2,13 +2,12 @@
 //! verdict, judge.log and `status`; the spend cap ends jobs unchecked, logs once a
 //! minute, shows in `doctor` and `status`, and counts across restarts.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use world::*;
 
 const CLAUDE_ENVELOPE: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":20,"num_turns":1,"result":"{\"ok\": true}","session_id":"s","total_cost_usd":0.002,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":4,"output_tokens":5}}"#;
 
@@ -134,7 +133,7 @@ fn the_run_cap_ends_jobs_unchecked_logs_once_and_counts_across_restarts() {
     let mut d = w.start(&table);
     for name in ["a", "b"] {
         w.job(name, &json!({"prompt": name, "hit_if_all_true": ["ok"]}));
-        wait_for("verdict", DEADLINE, || {
+        wait_for("verdict", NO_HANG, || {
             w.verdicts()
                 .iter()
                 .any(|(_, n, _)| *n == format!("{name}.json"))
@@ -143,7 +142,7 @@ fn the_run_cap_ends_jobs_unchecked_logs_once_and_counts_across_restarts() {
     for name in ["c", "d", "e"] {
         w.job(name, &json!({"prompt": name}));
     }
-    wait_for("capped verdicts", DEADLINE, || w.verdicts().len() == 5);
+    wait_for("capped verdicts", NO_HANG, || w.verdicts().len() == 5);
     assert_eq!(w.verdict("a")["outcome"], "hit");
     for name in ["c", "d", "e"] {
         let v = w.verdict(name);
@@ -274,7 +273,7 @@ fn a_held_spend_lock_stops_no_verdict_and_no_shutdown() {
         let job = json!({"prompt": format!("p{i}"), "hit_if_all_true": ["ok"]});
         w.job(&format!("j{i}"), &job);
     }
-    wait_for("6 verdicts with spend.lock held", DEADLINE, || {
+    wait_for("6 verdicts with spend.lock held", NO_HANG, || {
         w.verdicts().len() == 6
     });
     let verdicts: Vec<Value> = w.verdicts().into_iter().map(|(_, _, v)| v).collect();
@@ -296,7 +295,7 @@ fn a_held_spend_lock_stops_no_verdict_and_no_shutdown() {
     let taken = log.matches("spend.lock cannot be had at once").count();
     assert_eq!(taken, 1, "logged once, not per job: {log}");
     d.signal("TERM");
-    assert!(d.wait_exit(DEADLINE).success(), "{}", d.stderr());
+    assert!(d.wait_exit(NO_HANG).success(), "{}", d.stderr());
     assert_eq!(
         ledger_lines(&w).len(),
         4,
@@ -324,9 +323,9 @@ EOF"#,
     );
     let mut d = w.start(&[claude]);
     w.job("s", &json!({"prompt": "p", "hit_if_all_true": ["ok"]}));
-    wait_for("verdict", DEADLINE, || w.verdicts().len() == 1);
+    wait_for("verdict", NO_HANG, || w.verdicts().len() == 1);
     d.signal("TERM");
-    assert!(d.wait_exit(DEADLINE).success(), "{}", d.stderr());
+    assert!(d.wait_exit(NO_HANG).success(), "{}", d.stderr());
     let v = w.verdict("s");
     assert_eq!(v["outcome"], "hit", "{v}");
     assert_eq!(v["answer"], json!({"ok": true}));
@@ -444,9 +443,9 @@ fn the_run_cap_is_checked_before_each_runner_start() {
     for i in 0..8 {
         w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
     }
-    wait_for("8 verdicts", DEADLINE, || w.verdicts().len() == 8);
+    wait_for("8 verdicts", NO_HANG, || w.verdicts().len() == 8);
     d.signal("TERM");
-    assert!(d.wait_exit(DEADLINE).success(), "{}", d.stderr());
+    assert!(d.wait_exit(NO_HANG).success(), "{}", d.stderr());
     let runs = ledger_lines(&w);
     assert_eq!(runs.len(), 1, "the cap is 1: {runs:?}");
     let verdicts: Vec<Value> = w.verdicts().into_iter().map(|(_, _, v)| v).collect();

@@ -4,7 +4,7 @@
 //! removes the runner folders no live judge owns (a `run` or `ask` beside it keeps
 //! its own); and a `/proc/<pid>/environ` read that stalls is skipped, not waited for.
 
-use crate::support::world;
+use crate::support::*;
 
 use std::fs;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
-use world::*;
 
 /// Writes `key` where the daemon reads its state folder's tag key. Each test has its
 /// own: the tests of this file run at once, and a daemon sweeps whatever carries its key.
@@ -64,7 +63,7 @@ fn start_swept(w: &World, env: &[(&str, &str)]) -> Daemon {
     }
     let daemon = w.start_with(cmd);
     // The status file is written once the sweep and the first scan are done.
-    wait_for("the daemon ready", DEADLINE, || {
+    wait_for("the daemon ready", NO_HANG, || {
         w.state().join("status.json").exists()
     });
     daemon
@@ -91,7 +90,7 @@ fn the_sweep_stops_only_our_own_processes_tagged_with_the_folders_random_key() {
             .stderr(Stdio::null());
         let mut p = Reaped::spawn(cmd, &[("LLM_JUDGE_TAG", &tag)]);
         // Wait for setpriv to exec sleep as 65534 (or to fail: not root, no setpriv).
-        wait_for("setpriv to switch user or fail", DEADLINE, || {
+        wait_for("setpriv to switch user or fail", NO_HANG, || {
             p.ended() || owner_of(p.pid()) == Some(65534)
         });
         (!p.ended()).then_some(p)
@@ -103,12 +102,12 @@ fn the_sweep_stops_only_our_own_processes_tagged_with_the_folders_random_key() {
     let mut guessed = Reaped::sleeper(&[("LLM_JUDGE_TAG", &old_style)]);
 
     let _daemon = start_swept(&w, &[]);
-    wait_for("the sweep's log line", DEADLINE, || {
+    wait_for("the sweep's log line", NO_HANG, || {
         w.read("state/judge.log").contains("recovery sweep")
     });
     let log = w.read("state/judge.log");
     assert!(log.contains("prestarted_stopped=1"), "{log}");
-    wait_for("our tagged process stopped", DEADLINE, || own.ended());
+    wait_for("our tagged process stopped", NO_HANG, || own.ended());
     assert!(
         !inside_value.ended(),
         "a tag inside another variable was matched"
@@ -175,7 +174,7 @@ fn folders_left_by_killed_daemons_go_at_the_next_start_and_a_live_asks_stays() {
     let mut ask = w.command(&[asked]);
     ask.args(["ask", "q"]).stdout(Stdio::piped());
     let mut ask = Reaped(ask.spawn().unwrap());
-    wait_for("the ask's runner started", DEADLINE, || {
+    wait_for("the ask's runner started", NO_HANG, || {
         w.read("ask.pwd").ends_with('\n')
     });
     let ask_folder = PathBuf::from(w.read("ask.pwd").trim_end());
@@ -189,7 +188,7 @@ fn folders_left_by_killed_daemons_go_at_the_next_start_and_a_live_asks_stays() {
     let mut left = Vec::new();
     for crash in 1..=3 {
         let mut d = daemon();
-        wait_for("a runner pre-started", DEADLINE, || {
+        wait_for("a runner pre-started", NO_HANG, || {
             log().matches("runner pre-started").count() >= crash
         });
         d.kill9();
@@ -209,7 +208,7 @@ fn folders_left_by_killed_daemons_go_at_the_next_start_and_a_live_asks_stays() {
         log()
     );
     let _d = daemon();
-    wait_for("the last sweep", DEADLINE, || {
+    wait_for("the last sweep", NO_HANG, || {
         log().matches("runner_folders_removed=1").count() == 3
     });
     assert!(!left[0].exists(), "{:?} left", left[0]);
@@ -222,7 +221,7 @@ fn folders_left_by_killed_daemons_go_at_the_next_start_and_a_live_asks_stays() {
         .open(&fifo)
         .unwrap();
     std::io::Write::write_all(&mut release, b"go\n").unwrap();
-    wait_for("the ask to answer", DEADLINE, || ask.ended());
+    wait_for("the ask to answer", NO_HANG, || ask.ended());
     let mut out = String::new();
     let stdout = ask.0.stdout.take();
     std::io::Read::read_to_string(&mut stdout.unwrap(), &mut out).unwrap();
@@ -245,7 +244,7 @@ fn a_stalled_environ_read_does_not_hang_the_start_up_sweep() {
     let mut tagged = Reaped::sleeper(&[("LLM_JUDGE_TAG", &tag)]);
     let hang = format!("/proc/{}/environ", stalled.pid());
     let _daemon = start_swept(&w, &[("LLM_JUDGE_HANG_PATH", &hang)]);
-    wait_for("the tagged process stopped", DEADLINE, || tagged.ended());
+    wait_for("the tagged process stopped", NO_HANG, || tagged.ended());
     let log = w.read("state/judge.log");
     assert!(
         log.contains(&format!(

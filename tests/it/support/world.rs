@@ -1,173 +1,184 @@
-//! The test world shared by the daemon and command tests: a temp state folder,
-//! HOME and config, fake runners run as `/bin/sh <script>` (never exec'd, so no
-//! "Text file busy"), and a daemon guard that kills and reaps on drop.
-#![allow(dead_code)]
+//! The one test world: a private temp folder per test holding the state folder, a
+//! HOME with its XDG_CONFIG_HOME, a TMPDIR for the judge's temp folders, the fakes
+//! and what they record, and a config file; and reading back what the judge wrote
+//! there (jobs, verdicts, judge.log). Starting the judge is in `launch.rs`, the fake
+//! runners in `fakes.rs`.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicUsize;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::common::with_test_defaults;
+/// First 16 hex digits of SHA-1 of a transcript: its verdict folder's name.
+pub use llm_judge::api::transcript_hash;
 
-pub use super::BIN;
-/// Generous: proves nothing hangs, asserts no speed.
-pub const DEADLINE: Duration = super::NO_HANG;
+/// The verdict folder of jobs with no usable transcript (`""`).
+pub const NO_TRANSCRIPT: &str = "da39a3ee5e6b4b0d";
 
-/// Polls `cond` until it holds or the deadline passes (then panics naming `what`).
-pub fn wait_for(what: &str, deadline: Duration, cond: impl FnMut() -> bool) {
-    let held = super::wait_until(Instant::now() + deadline, cond);
-    assert!(held, "timed out waiting for: {what}");
+/// A private temp world for one test; removed when dropped.
+pub struct World {
+    _dir: tempfile::TempDir,
+    /// The (canonical) temp folder holding everything below; `$W` in fake runners.
+    pub root: PathBuf,
+    pub home: PathBuf,
+    /// XDG_CONFIG_HOME (`home/.config`).
+    pub xdg: PathBuf,
+    /// TMPDIR of the judge (it must put none of its own folders there).
+    pub tmp: PathBuf,
+    /// Fake runner scripts (`<name>.sh`) and fake programs.
+    pub bin: PathBuf,
+    /// Other scripts a test writes.
+    pub scripts: PathBuf,
+    /// What fakes record, one folder per program (basename of `$0`).
+    pub rec: PathBuf,
+    /// A plain folder to use as a job's `cwd`.
+    pub work: PathBuf,
+    /// Numbers the output files of started commands.
+    pub(super) outputs: AtomicUsize,
 }
 
-/// One test's world: a state folder, a HOME, fake runners, a config file.
-pub struct World {
-    dir: tempfile::TempDir,
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl World {
-    pub fn new() -> Self {
-        let w = World {
-            dir: tempfile::tempdir().expect("temp dir"),
+    pub fn new() -> World {
+        let dir = tempfile::Builder::new()
+            .prefix("llm-judge-test-")
+            .tempdir()
+            .expect("temp folder");
+        let root = dir.path().canonicalize().expect("canonical temp folder");
+        let world = World {
+            _dir: dir,
+            home: root.join("home"),
+            xdg: root.join("home/.config"),
+            tmp: root.join("tmp"),
+            bin: root.join("bin"),
+            scripts: root.join("scripts"),
+            rec: root.join("rec"),
+            work: root.join("work"),
+            root,
+            outputs: AtomicUsize::new(0),
         };
-        for sub in ["state", "state/jobs", "home", "bin"] {
-            fs::create_dir_all(w.path(sub)).unwrap();
-            fs::set_permissions(w.path(sub), fs::Permissions::from_mode(0o700)).unwrap();
+        // Private: the judge refuses a state folder others can reach.
+        for dir in [
+            world.state(),
+            world.jobs(),
+            world.home.clone(),
+            world.bin.clone(),
+        ] {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .expect("create private test folder");
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod 700");
         }
-        w.config("");
-        w
+        for dir in [
+            &world.xdg,
+            &world.tmp,
+            &world.scripts,
+            &world.rec,
+            &world.work,
+        ] {
+            fs::create_dir_all(dir).expect("create test folder");
+        }
+        fs::create_dir_all(world.path("out")).expect("create out/");
+        // The config read when a command names no --config.
+        fs::create_dir_all(world.xdg.join("llm-judge")).expect("create config folder");
+        fs::write(
+            world.xdg.join("llm-judge/config.toml"),
+            with_test_defaults(""),
+        )
+        .expect("write default test config");
+        world.config("");
+        world
     }
 
+    /// A path inside the world.
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
+        self.root.join(rel)
     }
 
+    /// `--state-dir`.
     pub fn state(&self) -> PathBuf {
         self.path("state")
     }
 
-    /// Writes the config file: fsync off and a short rescan unless overridden.
+    pub fn jobs(&self) -> PathBuf {
+        self.state().join("jobs")
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.state().join("judge.log")
+    }
+
+    /// The config file `command` names: fsync off and a one-second kill grace unless
+    /// `extra` sets it (see [`write_config`] for exactly the given text).
     pub fn config(&self, extra: &str) {
         let mut text = format!("fsync = false\n{extra}\n");
         if !extra.contains("kill_grace_seconds") {
             text.insert_str(0, "kill_grace_seconds = 1\n");
         }
-        fs::write(self.path("config.toml"), with_test_defaults(&text)).unwrap();
+        write_config(self, &text);
     }
 
-    /// A fake runner: a shell script run as `/bin/sh <script>` (never exec'd, so no
-    /// "Text file busy"). Returns the override entry for it.
-    pub fn runner(&self, name: &str, body: &str) -> Value {
-        let script = self.path(&format!("bin/{name}.sh"));
-        fs::write(
-            &script,
-            format!(
-                "W={}\n{}{body}\n",
-                self.dir.path().display(),
-                super::PID_FUNCTIONS
-            ),
-        )
-        .unwrap();
-        json!([name, ["/bin/sh", script, "{prompt}"]])
+    /// Writes another config file `name` (with the test defaults) and returns its path.
+    pub fn config_file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        fs::write(&path, with_test_defaults(text)).expect("write config");
+        path
     }
 
-    pub fn command(&self, runners: &[Value]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("XDG_CONFIG_HOME", self.path("home/.config"))
-            .env(
-                "CATSTACK_LLM_JUDGE_RUNNERS",
-                Value::Array(runners.to_vec()).to_string(),
-            )
-            .arg("--state-dir")
-            .arg(self.state())
-            .arg("--config")
-            .arg(self.path("config.toml"))
-            .stdin(Stdio::null());
-        cmd
+    /// Publishes `jobs/<name>.json` the way producers must (hidden temp file, then
+    /// rename) and returns its path.
+    pub fn job(&self, name: &str, job: &Value) -> PathBuf {
+        let temp = self.jobs().join(format!(".{name}.tmp"));
+        fs::write(&temp, job.to_string()).expect("write job");
+        let path = self.jobs().join(format!("{name}.json"));
+        fs::rename(&temp, &path).expect("publish job");
+        path
     }
 
-    pub fn start(&self, runners: &[Value]) -> Daemon {
-        self.start_with(self.command(runners))
+    /// Writes `jobs/<stem>.json` holding `bytes`.
+    pub fn job_bytes(&self, stem: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.jobs().join(format!("{stem}.json"));
+        fs::write(&path, bytes).expect("write job");
+        path
     }
 
-    pub fn start_with(&self, cmd: Command) -> Daemon {
-        let n = fs::read_dir(self.dir.path()).unwrap().count();
-        let err = self.path(&format!("daemon-{n}.err"));
-        fs::File::create(&err).unwrap();
-        self.start_logging_to(cmd, &err)
-    }
-
-    /// Starts the daemon with its stderr appended to `err`, an existing file.
-    pub fn start_logging_to(&self, mut cmd: Command, err: &Path) -> Daemon {
-        let file = fs::OpenOptions::new().append(true).open(err).unwrap();
-        let child = cmd
-            .arg("daemon")
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("start daemon");
-        Daemon {
-            child,
-            err: err.to_path_buf(),
-        }
-    }
-
-    /// Publishes a job the way producers must: hidden temp file, then rename.
-    pub fn job(&self, name: &str, job: &Value) {
-        let jobs = self.state().join("jobs");
-        let temp = jobs.join(format!(".{name}.tmp"));
-        fs::write(&temp, job.to_string()).unwrap();
-        fs::rename(&temp, jobs.join(format!("{name}.json"))).unwrap();
-    }
-
-    /// Judges one job with `llm-judge run` and returns its verdict.
-    pub fn run_job(&self, runners: &[Value], name: &str, job: &Value) -> Value {
-        self.job(name, job);
-        let path = self.state().join("jobs").join(format!("{name}.json"));
-        let out = self.command(runners).arg("run").arg(path).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self.verdict(name)
-    }
-
+    /// The names left in `jobs/`.
     pub fn jobs_left(&self) -> Vec<String> {
-        names(&self.state().join("jobs"))
+        names(&self.jobs())
     }
 
-    /// Every verdict, as (folder, file name, content).
+    /// Every verdict, as (folder, file name, content), by file name.
     pub fn verdicts(&self) -> Vec<(String, String, Value)> {
-        let mut out = Vec::new();
-        let Ok(folders) = fs::read_dir(self.state().join("verdicts")) else {
-            return out;
-        };
-        for folder in folders.flatten() {
-            for file in fs::read_dir(folder.path()).unwrap().flatten() {
-                let name = file.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') {
-                    continue;
-                }
-                let text = fs::read_to_string(file.path()).unwrap();
-                let value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                out.push((
-                    folder.file_name().to_string_lossy().into_owned(),
-                    name,
-                    value,
-                ));
-            }
-        }
+        let mut out: Vec<(String, String, Value)> = self
+            .all_verdicts()
+            .into_iter()
+            .map(|path| {
+                let text = fs::read_to_string(&path).expect("read verdict");
+                let folder = path.parent().and_then(Path::file_name).unwrap_or_default();
+                (
+                    folder.to_string_lossy().into_owned(),
+                    path.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                    serde_json::from_str(&text).unwrap_or(Value::Null),
+                )
+            })
+            .collect();
         out.sort_by(|a, b| a.1.cmp(&b.1));
         out
     }
 
+    /// The one verdict of job `name`, in whatever folder.
     pub fn verdict(&self, name: &str) -> Value {
         let found: Vec<Value> = self
             .verdicts()
@@ -179,21 +190,131 @@ impl World {
         found[0].clone()
     }
 
-    pub fn log(&self) -> String {
-        fs::read_to_string(self.state().join("judge.log")).unwrap_or_default()
+    /// The verdict of job `stem` for `transcript` (its folder is checked too).
+    pub fn verdict_of(&self, transcript: &str, stem: &str) -> Value {
+        self.verdict_in(&transcript_hash(transcript), stem)
     }
 
+    /// The path of a verdict.
+    pub fn verdict_path(&self, folder: &str, stem: &str) -> PathBuf {
+        self.state()
+            .join("verdicts")
+            .join(folder)
+            .join(format!("{stem}.json"))
+    }
+
+    /// The verdict of job `stem` in the verdict folder `folder`.
+    pub fn verdict_in(&self, folder: &str, stem: &str) -> Value {
+        let path = self.verdict_path(folder, stem);
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "verdict {}: {e}\nverdicts: {:?}\njudge.log:\n{}",
+                path.display(),
+                self.all_verdicts(),
+                self.log()
+            )
+        });
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("verdict {}: {e}: {text}", path.display()))
+    }
+
+    /// Every published verdict file (hidden temp files excluded), sorted.
+    pub fn all_verdicts(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let Ok(folders) = fs::read_dir(self.state().join("verdicts")) else {
+            return found;
+        };
+        for folder in folders.flatten() {
+            for file in fs::read_dir(folder.path()).into_iter().flatten().flatten() {
+                if !file.file_name().to_string_lossy().starts_with('.') {
+                    found.push(file.path());
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// judge.log ("" when there is none yet).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// judge.log lines containing `needle`.
+    pub fn log_lines(&self, needle: &str) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The one judge.log line ending with `tail` (after the timestamp and level).
+    pub fn log_line_ending(&self, tail: &str) -> String {
+        let lines: Vec<String> = self
+            .log()
+            .lines()
+            .filter(|l| l.ends_with(tail))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "one line ending with {tail:?} in judge.log:\n{}",
+            self.log()
+        );
+        lines[0].clone()
+    }
+
+    /// Waits (bounded) for judge.log to hold `what`.
     pub fn wait_log(&self, what: &str) {
-        wait_for(&format!("judge.log line {what:?}"), DEADLINE, || {
+        super::wait_for(&format!("judge.log line {what:?}"), super::NO_HANG, || {
             self.log().contains(what)
         });
     }
 
+    /// A file of the world as text ("" when it is missing).
     pub fn read(&self, rel: &str) -> String {
         fs::read_to_string(self.path(rel)).unwrap_or_default()
     }
+
+    /// The private folder of the judge's fresh runner folders (never a folder others
+    /// can write, such as TMPDIR).
+    pub fn runner_tmp(&self) -> PathBuf {
+        self.state().join("tmp")
+    }
+
+    /// The names left in the runner folders' parent (folders that were not removed)
+    /// and in TMPDIR (the judge must not put any there).
+    pub fn tmp_entries(&self) -> Vec<String> {
+        let mut found = names(&self.tmp);
+        found.extend(names(&self.runner_tmp()));
+        found.sort();
+        found
+    }
 }
 
+/// Turns runner health and the answer cache off unless `text` configures them: tests
+/// of other features must not be changed by them (they have their own tests).
+pub fn with_test_defaults(text: &str) -> String {
+    let mut out = text.to_string();
+    for (table, body) in [
+        ("[health]", "enabled = false"),
+        ("[cache]", "ttl_seconds = 0"),
+    ] {
+        if !text.contains(table) {
+            out.push_str(&format!("\n{table}\n{body}\n"));
+        }
+    }
+    out
+}
+
+/// Writes the world's config file with exactly `text` plus the test defaults.
+pub fn write_config(w: &World, text: &str) {
+    fs::write(w.path("config.toml"), with_test_defaults(text)).expect("write config.toml");
+}
+
+/// Every file name (lossy) in a folder, sorted; empty when it does not exist.
 pub fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)
         .map(|d| {
@@ -206,61 +327,59 @@ pub fn names(dir: &Path) -> Vec<String> {
     v
 }
 
-/// A running daemon, killed and reaped when dropped.
-pub struct Daemon {
-    pub child: Child,
-    err: PathBuf,
+/// Every (folder, file name) under `verdicts/`, hidden ones included, sorted.
+pub fn verdict_entries(state: &Path) -> Vec<(String, String)> {
+    let verdicts = state.join("verdicts");
+    let mut out: Vec<(String, String)> = names(&verdicts)
+        .into_iter()
+        .flat_map(|folder| {
+            names(&verdicts.join(&folder))
+                .into_iter()
+                .map(move |name| (folder.clone(), name))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
-impl Daemon {
-    pub fn signal(&self, sig: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.child.id().to_string())
-            .status();
-        assert!(status.is_ok_and(|s| s.success()), "kill -{sig}");
-    }
-
-    pub fn wait_exit(&mut self, deadline: Duration) -> ExitStatus {
-        let mut status = None;
-        super::wait_until(Instant::now() + deadline, || {
-            status = self.child.try_wait().unwrap();
-            status.is_some()
-        });
-        match status {
-            Some(status) => status,
-            None => panic!("daemon did not exit; stderr: {}", self.stderr()),
-        }
-    }
-
-    pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    pub fn stderr(&self) -> String {
-        fs::read_to_string(&self.err).unwrap_or_default()
-    }
+/// A path as a `&str` (test paths are always UTF-8).
+pub fn s(path: &Path) -> &str {
+    path.to_str().expect("test paths are UTF-8")
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.kill9();
+/// NUL-terminated items (as `printf '%s\0' "$@"` writes them), lossy.
+pub fn nul_items(bytes: &[u8]) -> Vec<String> {
+    let mut items: Vec<String> = bytes
+        .split(|&b| b == 0)
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if items.last().is_some_and(String::is_empty) {
+        items.pop();
     }
+    items
 }
 
-pub fn answer(json_line: &str) -> String {
-    format!("echo '{json_line}'")
+/// `(runner, ok, reason)` of each attempt of a verdict (or `ask` output).
+pub fn attempts(verdict: &Value) -> Vec<(String, bool, String)> {
+    verdict["attempts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("attempts is not a list: {verdict}"))
+        .iter()
+        .map(|a| {
+            (
+                a["runner"].as_str().expect("runner").to_string(),
+                a["ok"].as_bool().expect("ok"),
+                a["reason"].as_str().expect("reason").to_string(),
+            )
+        })
+        .collect()
 }
 
-/// True while the process exists and is not a zombie.
-pub fn is_alive(pid: u32) -> bool {
-    super::is_running(pid)
-}
-
-pub fn pids_in(text: &str) -> Vec<u32> {
-    text.split_whitespace()
-        .filter_map(|w| w.parse().ok())
+/// Owned `(runner, ok, reason)` triples from borrowed ones, for comparisons.
+pub fn expected(items: &[(&str, bool, &str)]) -> Vec<(String, bool, String)> {
+    items
+        .iter()
+        .map(|(r, ok, why)| (r.to_string(), *ok, why.to_string()))
         .collect()
 }
 
