@@ -247,13 +247,7 @@ fn the_cache_is_never_used_for_investigate_jobs_and_never_stores_unchecked() {
 fn ten_identical_jobs_start_one_runner() {
     let w = World::new();
     w.config("workers = 10");
-    let runner = w.runner(
-        "slow",
-        &format!(
-            "echo x >> $W/count\nwhile [ ! -e $W/go ]; do sleep 0.02; done\n{}",
-            answer(r#"{"ok": true}"#)
-        ),
-    );
+    let runner = w.runner("slow", &held("echo x >> $W/count", r#"{"ok": true}"#));
     for i in 0..10 {
         w.job(
             &format!("same{i}"),
@@ -264,7 +258,7 @@ fn ten_identical_jobs_start_one_runner() {
     wait_for("nine jobs wait for the first", NO_HANG, || {
         w.log().matches("an identical job is running").count() == 9
     });
-    fs::write(w.path("go"), "").unwrap();
+    w.let_go();
     wait_for("ten verdicts", NO_HANG, || w.verdicts().len() == 10);
     assert_eq!(count(&w), 1, "one runner start for ten identical jobs");
     for i in 0..10 {

@@ -32,10 +32,7 @@ fn lines(out: &Output) -> Vec<Value> {
 
 /// Publishes a verdict file as the judge would.
 fn verdict_file(w: &World, transcript: &str, stem: &str, mtime_secs: u64) {
-    let dir = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash(transcript));
+    let dir = w.verdict_folder(transcript);
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{stem}.json"));
     fs::write(
@@ -79,10 +76,7 @@ fn round_trip_enqueue_daemon_drain() {
     let id = stdout(&out).trim().to_string();
     assert_eq!(id.len(), 32, "a random 32-hex id: {id}");
     assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
-    let dir = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("/t/1.jsonl"));
+    let dir = w.verdict_folder("/t/1.jsonl");
     wait_for("verdict", NO_HANG, || {
         dir.join(format!("{id}.json")).exists()
     });
@@ -128,8 +122,7 @@ fn enqueue_json_job_with_flags_over_it() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "j1");
-    let written: Value =
-        serde_json::from_str(&fs::read_to_string(w.state().join("jobs/j1.json")).unwrap()).unwrap();
+    let written: Value = w.queued_job("j1");
     assert_eq!(written["prompt"], "from file");
     assert_eq!(written["transcript"], "T");
     assert_eq!(written["extra"], json!([1, 2]), "other keys are kept");
@@ -158,8 +151,7 @@ fn enqueue_prompt_from_stdin() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    let written: Value =
-        serde_json::from_str(&fs::read_to_string(w.state().join("jobs/s.json")).unwrap()).unwrap();
+    let written: Value = w.queued_job("s");
     assert_eq!(written["prompt"], "line one\n--version\n");
 }
 
@@ -356,10 +348,7 @@ fn drain_is_oldest_first_and_many_drains_at_once_return_each_verdict_once() {
 fn a_crashed_drains_claim_is_recovered_and_a_closed_pipe_gives_back() {
     let w = World::new();
     verdict_file(&w, "T", "a", 1_000);
-    let dir = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let dir = w.verdict_folder("T");
     // A drain that died holding "b": pid 999999999 does not exist.
     fs::create_dir(dir.join(".draining-999999999-12345")).unwrap();
     fs::write(
@@ -390,10 +379,7 @@ fn a_crashed_drains_claim_is_recovered_and_a_closed_pipe_gives_back() {
 #[test]
 fn an_unreadable_verdict_file_comes_back_as_unchecked() {
     let w = World::new();
-    let dir = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let dir = w.verdict_folder("T");
     fs::create_dir_all(dir.join("bad.json")).unwrap();
     fs::write(dir.join("torn.json"), "{\"id\": ").unwrap();
     let out = run(w.command(&[]), &["drain", "--transcript", "T"]);
@@ -431,10 +417,7 @@ fn status_with_the_daemon_down_and_up() {
         "{human}"
     );
 
-    let blocker = w.runner(
-        "blocker",
-        "touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\necho '{\"ok\": true}'",
-    );
+    let blocker = w.runner("blocker", &held("touch $W/started", r#"{"ok": true}"#));
     let fake = w.runner("fake", &answer(r#"{"ok": true}"#));
     w.config("workers = 1");
     let d = w.start(&[blocker]);
@@ -458,7 +441,7 @@ fn status_with_the_daemon_down_and_up() {
     let r = &s["running"][0];
     assert_eq!(r["id"], "old");
     assert!(r["age_seconds"].as_f64().is_some() && r.get("hook").is_some());
-    fs::write(w.path("go"), "").unwrap();
+    w.let_go();
     wait_for("both judged", NO_HANG, || w.verdicts().len() == 2);
     wait_for("status shows outcomes and runner stats", NO_HANG, || {
         let s = status();
@@ -475,25 +458,6 @@ fn status_with_the_daemon_down_and_up() {
     assert!(s["runners"]["blocker"]["median_seconds"].as_f64().is_some());
     assert!(s["runners"]["blocker"].get("health").is_some());
     drop(fake);
-}
-
-/// Writes an executable fake program into `bin/` and checks it can be run (retrying
-/// "Text file busy" while a forked child of another test thread still holds it).
-fn install_exe(w: &World, name: &str, body: &str) {
-    let path = w.path(&format!("bin/{name}"));
-    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    for _ in 0..200 {
-        match Command::new(&path)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-        {
-            Err(e) if e.raw_os_error() == Some(26) => std::thread::sleep(Duration::from_millis(10)),
-            _ => return,
-        }
-    }
-    panic!("{name} stayed busy");
 }
 
 /// The login files codex and claude keep under HOME.
@@ -522,8 +486,8 @@ fn doctor(w: &World, extra_path: bool) -> Output {
 #[test]
 fn doctor_finds_a_fake_runner_and_reports_a_missing_one() {
     let w = World::new();
-    install_exe(&w, "codex", "echo 'codex-cli 9.9.9'");
-    install_exe(&w, "claude", "echo '9.9.9 (Claude Code)'");
+    w.fake_program("codex", "echo 'codex-cli 9.9.9'");
+    w.fake_program("claude", "echo '9.9.9 (Claude Code)'");
     // Logged in (doctor fails a table whose runners are all logged out).
     log_in(&w);
     let out = doctor(&w, true);
@@ -563,8 +527,8 @@ fn doctor_fails_when_no_runner_is_installed() {
 #[test]
 fn doctor_fails_when_every_installed_runner_is_logged_out() {
     let w = World::new();
-    install_exe(&w, "codex", "echo 'codex-cli 9.9.9'");
-    install_exe(&w, "claude", "echo '9.9.9 (Claude Code)'");
+    w.fake_program("codex", "echo 'codex-cli 9.9.9'");
+    w.fake_program("claude", "echo '9.9.9 (Claude Code)'");
     let out = doctor(&w, true);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
@@ -614,7 +578,7 @@ fn doctor_fails_when_every_installed_runner_is_logged_out() {
 #[test]
 fn doctor_fails_on_an_unsafe_investigate_table() {
     let w = World::new();
-    install_exe(&w, "codex", "echo 'codex-cli 9.9.9'");
+    w.fake_program("codex", "echo 'codex-cli 9.9.9'");
     w.config("[[runners.investigate]]\nname = \"cur\"\nargv = [\"cursor-agent\", \"-p\", \"--\", \"{prompt}\"]\n");
     let out = doctor(&w, true);
     assert_eq!(out.status.code(), Some(1));
@@ -628,8 +592,8 @@ fn doctor_fails_on_an_unsafe_investigate_table() {
 #[test]
 fn doctor_fails_on_a_world_writable_state_folder() {
     let w = World::new();
-    install_exe(&w, "codex", "echo 'codex-cli 9.9.9'");
-    install_exe(&w, "claude", "echo '9.9.9 (Claude Code)'");
+    w.fake_program("codex", "echo 'codex-cli 9.9.9'");
+    w.fake_program("claude", "echo '9.9.9 (Claude Code)'");
     fs::set_permissions(w.state(), fs::Permissions::from_mode(0o777)).unwrap();
     let out = doctor(&w, true);
     assert_eq!(out.status.code(), Some(1));

@@ -16,10 +16,6 @@ use serde_json::{Value, json};
 /// loaded machine, so the timeout only ever ends the one that hangs.
 const SLOW_TIMEOUT: u64 = 5;
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
 /// The shipped investigate argv after `argv[0]`, with the prompt filled in.
 fn investigate_args(program: &str, prompt: &str) -> Vec<String> {
     match program {
@@ -475,10 +471,7 @@ fn a_failing_runner_falls_back_to_the_next_that_answers() {
     assert!(v["finished_at"].as_f64().is_some_and(|t| t > 1.7e9), "{v}");
     assert!(!job.exists());
     // Folders the judge creates are 0700; no temp file or claim is left behind.
-    let folder = w
-        .state()
-        .join("verdicts")
-        .join(transcript_hash("/t/fb.jsonl"));
+    let folder = w.verdict_folder("/t/fb.jsonl");
     for dir in [
         w.state().join("verdicts"),
         folder.clone(),
@@ -1054,18 +1047,6 @@ fn symlinks_folders_and_fifos_are_rejected_without_a_verdict() {
 
 // ---------------------------------------------------------------- config and override refusals
 
-fn shipped_claude() -> Vec<String> {
-    let mut argv = vec!["claude".to_string()];
-    argv.extend(investigate_args("claude", "{prompt}"));
-    argv
-}
-
-fn shipped_codex() -> Vec<String> {
-    let mut argv = vec!["codex".to_string()];
-    argv.extend(investigate_args("codex", "{prompt}"));
-    argv
-}
-
 /// `argv` with the run of items `remove` taken out and `add` put before the final `--`.
 fn edited(mut argv: Vec<String>, remove: &[&str], add: &[&str]) -> Vec<String> {
     if !remove.is_empty() {
@@ -1082,44 +1063,44 @@ fn edited(mut argv: Vec<String>, remove: &[&str], add: &[&str]) -> Vec<String> {
     argv
 }
 
-fn investigate_config(name: &str, argv: &[String]) -> String {
-    format!(
-        "[[runners.investigate]]\nname = \"{name}\"\nargv = {}\n",
-        serde_json::to_string(argv).unwrap()
-    )
-}
-
 #[test]
 fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag() {
     let w = World::new();
     let nothing = w.jobs().join("nothing.json");
     let check = |name: &str, argv: Vec<String>| {
-        let config = w.config_file(&format!("{name}.toml"), &investigate_config(name, &argv));
+        let config = w.config_file(
+            &format!("{name}.toml"),
+            &runner_toml("investigate", name, &argv),
+        );
         let mut cmd = w.cli();
         cmd.arg("--config").arg(&config).arg("run").arg(&nothing);
         (w.run(cmd), config)
     };
     // The shipped table itself passes.
-    let (done, _) = check("shipped-claude", shipped_claude());
+    let (done, _) = check("shipped-claude", investigate_claude("claude"));
     assert_eq!(done.code, Some(0), "{done:?}");
-    let (done, _) = check("shipped-codex", shipped_codex());
+    let (done, _) = check("shipped-codex", investigate_codex("codex"));
     assert_eq!(done.code, Some(0), "{done:?}");
 
     let cases: Vec<(&str, Vec<String>, &str)> = vec![
         (
             "no-tools",
-            edited(shipped_claude(), &["--tools", "Read", "Grep", "Glob"], &[]),
+            edited(
+                investigate_claude("claude"),
+                &["--tools", "Read", "Grep", "Glob"],
+                &[],
+            ),
             "flag \"--tools\" is missing",
         ),
         (
             "tools-twice",
-            edited(shipped_claude(), &[], &["--tools", "Read"]),
+            edited(investigate_claude("claude"), &[], &["--tools", "Read"]),
             "flag \"--tools\" is given twice",
         ),
         (
             "extra-tool",
             edited(
-                shipped_claude(),
+                investigate_claude("claude"),
                 &["--tools", "Read", "Grep", "Glob"],
                 &["--tools", "Read", "Write"],
             ),
@@ -1128,7 +1109,7 @@ fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag
         (
             "bash-allowed",
             edited(
-                shipped_claude(),
+                investigate_claude("claude"),
                 &["--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash"],
                 &["--disallowedTools", "Write", "Edit", "NotebookEdit"],
             ),
@@ -1137,7 +1118,7 @@ fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag
         (
             "allowed-bash",
             edited(
-                shipped_claude(),
+                investigate_claude("claude"),
                 &["--allowedTools", "Read", "Grep", "Glob"],
                 &["--allowedTools", "Read,Bash"],
             ),
@@ -1145,23 +1126,27 @@ fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag
         ),
         (
             "no-strict-mcp",
-            edited(shipped_claude(), &["--strict-mcp-config"], &[]),
+            edited(investigate_claude("claude"), &["--strict-mcp-config"], &[]),
             "flag \"--strict-mcp-config\" is missing",
         ),
         (
             "skip-permissions",
-            edited(shipped_claude(), &[], &["--dangerously-skip-permissions"]),
+            edited(
+                investigate_claude("claude"),
+                &[],
+                &["--dangerously-skip-permissions"],
+            ),
             "flag \"--dangerously-skip-permissions\" is not allowed",
         ),
         (
             "codex-no-sandbox",
-            edited(shipped_codex(), &["--sandbox", "read-only"], &[]),
+            edited(investigate_codex("codex"), &["--sandbox", "read-only"], &[]),
             "flag \"--sandbox read-only\" is missing",
         ),
         (
             "codex-writable",
             edited(
-                shipped_codex(),
+                investigate_codex("codex"),
                 &["--sandbox", "read-only"],
                 &["--sandbox", "workspace-write"],
             ),
@@ -1169,7 +1154,7 @@ fn unsafe_investigate_tables_in_a_config_file_are_refused_naming_runner_and_flag
         ),
         (
             "codex-user-config",
-            edited(shipped_codex(), &["--ignore-user-config"], &[]),
+            edited(investigate_codex("codex"), &["--ignore-user-config"], &[]),
             "flag \"--ignore-user-config\" is missing",
         ),
         (

@@ -47,12 +47,6 @@ fn ids(out: &Output) -> Vec<String> {
         .collect()
 }
 
-fn verdict_dir(w: &World) -> std::path::PathBuf {
-    w.state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"))
-}
-
 /// Crash the daemon at `point`, drain what was published, restart, check invariants.
 fn crash_the_daemon_at(point: &str) {
     let w = World::new();
@@ -73,7 +67,7 @@ fn crash_the_daemon_at(point: &str) {
         "{point}: the daemon died at the crash point"
     );
     // Nothing lost at the crash: each job is still queued or has its verdict.
-    let published: Vec<String> = names(&verdict_dir(&w))
+    let published: Vec<String> = names(&w.verdict_folder("T"))
         .into_iter()
         .filter(|n| !n.starts_with('.'))
         .collect();
@@ -102,9 +96,9 @@ fn crash_the_daemon_at(point: &str) {
     let expected: BTreeMap<String, usize> = (0..JOBS).map(|i| (format!("j{i}"), 1)).collect();
     assert_eq!(seen, expected, "{point}: exactly one verdict per job");
     assert!(
-        names(&verdict_dir(&w)).is_empty(),
+        names(&w.verdict_folder("T")).is_empty(),
         "{point}: no temp file left: {:?}",
-        names(&verdict_dir(&w))
+        names(&w.verdict_folder("T"))
     );
     let pids = pids_in(&w.read("pids"));
     wait_for("no runner process left", NO_HANG, || {
@@ -143,10 +137,10 @@ fn crash_after_the_job_file_is_removed() {
 }
 
 fn three_verdicts(w: &World) {
-    fs::create_dir_all(verdict_dir(w)).unwrap();
+    fs::create_dir_all(w.verdict_folder("T")).unwrap();
     for i in 0..3 {
         fs::write(
-            verdict_dir(w).join(format!("v{i}.json")),
+            w.verdict_folder("T").join(format!("v{i}.json")),
             json!({"id": format!("v{i}")}).to_string(),
         )
         .unwrap();
@@ -167,7 +161,7 @@ fn crash_mid_drain_before_printing_loses_nothing() {
         ["v0", "v1", "v2"],
         "the dead drain's claim went back"
     );
-    assert!(names(&verdict_dir(&w)).is_empty());
+    assert!(names(&w.verdict_folder("T")).is_empty());
 }
 
 #[test]
@@ -183,5 +177,5 @@ fn crash_mid_drain_after_printing_loses_nothing() {
     assert!(all.contains(&printed[0]));
     all.sort();
     assert_eq!(all, ["v0", "v1", "v2"]);
-    assert!(names(&verdict_dir(&w)).is_empty());
+    assert!(names(&w.verdict_folder("T")).is_empty());
 }

@@ -58,10 +58,7 @@ fn twenty_thousand_jobs_dropped_at_once_are_each_judged_once() {
     wait_for("inbox empty", Duration::from_secs(600), || {
         fs::read_dir(&jobs).map(|d| d.count() == 0).unwrap_or(false)
     });
-    let folder = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let folder = w.verdict_folder("T");
     assert_eq!(names(&folder).len(), N, "one verdict per job");
     let finished = w.log().matches("job finished").count();
     assert_eq!(finished, N, "each job judged exactly once");
@@ -281,10 +278,7 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
         &format!("echo x >> $W/ran\n{}", answer(r#"{"ok": true}"#)),
     );
     w.job("drained", &json!({"prompt": "p", "transcript": "T"}));
-    let folder = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let folder = w.verdict_folder("T");
     // Renamed into place, then drained (removed) by a hook, then the crash.
     publishing_claim(
         &w,
@@ -316,19 +310,13 @@ fn a_crash_after_the_verdict_was_published_and_drained_does_not_publish_again() 
 fn sigterm_lets_a_running_job_finish_within_the_grace() {
     let w = World::new();
     w.config("shutdown_grace_seconds = 30");
-    let runner = w.runner(
-        "slowish",
-        &format!(
-            "touch $W/started\nwhile [ ! -e $W/go ]; do sleep 0.05; done\n{}",
-            answer(r#"{"ok": true}"#)
-        ),
-    );
+    let runner = w.runner("slowish", &held("touch $W/started", r#"{"ok": true}"#));
     w.job("j", &json!({"prompt": "p"}));
     let mut d = w.start(&[runner]);
     wait_for("runner started", NO_HANG, || w.path("started").exists());
     d.signal("TERM");
     w.wait_log("draining");
-    fs::write(w.path("go"), "").unwrap();
+    w.let_go();
     let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.verdict("j")["outcome"], "hit");
@@ -578,10 +566,7 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
     let w = World::new();
     let runner = w.runner(
         "gated",
-        &format!(
-            "echo \"$1\" >> $W/prompts\nwhile [ ! -e $W/go ]; do sleep 0.02; done\n{}",
-            answer(r#"{"ok": true}"#)
-        ),
+        &held("echo \"$1\" >> $W/prompts", r#"{"ok": true}"#),
     );
     w.job("same", &json!({"prompt": "first", "transcript": "T"}));
     let _d = w.start(&[runner]);
@@ -590,7 +575,7 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
     });
     // The producer publishes the same id again (a new file replaces the old name).
     w.job("same", &json!({"prompt": "second", "transcript": "T"}));
-    fs::write(w.path("go"), "").unwrap();
+    w.let_go();
     wait_for("the newer job judged too", NO_HANG, || {
         w.read("prompts").lines().collect::<Vec<_>>() == ["first", "second"]
             && w.jobs_left().is_empty()

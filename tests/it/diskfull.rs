@@ -55,13 +55,7 @@ fn a_full_disk_keeps_jobs_queued_and_the_daemon_recovers_when_space_returns() {
     };
     fs::create_dir(w.state().join("jobs")).unwrap();
     w.config("rescan_seconds = 0.3");
-    let runner = w.runner(
-        "r",
-        &format!(
-            "echo x >> $W/count\nwhile [ ! -e $W/go ]; do sleep 0.02; done\n{}",
-            answer(r#"{"ok": true}"#)
-        ),
-    );
+    let runner = w.runner("r", &held("echo x >> $W/count", r#"{"ok": true}"#));
     for i in 0..3 {
         w.job(
             &format!("j{i}"),
@@ -73,7 +67,7 @@ fn a_full_disk_keeps_jobs_queued_and_the_daemon_recovers_when_space_returns() {
         w.read("count").lines().count() == 3
     });
     let filler = fill(&w.state());
-    fs::write(w.path("go"), "").unwrap();
+    w.let_go();
     wait_for("publish failures reported", NO_HANG, || {
         d.stderr().contains("job left queued after an error")
     });
@@ -86,10 +80,7 @@ fn a_full_disk_keeps_jobs_queued_and_the_daemon_recovers_when_space_returns() {
         ["j0.json", "j1.json", "j2.json"],
         "the jobs stay queued"
     );
-    let verdicts = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let verdicts = w.verdict_folder("T");
     let published: Vec<String> = names(&verdicts);
     assert!(
         published.is_empty(),

@@ -56,35 +56,19 @@ fn enqueue_refuses_a_misspelt_job_key_and_warns_on_other_keys() {
     let w = World::new();
     let typo = r#"{"prompt": "p", "transcript": "t", "hit_if_all_ture": ["retracts"]}"#;
     let out = enqueue(&w, &["--json", "-"], Some(typo));
-    assert_eq!(out.code, Some(2), "{out:?}");
-    assert!(
-        out.stderr.contains(
-            "\"hit_if_all_ture\" is not a job key but looks like a misspelt \"hit_if_all_true\": rename it to \"hit_if_all_true\""
-        ),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(2, "\"hit_if_all_ture\" is not a job key but looks like a misspelt \"hit_if_all_true\": rename it to \"hit_if_all_true\"");
     assert!(queued(&w).is_empty(), "nothing written");
     // With flags over the file too: the file's key is still checked.
     let file = w.root.join("job.json");
     fs::write(&file, r#"{"promtp": "p"}"#).unwrap();
     let out = enqueue(&w, &["--json", s(&file), "--prompt", "q"], None);
-    assert_eq!(out.code, Some(2), "{out:?}");
-    assert!(out.stderr.contains("\"promtp\""), "{}", out.stderr);
+    out.assert_exit(2, "\"promtp\"");
     assert!(queued(&w).is_empty());
     // catstack's own keys are kept, with a warning naming them.
     let extra = r#"{"prompt": "p", "transcript": "t", "hit_if_all_true": ["x"], "harness": "claude", "session_id": "s"}"#;
     let out = enqueue(&w, &["--json", "-", "--id", "kept"], Some(extra));
-    assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(
-        out.stderr.contains(
-            "warning: job kept: \"harness\", \"session_id\" are not job keys: kept in the job file and ignored by the judge"
-        ),
-        "{}",
-        out.stderr
-    );
-    let written: Value =
-        serde_json::from_str(&fs::read_to_string(w.jobs().join("kept.json")).unwrap()).unwrap();
+    out.assert_exit(0, "warning: job kept: \"harness\", \"session_id\" are not job keys: kept in the job file and ignored by the judge");
+    let written: Value = w.queued_job("kept");
     assert_eq!(written["harness"], "claude");
 }
 
@@ -276,8 +260,7 @@ fn run_leaves_anything_outside_jobs_that_is_not_a_job_where_it_is() {
     assert!(!w.root.join("runs").exists(), "no runner started");
     let missing = x.join("missing.json");
     let out = run_path(&w, &missing);
-    assert_eq!(out.code, Some(2), "{out:?}");
-    assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
+    out.assert_exit(2, "does not exist");
     // A regular job file outside jobs/ is judged and removed, as before.
     let out = run_path(&w, &target);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -317,8 +300,7 @@ fn enqueue_refuses_an_id_that_is_still_queued() {
         again.stderr
     );
     assert_eq!(again.stdout, "");
-    let job: Value =
-        serde_json::from_str(&fs::read_to_string(w.jobs().join("same.json")).unwrap()).unwrap();
+    let job: Value = w.queued_job("same");
     assert_eq!(job["prompt"], "first", "the first job is untouched");
     assert_eq!(queued(&w), ["same.json"], "no temp file left");
     // Once judged (its file gone), the id is free again.

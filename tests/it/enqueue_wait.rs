@@ -13,10 +13,7 @@ use serde_json::{Value, json};
 
 /// The verdict folder of transcript `T`, made as the judge makes it.
 fn verdict_folder(w: &World) -> PathBuf {
-    let dir = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let dir = w.verdict_folder("T");
     fs::create_dir_all(&dir).unwrap();
     dir
 }

@@ -34,17 +34,6 @@ fn reaper(w: &World, mark: &str, files: &[&str]) -> Reaper {
     r
 }
 
-fn assert_gone(w: &World, file: &str) {
-    let pids = pids_in_file(&w.path(file));
-    assert_eq!(pids.len(), 1, "{file}: the fake recorded its escapee");
-    let left = wait_gone(&pids, GONE);
-    assert!(
-        left.is_empty(),
-        "{file}: escapee still running: {:?}",
-        left.iter().map(|&p| (p, cmdline(p))).collect::<Vec<_>>()
-    );
-}
-
 #[test]
 fn an_escapee_is_stopped_while_another_job_still_runs() {
     let w = World::new();
@@ -72,7 +61,7 @@ fn an_escapee_is_stopped_while_another_job_still_runs() {
         w.verdicts().len() == 1
     });
     assert!(!w.path("release").exists() && w.jobs_left() == ["slow.json"]);
-    assert_gone(&w, "a.pids");
+    assert_escapee_gone(&w.path("a.pids"), GONE);
     std::fs::write(w.path("release"), "").unwrap();
     wait_for("slow judged", Duration::from_secs(60), || {
         w.verdicts().len() == 2
@@ -103,7 +92,7 @@ fn an_escapee_is_stopped_through_a_daemon_shutdown() {
         ["hang.json"],
         "left queued for the next start"
     );
-    assert_gone(&w, "s.pids");
+    assert_escapee_gone(&w.path("s.pids"), GONE);
     let left = wait_no_marked(&mark, &[], GONE);
     assert!(left.is_empty(), "left running after shutdown: {left:?}");
 }
@@ -124,7 +113,7 @@ fn an_escapee_of_ask_is_stopped_before_ask_returns() {
     assert!(status.success(), "{}", p.stderr());
     assert!(p.stdout().contains("\"answered\""), "{}", p.stdout());
     // Already gone when ask returned: no wait needed, but allow the reaping instant.
-    assert_gone(&w, "k.pids");
+    assert_escapee_gone(&w.path("k.pids"), GONE);
 }
 
 #[test]
@@ -188,7 +177,7 @@ fn a_pooled_supervisor_stops_each_attempts_escapee_before_its_next_attempt() {
         wait_for("the job judged", Duration::from_secs(60), || {
             w.verdicts().len() == i + 1
         });
-        assert_gone(&w, file);
+        assert_escapee_gone(&w.path(file), GONE);
     }
     let parents = pids_in_file(&w.path("parents"));
     assert_eq!(parents.len(), files.len(), "{parents:?}");

@@ -267,12 +267,7 @@ fn a_bad_line_is_exit_2_naming_file_and_line_and_nothing_runs() {
         "{\"prompt\": \"a\", \"expect\": \"hit\",}\n",
     );
     let out = eval(&w, &runners, &[s(&not_json)]);
-    assert_eq!(out.code, Some(2), "{out:?}");
-    assert!(
-        out.stderr.contains("line 1: not valid JSON ("),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(2, "line 1: not valid JSON (");
 }
 
 #[test]
@@ -281,17 +276,12 @@ fn usage_errors_name_the_flag_the_runner_or_the_file() {
     let runners = [w.runner("yes", YES), w.runner("reader", READER)];
     let cases = five_cases(&w);
     let out = eval(&w, &runners, &[s(&cases), "--runner", "gpt"]);
-    assert_eq!(out.code, Some(2), "{out:?}");
-    assert!(
-        out.stderr.contains(
-            "--runner gpt: no such runner in the table the cases use; available: yes, reader"
-        ),
-        "{}",
-        out.stderr
+    out.assert_exit(
+        2,
+        "--runner gpt: no such runner in the table the cases use; available: yes, reader",
     );
     let out = eval(&w, &runners, &[s(&cases), "--min-accuracy", "1.5"]);
-    assert_eq!(out.code, Some(2), "{out:?}");
-    assert!(out.stderr.contains("--min-accuracy"), "{}", out.stderr);
+    out.assert_exit(2, "--min-accuracy");
     let missing = w.root.join("missing.jsonl");
     let out = eval(&w, &runners, &[s(&missing)]);
     assert_eq!(out.code, Some(1), "{out:?}");

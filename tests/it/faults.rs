@@ -239,14 +239,7 @@ fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
         Some(("escaped.pids", "sleep 3017")),
     );
     assert_eq!(first_reason(&r.verdict), "answered");
-    let escaped = pids_in_file(&r.w.path("escaped.pids"));
-    assert_eq!(escaped.len(), 1, "the fake recorded its escaped descendant");
-    let left = wait_gone(&escaped, GONE);
-    assert!(
-        left.is_empty(),
-        "escaped descendant still running: {:?}",
-        left.iter().map(|&p| (p, cmdline(p))).collect::<Vec<_>>()
-    );
+    assert_escapee_gone(&r.w.path("escaped.pids"), GONE);
 }
 
 /// The daemon is SIGKILLed while faulty runners run (one ignoring SIGTERM, one with

@@ -8,6 +8,7 @@ use crate::support::*;
 
 use std::fs;
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
@@ -232,10 +233,7 @@ fn run_with_a_bad_runner_variable_writes_a_judge_error_verdict_and_removes_the_j
 #[test]
 fn the_start_up_sweep_keeps_young_temp_files_without_a_pid() {
     let w = World::new();
-    let folder = w
-        .state()
-        .join("verdicts")
-        .join(llm_judge::api::transcript_hash("T"));
+    let folder = w.verdict_folder("T");
     fs::create_dir_all(&folder).unwrap();
     // catstack's Python writer names its temp files `.XXXXXXXX.tmp` (no pid).
     let young = folder.join(".k2j4h5g6.tmp");
@@ -255,16 +253,26 @@ fn the_start_up_sweep_keeps_young_temp_files_without_a_pid() {
     assert!(!old.exists(), "an old orphan temp file is swept");
 }
 
+/// `llm-judge doctor`'s stdout, with the state folder variable set to `state_var`.
+fn doctor_says(w: &World, state_var: Option<&Path>) -> String {
+    let mut cmd = w.command(&[]);
+    if let Some(state) = state_var {
+        cmd.env(STATE_VAR, state);
+    }
+    text(
+        &output({
+            cmd.arg("doctor");
+            cmd
+        })
+        .stdout,
+    )
+}
+
 #[test]
 fn doctor_warns_when_hooks_and_the_daemon_resolve_different_state_folders() {
     let w = World::new();
     // Hooks resolve ~/.cache/catstack-llm-judge (the variable is unset), doctor --state-dir another.
-    let out = output({
-        let mut cmd = w.command(&[]);
-        cmd.arg("doctor");
-        cmd
-    });
-    let said = text(&out.stdout);
+    let said = doctor_says(&w, None);
     assert!(
         said.contains(&format!(
             "hooks using judge.py resolve the state folder {}",
@@ -273,16 +281,8 @@ fn doctor_warns_when_hooks_and_the_daemon_resolve_different_state_folders() {
         "{said}"
     );
     // Same folder on both sides: no such warning.
-    let out = output({
-        let mut cmd = w.command(&[]);
-        cmd.env(STATE_VAR, w.state()).arg("doctor");
-        cmd
-    });
-    assert!(
-        !text(&out.stdout).contains("hooks using judge.py"),
-        "{}",
-        text(&out.stdout)
-    );
+    let said = doctor_says(&w, Some(&w.state()));
+    assert!(!said.contains("hooks using judge.py"), "{said}");
     // The daemon got the variable (as a service would), the hooks' shell does not.
     let mut daemon = w.command(&[]);
     daemon.env(STATE_VAR, w.state());
@@ -293,12 +293,7 @@ fn doctor_warns_when_hooks_and_the_daemon_resolve_different_state_folders() {
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .is_some_and(|v| v["state_dir_env"].is_string())
     });
-    let out = output({
-        let mut cmd = w.command(&[]);
-        cmd.arg("doctor");
-        cmd
-    });
-    let said = text(&out.stdout);
+    let said = doctor_says(&w, None);
     assert!(
         said.contains(&format!(
             "{STATE_VAR} is ={} for the daemon",

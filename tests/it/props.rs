@@ -3,7 +3,8 @@
 //! counts are moderate (the whole file runs in seconds on 2 cores); raise them with
 //! `PROPTEST_CASES=5000 cargo test --test props`.
 
-use crate::support::pinned::{INVESTIGATE_CLAUDE, INVESTIGATE_CODEX, with_program};
+use crate::support::pinned::INVESTIGATE_CLAUDE;
+use crate::support::{investigate_claude, investigate_codex};
 use llm_judge::api::Runner;
 use llm_judge::api::check_investigate_table;
 use llm_judge::api::last_json_object;
@@ -508,13 +509,13 @@ const PROGRAMS: &[&str] = &[
     "python3",
 ];
 
+/// The shipped investigate argv that `program` (by its name) stands for.
 fn shipped(program: &str) -> Vec<String> {
-    let base = if program.ends_with("codex") {
-        INVESTIGATE_CODEX
+    if program.ends_with("codex") {
+        investigate_codex(program)
     } else {
-        INVESTIGATE_CLAUDE
-    };
-    with_program(base, program)
+        investigate_claude(program)
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -13,19 +13,6 @@ use std::time::Duration;
 use crate::support::pinned::*;
 use serde_json::{Value, json};
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-/// The shipped investigate argv (SPEC section 4), program replaceable.
-fn claude(program: &str) -> Vec<String> {
-    with_program(INVESTIGATE_CLAUDE, program)
-}
-
-fn codex(program: &str) -> Vec<String> {
-    with_program(INVESTIGATE_CODEX, program)
-}
-
 /// Replaces the first run of items equal to `from` by `to`; an empty `from` inserts
 /// `to` right before the final `--`.
 fn edit(argv: Vec<String>, from: &[&str], to: &[&str]) -> Vec<String> {
@@ -51,13 +38,13 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
     vec![
         (
             "claude-no-tools",
-            edit(claude("claude"), &tools, &[]),
+            edit(investigate_claude("claude"), &tools, &[]),
             vec!["--tools", "missing"],
         ),
         (
             "claude-tools-write",
             edit(
-                claude("claude"),
+                investigate_claude("claude"),
                 &tools,
                 &["--tools", "Read", "Grep", "Glob", "Write"],
             ),
@@ -65,23 +52,35 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "claude-tools-webfetch",
-            edit(claude("claude"), &tools, &["--tools", "Read", "WebFetch"]),
+            edit(
+                investigate_claude("claude"),
+                &tools,
+                &["--tools", "Read", "WebFetch"],
+            ),
             vec!["--tools", "WebFetch"],
         ),
         (
             "claude-tools-comma-bash",
-            edit(claude("claude"), &tools, &["--tools", "Read,Grep,Bash"]),
+            edit(
+                investigate_claude("claude"),
+                &tools,
+                &["--tools", "Read,Grep,Bash"],
+            ),
             vec!["--tools", "Bash"],
         ),
         (
             "claude-tools-equals-write",
-            edit(claude("claude"), &tools, &["--tools=Read,Write"]),
+            edit(
+                investigate_claude("claude"),
+                &tools,
+                &["--tools=Read,Write"],
+            ),
             vec!["--tools", "Write"],
         ),
         (
             "claude-allowed-webfetch",
             edit(
-                claude("claude"),
+                investigate_claude("claude"),
                 &["--allowedTools", "Read", "Grep", "Glob"],
                 &["--allowedTools", "Read", "WebFetch"],
             ),
@@ -90,7 +89,7 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         (
             "claude-bash-not-denied",
             edit(
-                claude("claude"),
+                investigate_claude("claude"),
                 &denied,
                 &["--disallowedTools", "Write", "Edit", "NotebookEdit"],
             ),
@@ -98,23 +97,27 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "claude-no-denied",
-            edit(claude("claude"), &denied, &[]),
+            edit(investigate_claude("claude"), &denied, &[]),
             vec!["--disallowedTools"],
         ),
         (
             "claude-no-strict-mcp",
-            edit(claude("claude"), &["--strict-mcp-config"], &[]),
+            edit(investigate_claude("claude"), &["--strict-mcp-config"], &[]),
             vec!["--strict-mcp-config"],
         ),
         (
             "claude-skip-permissions",
-            edit(claude("claude"), &[], &["--dangerously-skip-permissions"]),
+            edit(
+                investigate_claude("claude"),
+                &[],
+                &["--dangerously-skip-permissions"],
+            ),
             vec!["--dangerously-skip-permissions"],
         ),
         (
             "claude-permission-mode-equals",
             edit(
-                claude("claude"),
+                investigate_claude("claude"),
                 &[],
                 &["--permission-mode=bypassPermissions"],
             ),
@@ -122,18 +125,22 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "claude-mcp-config",
-            edit(claude("claude"), &[], &["--mcp-config", "servers.json"]),
+            edit(
+                investigate_claude("claude"),
+                &[],
+                &["--mcp-config", "servers.json"],
+            ),
             vec!["--mcp-config"],
         ),
         (
             "claude-add-dir",
-            edit(claude("claude"), &[], &["--add-dir", "/"]),
+            edit(investigate_claude("claude"), &[], &["--add-dir", "/"]),
             vec!["--add-dir"],
         ),
         (
             "claude-prompt-as-model",
             edit(
-                claude("claude"),
+                investigate_claude("claude"),
                 &["--model", "haiku"],
                 &["--model", "{prompt}"],
             ),
@@ -141,18 +148,22 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "claude-prompt-without-double-dash",
-            edit(claude("claude"), &["--", "{prompt}"], &["{prompt}"]),
+            edit(
+                investigate_claude("claude"),
+                &["--", "{prompt}"],
+                &["{prompt}"],
+            ),
             vec!["--", "{prompt}"],
         ),
         (
             "codex-no-sandbox",
-            edit(codex("codex"), &["--sandbox", "read-only"], &[]),
+            edit(investigate_codex("codex"), &["--sandbox", "read-only"], &[]),
             vec!["--sandbox", "missing"],
         ),
         (
             "codex-workspace-write",
             edit(
-                codex("codex"),
+                investigate_codex("codex"),
                 &["--sandbox", "read-only"],
                 &["--sandbox", "workspace-write"],
             ),
@@ -161,7 +172,7 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         (
             "codex-sandbox-equals-full",
             edit(
-                codex("codex"),
+                investigate_codex("codex"),
                 &["--sandbox", "read-only"],
                 &["--sandbox=danger-full-access"],
             ),
@@ -170,7 +181,7 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         (
             "codex-s-workspace-write",
             edit(
-                codex("codex"),
+                investigate_codex("codex"),
                 &["--sandbox", "read-only"],
                 &["-s", "workspace-write"],
             ),
@@ -178,13 +189,13 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "codex-no-ignore-user-config",
-            edit(codex("codex"), &["--ignore-user-config"], &[]),
+            edit(investigate_codex("codex"), &["--ignore-user-config"], &[]),
             vec!["--ignore-user-config"],
         ),
         (
             "codex-bypass",
             edit(
-                codex("codex"),
+                investigate_codex("codex"),
                 &[],
                 &["--dangerously-bypass-approvals-and-sandbox"],
             ),
@@ -192,13 +203,13 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "codex-full-auto",
-            edit(codex("codex"), &[], &["--full-auto"]),
+            edit(investigate_codex("codex"), &[], &["--full-auto"]),
             vec!["--full-auto"],
         ),
         (
             "codex-c-mcp-server",
             edit(
-                codex("codex"),
+                investigate_codex("codex"),
                 &["-c", "notify=[]"],
                 &["-c", "mcp_servers.x.command=\"sh\""],
             ),
@@ -207,7 +218,7 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         (
             "codex-config-equals",
             edit(
-                codex("codex"),
+                investigate_codex("codex"),
                 &[],
                 &["--config=sandbox_mode=\"danger-full-access\""],
             ),
@@ -215,7 +226,7 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
         ),
         (
             "codex-review",
-            edit(codex("codex"), &["exec"], &["review"]),
+            edit(investigate_codex("codex"), &["exec"], &["review"]),
             vec!["codex exec"],
         ),
         (
@@ -238,15 +249,13 @@ fn unsafe_cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>)> {
 
 /// A config whose default table is one `/bin/sh` fake and whose investigate table is `investigate`.
 fn config_text(w: &World, investigate: &[(&str, Vec<String>)]) -> String {
+    let plain = w.path("bin/plain.sh");
     let mut text = format!(
-        "fsync = false\nkill_grace_seconds = 1\n\n[[runners.default]]\nname = \"plain\"\nargv = [\"/bin/sh\", \"{}\", \"{{prompt}}\"]\n",
-        w.path("bin/plain.sh").display()
+        "fsync = false\nkill_grace_seconds = 1\n\n{}",
+        runner_toml("default", "plain", &["/bin/sh", s(&plain), "{prompt}"])
     );
     for (name, argv) in investigate {
-        text.push_str(&format!(
-            "\n[[runners.investigate]]\nname = \"{name}\"\nargv = {}\n",
-            serde_json::to_string(argv).unwrap()
-        ));
+        text.push_str(&format!("\n{}", runner_toml("investigate", name, argv)));
     }
     text
 }
@@ -279,8 +288,8 @@ fn unsafe_investigate_tables_are_refused_at_daemon_start() {
     fs::write(w.path("bin/plain.sh"), "echo '{\"ok\": true}'\n").unwrap();
     // The shipped table (and a codex-only one) passes: the check is not vacuous.
     for (i, (name, argv)) in [
-        ("claude", claude("claude")),
-        ("codex", codex("/opt/x/codex")),
+        ("claude", investigate_claude("claude")),
+        ("codex", investigate_codex("/opt/x/codex")),
     ]
     .into_iter()
     .enumerate()
@@ -300,12 +309,19 @@ fn unsafe_investigate_tables_are_refused_at_daemon_start() {
     // One bad runner after a good one is refused too.
     cases.push((
         "after-a-good-one",
-        edit(claude("claude"), &[], &["--dangerously-skip-permissions"]),
+        edit(
+            investigate_claude("claude"),
+            &[],
+            &["--dangerously-skip-permissions"],
+        ),
         vec!["--dangerously-skip-permissions"],
     ));
     for (name, argv, words) in &cases {
         let table: Vec<(&str, Vec<String>)> = if *name == "after-a-good-one" {
-            vec![("good-codex", codex("codex")), (name, argv.clone())]
+            vec![
+                ("good-codex", investigate_codex("codex")),
+                (name, argv.clone()),
+            ]
         } else {
             vec![(name, argv.clone())]
         };
@@ -353,7 +369,7 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
     fs::write(w.path("bin/plain.sh"), "echo '{\"ok\": true}'\n").unwrap();
     fs::create_dir_all(w.path("rec")).unwrap();
     let fake = install_recording_fake(&w, "codex");
-    let old = codex(&fake);
+    let old = investigate_codex(&fake);
     write_config(&w, &config_text(&w, &[("old-codex", old.clone())]));
     let mut d = w.start_with(command(&w, None, &mark));
     w.wait_log("daemon start");
@@ -407,7 +423,10 @@ fn unsafe_investigate_tables_are_refused_on_sighup_and_the_old_table_stays() {
     // reloads never work.
     fs::remove_dir_all(w.path("rec")).unwrap();
     fs::create_dir_all(w.path("rec")).unwrap();
-    write_config(&w, &config_text(&w, &[("new-codex", codex(&fake))]));
+    write_config(
+        &w,
+        &config_text(&w, &[("new-codex", investigate_codex(&fake))]),
+    );
     d.signal("HUP");
     w.wait_log("config reloaded");
     assert_eq!(
@@ -451,15 +470,13 @@ fn no_job_key_reaches_the_runner_argv_only_mode_picks_a_table() {
     let plain = install_recording_fake(&w, "plainfake");
     let codex_fake = install_recording_fake(&w, "codex");
     let default_argv = strings(&[&plain, "--fixed", "a b", "", "-p", "--", "{prompt}"]);
-    let investigate_argv = codex(&codex_fake);
+    let investigate_argv = investigate_codex(&codex_fake);
     write_config(
         &w,
         &format!(
-            "fsync = false\nkill_grace_seconds = 1\nworkers = 4\n\n\
-             [[runners.default]]\nname = \"plain\"\nargv = {}\n\n\
-             [[runners.investigate]]\nname = \"inv\"\nargv = {}\n",
-            serde_json::to_string(&default_argv).unwrap(),
-            serde_json::to_string(&investigate_argv).unwrap()
+            "fsync = false\nkill_grace_seconds = 1\nworkers = 4\n\n{}\n{}",
+            runner_toml("default", "plain", &default_argv),
+            runner_toml("investigate", "inv", &investigate_argv)
         ),
     );
     let pwned = w.path("pwned");

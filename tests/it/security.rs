@@ -113,7 +113,7 @@ fn drain_refuses_a_symlinked_verdict_folder() {
     fs::create_dir_all(&target).unwrap();
     fs::write(target.join("keep.json"), "{}").unwrap();
     fs::create_dir_all(w.state().join("verdicts")).unwrap();
-    let link = w.state().join("verdicts").join(transcript_hash("T"));
+    let link = w.verdict_folder("T");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let mut cmd = w.cli();
     cmd.args(["drain", "--transcript", "T"]);

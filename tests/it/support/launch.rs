@@ -205,6 +205,12 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// Asserts the exit code is `code` and stderr holds `needle`.
+    pub fn assert_exit(&self, code: i32, needle: &str) {
+        assert_eq!(self.code, Some(code), "{self:?}");
+        assert!(self.stderr.contains(needle), "{}", self.stderr);
+    }
+
     /// stdout parsed as one JSON value.
     pub fn json(&self) -> Value {
         serde_json::from_str(self.stdout.trim())

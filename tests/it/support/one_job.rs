@@ -32,7 +32,13 @@ fn one_job(w: &World, mark: &str, name: &str, body: &str, timeout: Value) -> Com
 /// Judges `jobs/<name>.json` with one fake runner (`body`) through `llm-judge run` and
 /// checks it exits 0 within timeout + `GRACE` + `MARGIN`; returns how long it took.
 pub fn run_one_job(w: &World, mark: &str, name: &str, body: &str, timeout: f64) -> Duration {
-    let mut p = spawn(w, one_job(w, mark, name, body, json!(timeout)), &[]);
+    let cmd = one_job(w, mark, name, body, json!(timeout));
+    finish_in_bound(w, cmd, name, timeout)
+}
+
+/// Runs `cmd` and checks it exits 0 within timeout + `GRACE` + `MARGIN`.
+fn finish_in_bound(w: &World, cmd: Command, name: &str, timeout: f64) -> Duration {
+    let mut p = spawn(w, cmd, &[]);
     let bound = timeout + GRACE + MARGIN;
     let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
     assert!(
@@ -91,17 +97,6 @@ pub fn run_one_job_measured(
 ) -> (Duration, i64) {
     let report = w.path(&format!("{name}.rss"));
     let timed = under_gnu_time(&one_job(w, mark, name, body, json!(timeout)), &report);
-    let mut p = spawn(w, timed, &[]);
-    let bound = timeout + GRACE + MARGIN;
-    let (status, elapsed) = p.finish(Duration::from_secs_f64(bound + 30.0));
-    assert!(
-        status.success(),
-        "{name}: {status:?}; stderr: {}",
-        p.stderr()
-    );
-    assert!(
-        elapsed.as_secs_f64() <= bound,
-        "{name}: took {elapsed:?}, over timeout {timeout} + grace {GRACE} + margin {MARGIN}"
-    );
+    let elapsed = finish_in_bound(w, timed, name, timeout);
     (elapsed, peak_rss_kib(&report))
 }

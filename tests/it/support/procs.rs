@@ -103,6 +103,25 @@ pub fn wait_gone(pids: &[u32], deadline: Duration) -> Vec<u32> {
     pids.iter().copied().filter(|&p| is_running(p)).collect()
 }
 
+/// Asserts the file `pids` names one process (an escapee a fake wrote down) and that
+/// it is gone within `limit`.
+pub fn assert_escapee_gone(pids: &Path, limit: Duration) {
+    let escaped = pids_in_file(pids);
+    assert_eq!(
+        escaped.len(),
+        1,
+        "{}: the fake recorded its escapee",
+        pids.display()
+    );
+    let left = wait_gone(&escaped, limit);
+    assert!(
+        left.is_empty(),
+        "{}: escapee still running: {:?}",
+        pids.display(),
+        left.iter().map(|&p| (p, cmdline(p))).collect::<Vec<_>>()
+    );
+}
+
 /// Pids in a text (one or more per line), in order.
 pub fn pids_in(text: &str) -> Vec<u32> {
     text.split_whitespace()

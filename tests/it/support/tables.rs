@@ -20,15 +20,14 @@ pub fn runner_toml(mode: &str, name: &str, argv: &[impl AsRef<str>]) -> String {
     )
 }
 
-/// The shipped investigate argv of codex (for a program ending in `codex`) or claude,
-/// started as `program`.
-pub fn shipped_investigate(program: &str) -> Vec<String> {
-    let argv = if program.ends_with("codex") {
-        INVESTIGATE_CODEX
-    } else {
-        INVESTIGATE_CLAUDE
-    };
-    with_program(argv, program)
+/// The shipped investigate argv of claude, started as `program`.
+pub fn investigate_claude(program: &str) -> Vec<String> {
+    with_program(INVESTIGATE_CLAUDE, program)
+}
+
+/// The shipped investigate argv of codex, started as `program`.
+pub fn investigate_codex(program: &str) -> Vec<String> {
+    with_program(INVESTIGATE_CODEX, program)
 }
 
 /// Owned strings.

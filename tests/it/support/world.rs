@@ -151,6 +151,13 @@ impl World {
         path
     }
 
+    /// The job file `jobs/<id>.json` as JSON.
+    pub fn queued_job(&self, id: &str) -> Value {
+        let path = self.jobs().join(format!("{id}.json"));
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+    }
+
     /// The names left in `jobs/`.
     pub fn jobs_left(&self) -> Vec<String> {
         names(&self.jobs())
@@ -193,6 +200,13 @@ impl World {
     /// The verdict of job `stem` for `transcript` (its folder is checked too).
     pub fn verdict_of(&self, transcript: &str, stem: &str) -> Value {
         self.verdict_in(&transcript_hash(transcript), stem)
+    }
+
+    /// The verdict folder of `transcript`.
+    pub fn verdict_folder(&self, transcript: &str) -> PathBuf {
+        self.state()
+            .join("verdicts")
+            .join(transcript_hash(transcript))
     }
 
     /// The path of a verdict.
