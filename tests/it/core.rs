@@ -1227,7 +1227,7 @@ fn a_bad_runner_override_is_refused_naming_the_variable() {
         "[[\"a\", [\"x\", 1]]]",
         "[[1, [\"x\"]]]",
     ] {
-        // `run` gives the job a judge-error verdict instead (tests/migration.rs).
+        // `run` gives the job a judge-error verdict instead (migration.rs).
         let mut cmd = w.cli();
         cmd.env(RUNNERS_VAR, bad).arg("ask").arg(s(&nothing));
         let done = w.run(cmd);

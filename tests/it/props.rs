@@ -1,7 +1,7 @@
 //! Property tests of the pure core against bad input (proptest, stable Rust): job file
 //! bytes, runner stdout, attempt reasons, and the investigate safety allowlist. Case
 //! counts are moderate (the whole file runs in seconds on 2 cores); raise them with
-//! `PROPTEST_CASES=5000 cargo test --test props`.
+//! `PROPTEST_CASES=5000 cargo test --test it props::`.
 
 use crate::support::pinned::INVESTIGATE_CLAUDE;
 use crate::support::{investigate_claude, investigate_codex};

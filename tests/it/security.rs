@@ -2,7 +2,7 @@
 //! binary: program lookup, symlinks in the state folder, forged log lines, a closed
 //! stdout, and a writable runner given a real folder. The allowlist bypasses are unit
 //! tests of `src/core/safety.rs` (with a property test against a commander-style parse);
-//! escapees are in `tests/escapees.rs`; temp folders in `tests/core.rs`.
+//! escapees are in `escapees.rs`; temp folders in `core.rs`.
 
 use crate::support::*;
 
@@ -95,7 +95,7 @@ fn an_override_whose_argv_empties_on_stdin_is_refused_not_a_panic() {
 #[test]
 fn a_symlinked_judge_log_is_not_followed() {
     let w = World::new();
-    fs::create_dir_all(&w.state()).unwrap();
+    fs::create_dir_all(w.state()).unwrap();
     let victim = w.root.join("victim-bashrc");
     fs::write(&victim, "# victim\n").unwrap();
     std::os::unix::fs::symlink(&victim, w.log_path()).unwrap();

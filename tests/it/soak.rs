@@ -13,7 +13,7 @@
 //! published: allowed, and counted as a re-run).
 //!
 //! The CI version is `soak_ci` (200 jobs, 15 kills). A longer one:
-//! `cargo test --release --test soak -- --ignored --nocapture`
+//! `cargo test --release --test it soak:: -- --ignored --nocapture`
 //! (SOAK_JOBS, SOAK_KILLS, SOAK_SEED override its size and seed).
 
 use crate::support::*;
@@ -314,7 +314,7 @@ fn soak_ci() {
 }
 
 /// The long soak, for a person (not CI): 2000 jobs and 200 kills by default.
-/// `cargo test --release --test soak -- --ignored --nocapture`
+/// `cargo test --release --test it soak:: -- --ignored --nocapture`
 #[test]
 #[ignore = "long soak: run by hand (see docs/reliability.md)"]
 fn soak_long() {
