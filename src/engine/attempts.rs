@@ -15,6 +15,7 @@ use crate::core::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
+use crate::engine::codex_argv::prepared_argv;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
@@ -28,8 +29,8 @@ use crate::store::spend_ledger::{Reservation, SpendLedger};
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 
-/// What a judge may use beyond its runners (SPEC section 10; `ask` uses health only), and
-/// how it starts them.
+/// What a judge may use beyond its runners (docs/reference.md, "Beyond catstack"; `ask`
+/// uses health only), and how it starts them.
 #[derive(Clone)]
 pub struct Extras {
     /// Benched runners go last; attempts update it.
@@ -75,8 +76,9 @@ impl Extras {
     }
 }
 
-/// A job's entry in the answer cache (SPEC 10): a default-mode job's, when the cache
-/// is on. Investigate answers depend on files that change, so they are never kept.
+/// A job's entry in the answer cache (docs/reference.md, "Beyond catstack"): a default-mode
+/// job's, when the cache is on. Investigate answers depend on files that change, so they
+/// are never kept.
 pub struct CacheSlot<'a> {
     cache: &'a Cache,
     key: String,
@@ -287,10 +289,22 @@ async fn attempt_runner(
             }
         },
     };
-    let invocation = build_invocation(&runner.argv, &job.prompt);
+    let argv = match prepared_argv(settings, job.mode, &runner.argv) {
+        Ok(argv) => argv,
+        Err(e) => {
+            let attempt = failed(runner, format!("{:?}: {e}", e.kind()));
+            let end = RunEnd::SpawnFailed {
+                kind: "CodexFiles".into(),
+                message: String::new(),
+            };
+            return (attempt, None, end);
+        }
+    };
+    let invocation = build_invocation(&argv, &job.prompt);
     let c = &settings.config;
     let spec = RunSpec {
         argv: &invocation.argv,
+        env: &runner.env,
         stdin: invocation.stdin.as_deref(),
         cwd: dir,
         timeout: Duration::from_secs_f64(job.timeout_seconds),

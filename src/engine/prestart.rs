@@ -1,5 +1,5 @@
 //! Runners started ahead of their jobs (a default-table runner's `prestart = N`;
-//! docs/performance.md, "Pre-started claude"). Claude Code spends most of its start-up
+//! docs/tuning.md, "Pre-started runners"). Claude Code spends most of its start-up
 //! before it reads its prompt, so the daemon keeps up to N copies of such a runner
 //! waiting, each in a fresh private folder with its stdin held open, and a job takes one
 //! instead of spawning. The rules that keep this as safe as a fresh spawn:
@@ -34,6 +34,7 @@ use tokio::sync::Notify;
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
+use crate::engine::codex_argv::prepared_argv;
 use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
 use crate::process::pool::SupervisorPool;
 use crate::process::spawn::{PromptSpec, RunOutput, Running, StartSpec};
@@ -457,8 +458,16 @@ async fn start_waiting(
         }
     };
     let tag = format!("{}{}", tag_prefix(&key), crate::store::claim::new_tag());
+    let argv = match prepared_argv(settings, Mode::Default, &runner.argv) {
+        Ok(argv) => argv,
+        Err(e) => {
+            tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
+            return None;
+        }
+    };
     let spec = StartSpec {
-        argv: &runner.argv,
+        argv: &argv,
+        env: &runner.env,
         cwd: folder.path(),
         tag: &tag,
         stdin_piped: true,

@@ -1,4 +1,4 @@
-//! Running one runner process (SPEC section 4): its own process group, stdin from
+//! Running one runner process (docs/reference.md, "Runners"): its own process group, stdin from
 //! /dev/null or the prompt, capped concurrent reads of stdout and stderr, and the
 //! timeout sequence SIGTERM, grace, SIGKILL to the group.
 
@@ -14,6 +14,7 @@ use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
+use crate::core::runner_env::RunnerEnv;
 use crate::core::verdict::RunEnd;
 use crate::process::error::ProcessError;
 use crate::process::os::{TAG_VAR, kill_tagged, signal_group};
@@ -70,6 +71,8 @@ pub async fn stopped(stop: Option<&StopSignal>) {
 /// What to run.
 pub struct RunSpec<'a> {
     pub argv: &'a [String],
+    /// The runner table's own variables, on top of the runner environment.
+    pub env: &'a RunnerEnv,
     /// The prompt when it goes on stdin.
     pub stdin: Option<&'a str>,
     pub cwd: &'a Path,
@@ -88,6 +91,7 @@ impl<'a> RunSpec<'a> {
     pub fn to_start(&self) -> StartSpec<'a> {
         StartSpec {
             argv: self.argv,
+            env: self.env,
             cwd: self.cwd,
             tag: self.tag,
             stdin_piped: self.stdin.is_some(),
@@ -150,6 +154,8 @@ pub async fn run(
 /// What to start: a runner's argv, folder and tag, before any job data but the argv.
 pub struct StartSpec<'a> {
     pub argv: &'a [String],
+    /// The runner table's own variables, on top of the runner environment.
+    pub env: &'a RunnerEnv,
     pub cwd: &'a Path,
     /// Put in the environment as `LLM_JUDGE_TAG` to find escaped descendants.
     pub tag: &'a str,
@@ -184,7 +190,7 @@ impl Running {
         let Some(program) = resolve_program(&spec.argv[0]) else {
             return Err(RunEnd::NotInstalled);
         };
-        let launch = runner_env(spec.tag).map(|env| Launch {
+        let launch = runner_env(spec.tag, spec.env).map(|env| Launch {
             program: &program,
             argv: spec.argv,
             env,
@@ -403,13 +409,21 @@ fn spawn_failed(e: &std::io::Error) -> RunEnd {
     }
 }
 
-/// The caller's environment, minus the service manager's variables, plus the child
-/// marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings. The
-/// daemon never changes its own environment, so it is read and filtered once per process.
-fn runner_env(tag: &str) -> std::io::Result<Env> {
+/// The caller's environment, minus the service manager's variables, with the runner
+/// table's own variables on top, plus the child marker, the attempt's tag and
+/// `GIT_DIR=/dev/null`, as `KEY=value` strings. The daemon never changes its own
+/// environment, so it is read and filtered once per process.
+fn runner_env(tag: &str, table: &RunnerEnv) -> std::io::Result<Env> {
     static INHERITED: OnceLock<Arc<[CString]>> = OnceLock::new();
     let shared = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()).into());
-    let mut own = Vec::with_capacity(3);
+    let mut own = Vec::with_capacity(table.len() + 3);
+    // The table's check refused NUL bytes and our own names; a NUL here is skipped.
+    own.extend(
+        table
+            .iter()
+            .filter_map(|(key, value)| CString::new(format!("{key}={value}")).ok()),
+    );
+    let replacing = own.len();
     for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
         let pair = CString::new(format!("{key}={value}"));
         own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
@@ -417,6 +431,7 @@ fn runner_env(tag: &str) -> std::io::Result<Env> {
     Ok(Env {
         shared: shared.clone(),
         own,
+        replacing,
     })
 }
 
@@ -898,7 +913,7 @@ mod tests {
         );
         let names: Vec<&[u8]> = inherited.iter().map(|c| c.as_bytes()).collect();
         assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
-        let env = runner_env("t1").unwrap();
+        let env = runner_env("t1", &RunnerEnv::new()).unwrap();
         let tail: Vec<String> = env
             .own
             .iter()

@@ -11,6 +11,7 @@ mod support;
 mod adversarial;
 mod architecture;
 mod beyond;
+mod codex_files;
 mod commands;
 mod core;
 #[cfg(feature = "failpoints")]
