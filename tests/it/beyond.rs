@@ -1,4 +1,4 @@
-//! Integration tests of SPEC section 10: runner health, answer cache, single-flight
+//! Integration tests of docs/reference.md, "Beyond catstack": runner health, answer cache, single-flight
 //! and per-runner limits, through `llm-judge run`, `status` and the daemon.
 
 use crate::support::*;

@@ -1,4 +1,4 @@
-//! Integration tests of the client commands (SPEC section 9): enqueue, drain,
+//! Integration tests of the client commands (docs/reference.md, "Command line"): enqueue, drain,
 //! status, doctor, with the real binary and fake runners.
 
 use crate::support::*;

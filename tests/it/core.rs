@@ -1,5 +1,5 @@
 //! Integration tests of the judge core through the `llm-judge` binary: `run` and
-//! `ask` with fake runners (SPEC sections 2-5 and 7-9).
+//! `ask` with fake runners (docs/reference.md).
 
 use crate::support::*;
 
@@ -557,7 +557,7 @@ fn a_failing_runner_falls_back_to_the_next_that_answers() {
     );
 }
 
-/// Each reason text of SPEC section 4, in one job, in the order of the table.
+/// Each reason text of docs/reference.md, "Runners", in one job, in the order of the table.
 #[test]
 fn every_attempt_reason_of_the_spec_is_pinned() {
     let w = World::new();

@@ -1,4 +1,4 @@
-//! Integration tests of `llm-judge daemon` (SPEC section 6): the real binary on a
+//! Integration tests of `llm-judge daemon` (docs/reference.md, "Guarantees"): the real binary on a
 //! temp state folder with fake runners. Every wait has a deadline; nothing sleeps to
 //! synchronise; every daemon is killed and reaped when its test ends.
 

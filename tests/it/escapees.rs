@@ -1,4 +1,4 @@
-//! Escapees (SPEC 4: "after the job ends no process its runners started is left
+//! Escapees (docs/reference.md, "Runners": "after the job ends no process its runners started is left
 //! running, including those that moved to their own session"). Each fake leaves a
 //! descendant that calls `setsid` and clears its environment (so no tag and no
 //! marker can find it), and writes its pid down; the test checks it is gone once its

@@ -1,4 +1,4 @@
-//! Process faults (SPEC section 4, "Running one runner"): runners that ignore
+//! Process faults (docs/reference.md, "Runners", "Running one runner"): runners that ignore
 //! SIGTERM, fork many children, leave descendants in their own session, close their
 //! output early, through `llm-judge run` and through the daemon. Each must end within
 //! timeout + kill grace + a generous margin, and afterwards no process the runner
@@ -223,7 +223,7 @@ fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
     assert_eq!(pids_in_file(&r.w.path("pids")).len(), 2);
 }
 
-/// SPEC 4: "after the job ends no process its runners started is left running,
+/// docs/reference.md, "Runners": "after the job ends no process its runners started is left running,
 /// including those that moved to their own session". A descendant that also drops
 /// its environment (so `LLM_JUDGE_TAG` is gone) escapes: the judge finds escaped
 /// descendants only by that tag (no child subreaper, no parent-chain walk).
@@ -244,7 +244,7 @@ fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
 
 /// The daemon is SIGKILLed while faulty runners run (one ignoring SIGTERM, one with
 /// 65 children, one with a setsid'd grandchild): their supervisors stop every one of
-/// them at once, and the next start judges those jobs again (SPEC 4: "also after a
+/// them at once, and the next start judges those jobs again (docs/reference.md, "Runners": "also after a
 /// daemon crash"). The start-up tag search stays for a supervisor killed with it.
 #[test]
 fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again() {

@@ -1,4 +1,4 @@
-//! Runners that write gigabytes (SPEC section 4: "stdout and stderr read concurrently
+//! Runners that write gigabytes (docs/reference.md, "Runners": "stdout and stderr read concurrently
 //! with a byte cap (keep the tail)"). The memory bound is each judge's own: the peak
 //! RSS GNU time reports for it, which covers the judge and the descendants it waited
 //! for (its supervisor and the runner's tree), and nothing of the test process

@@ -1,4 +1,4 @@
-//! The investigate safety invariant (SPEC section 4) through the real daemon: tables
+//! The investigate safety invariant (docs/reference.md, "Runners") through the real daemon: tables
 //! that break it in every way are refused at daemon start (exit non-zero, stderr names
 //! the runner and the flag) and on SIGHUP reload (the daemon keeps running with the
 //! old table, judge.log says "config reload failed" and names the problem); and no

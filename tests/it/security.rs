@@ -1,4 +1,4 @@
-//! The attack review's findings (SPEC sections 2, 3, 4 and 7), each through the
+//! The attack review's findings (docs/reference.md: "State folder", "Job file", "Runners", "judge.log"), each through the
 //! binary: program lookup, symlinks in the state folder, forged log lines, a closed
 //! stdout, and a writable runner given a real folder. The allowlist bypasses are unit
 //! tests of `src/core/safety.rs` (with a property test against a commander-style parse);

@@ -1,4 +1,4 @@
-//! Running as a service (SPEC section 11): the rendered systemd unit and launchd plist,
+//! Running as a service (docs/reference.md, "Service"): the rendered systemd unit and launchd plist,
 //! `llm-judge service install / uninstall / status` against recording fakes of
 //! `systemctl`, `loginctl` and `launchctl`, and the daemon's notify messages against a
 //! datagram socket the test opens in place of systemd's `NOTIFY_SOCKET`.

@@ -1,4 +1,4 @@
-//! Randomized kill soak (SPEC section 6, "exactly one verdict ... whatever crash,
+//! Randomized kill soak (docs/reference.md, "Guarantees", "exactly one verdict ... whatever crash,
 //! kill -9, restart or shutdown happens in between"; "a verdict that was published
 //! and then drained before a crash is not published again").
 //!

@@ -1,4 +1,4 @@
-//! SPEC section 4's shipped runner argv, written out once for the integration tests,
+//! docs/reference.md, "Runners"'s shipped runner argv, written out once for the integration tests,
 //! independently of the source they check.
 #![allow(dead_code)]
 
