@@ -19,7 +19,7 @@ use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 /// The folder of the test certificates.
 fn tls_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api_runner/tls")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/api_runner/tls")
 }
 
 /// The test CA's certificate: give it as `SSL_CERT_FILE` to trust the stand-in.
@@ -40,11 +40,11 @@ impl TlsStandIn {
     pub fn start(body: Vec<u8>) -> TlsStandIn {
         let dir = tls_dir();
         let certs = CertificateDer::pem_file_iter(dir.join("localhost.pem"))
-            .expect("tests/api_runner/tls/localhost.pem")
+            .expect("tests/it/api_runner/tls/localhost.pem")
             .collect::<Result<Vec<_>, _>>()
             .expect("a certificate");
         let key = PrivateKeyDer::from_pem_file(dir.join("localhost.key"))
-            .expect("tests/api_runner/tls/localhost.key");
+            .expect("tests/it/api_runner/tls/localhost.key");
         // The provider reqwest's client uses too (ring); deprecated only for lacking
         // post-quantum key exchange, which a loopback test does not need.
         #[allow(deprecated)]

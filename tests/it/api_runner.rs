@@ -5,11 +5,10 @@
 //! in the state folder, the investigate refusal, doctor's rows, a pooled connection
 //! across the daemon's jobs, `eval`, the cache and the spend ledger.
 
-#[path = "api_runner/standin.rs"]
 mod standin;
-mod support;
-#[path = "api_runner/tls.rs"]
 mod tls;
+
+use crate::support::*;
 
 use std::fs;
 use std::path::Path;
@@ -17,8 +16,6 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use standin::{Behaviour, StandIn, anthropic_reply, ok, openai_reply, status};
-use support::common::{Finished, World, attempts, expected, transcript_hash, within};
-use support::{NO_HANG, wait_until};
 use tls::{TlsStandIn, test_ca};
 
 /// The key the tests send; it must never be written anywhere.
@@ -34,12 +31,12 @@ fn api_config(w: &World, api: &str, server: &StandIn, extra: &str) -> std::path:
          model = \"m-1\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n{extra}\n",
         server.base_url()
     );
-    w.config(&format!("{api}.toml"), &text)
+    w.config_file(&format!("{api}.toml"), &text)
 }
 
 /// `llm-judge --config CONFIG ask --timeout T PROMPT` with the key set.
 fn ask(w: &World, config: &Path, timeout: &str, prompt: &str) -> Finished {
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(KEY_VAR, KEY)
         .arg("--config")
         .arg(config)
@@ -73,7 +70,7 @@ fn anthropic_answers_with_the_key_the_prompt_and_usage_priced_by_the_table() {
         "j1",
         &json!({"prompt": "Is it a bug?", "hit_if_any_true": {"bug": "a bug"}}),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(KEY_VAR, KEY)
         .arg("--config")
         .arg(&config)
@@ -81,7 +78,7 @@ fn anthropic_answers_with_the_key_the_prompt_and_usage_priced_by_the_table() {
         .arg(&job);
     let out = w.run(cmd);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let verdict = w.verdict("", "j1");
+    let verdict = w.verdict_of("", "j1");
     assert_eq!(verdict["outcome"], "hit", "{verdict}");
     assert_eq!(verdict["runner"], "api");
     assert_eq!(verdict["answer"], json!({"bug": true}));
@@ -110,7 +107,7 @@ fn anthropic_answers_with_the_key_the_prompt_and_usage_priced_by_the_table() {
             .contains("one line of JSON")
     );
     assert_eq!(body["max_tokens"], 256);
-    let ledger = fs::read_to_string(w.state.join("spend.jsonl")).unwrap();
+    let ledger = fs::read_to_string(w.state().join("spend.jsonl")).unwrap();
     assert!(
         ledger.contains("\"runner\":\"api\"") && ledger.contains("cost_usd"),
         "{ledger}"
@@ -196,7 +193,7 @@ fn each_failure_has_a_reason_a_user_can_act_on_in_both_protocols() {
 fn tls_is_verified_and_a_ca_the_machine_trusts_is_accepted() {
     let w = World::new();
     let server = TlsStandIn::start(anthropic_reply("{\"ok\": true}"));
-    let config = w.config(
+    let config = w.config_file(
         "tls.toml",
         &format!(
             "[[runners.default]]\nname = \"api\"\napi = \"anthropic\"\nmodel = \"m\"\n\
@@ -205,7 +202,7 @@ fn tls_is_verified_and_a_ca_the_machine_trusts_is_accepted() {
         ),
     );
     let ask_trusting = |ca: Option<&Path>| {
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         match ca {
             Some(ca) => cmd.env("SSL_CERT_FILE", ca),
             None => cmd.env_remove("SSL_CERT_FILE"),
@@ -241,7 +238,7 @@ fn refused_and_unconfigured_attempts_say_so() {
     let closed = StandIn::start(Behaviour::Silent);
     let (port, base) = (closed.port, closed.base_url());
     drop(closed);
-    let config = w.config(
+    let config = w.config_file(
         "c.toml",
         &format!(
             "[[runners.default]]\nname = \"local\"\napi = \"openai-chat\"\nmodel = \"m\"\n\
@@ -249,7 +246,7 @@ fn refused_and_unconfigured_attempts_say_so() {
              [[runners.default]]\nname = \"haiku-api\"\napi = \"anthropic\"\nmodel = \"m\"\n"
         ),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env_remove("ANTHROPIC_API_KEY")
         .arg("--config")
         .arg(&config)
@@ -278,7 +275,7 @@ fn failures_feed_runner_health_and_a_missing_key_is_like_not_installed() {
     let w = World::new();
     let bad = StandIn::start(status(500, &[], b"boom".to_vec()));
     let good = StandIn::start(ok(anthropic_reply("{\"ok\": true}")));
-    let config = w.config(
+    let config = w.config_file(
         "c.toml",
         &format!(
             "[health]\nenabled = true\n\
@@ -294,7 +291,7 @@ fn failures_feed_runner_health_and_a_missing_key_is_like_not_installed() {
         ),
     );
     let ask_with = |key: Option<&str>| {
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         match key {
             Some(key) => cmd.env(KEY_VAR, key),
             None => cmd.env_remove(KEY_VAR),
@@ -320,7 +317,7 @@ fn failures_feed_runner_health_and_a_missing_key_is_like_not_installed() {
     let second = ask_with(Some(KEY));
     let order: Vec<String> = attempts(&second).into_iter().map(|a| a.0).collect();
     assert_eq!(order, ["nokey"], "{second}");
-    let health = fs::read_to_string(w.state.join("health.json")).unwrap();
+    let health = fs::read_to_string(w.state().join("health.json")).unwrap();
     assert!(health.contains("http 500: boom"), "{health}");
 }
 
@@ -338,7 +335,7 @@ fn the_key_never_reaches_a_file_of_the_state_folder() {
     let reply = StandIn::start(ok(anthropic_reply(&format!(
         "{{\"bug\": true, \"note\": \"{KEY}\"}}"
     ))));
-    let config = w.config(
+    let config = w.config_file(
         "c.toml",
         &format!(
             "[health]\nenabled = true\n[cache]\nttl_seconds = 60\n\
@@ -350,21 +347,19 @@ fn the_key_never_reaches_a_file_of_the_state_folder() {
             reply.base_url()
         ),
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(KEY_VAR, KEY)
         .env("RUST_LOG", "trace")
         .arg("--config")
-        .arg(&config)
-        .arg("daemon");
-    let daemon = w.start(cmd);
-    publish(
-        &w,
+        .arg(&config);
+    let daemon = w.start_with(cmd);
+    w.job(
         "k1",
         &json!({"prompt": "q", "hit_if_any_true": {"bug": "b"}}),
     );
     let verdict_path = w.verdict_path(&transcript_hash(""), "k1");
     assert!(wait_until(within(NO_HANG), || verdict_path.exists()));
-    let verdict = w.verdict("", "k1");
+    let verdict = w.verdict_of("", "k1");
     assert_eq!(
         verdict["attempts"][0]["reason"], "http 401: bad key [api key]",
         "{verdict}"
@@ -373,26 +368,19 @@ fn the_key_never_reaches_a_file_of_the_state_folder() {
     #[cfg(target_os = "linux")]
     {
         // A crash of the daemon, which has held the key, writes no core file.
-        let limits = fs::read_to_string(format!("/proc/{}/limits", daemon.pid)).unwrap();
+        let limits = fs::read_to_string(format!("/proc/{}/limits", daemon.child.id())).unwrap();
         let core = limits.lines().find(|l| l.starts_with("Max core file size"));
         let fields: Vec<&str> = core.unwrap_or("").split_whitespace().collect();
         assert_eq!(fields[4..6], ["0", "0"], "{limits}");
     }
     drop(daemon);
     let mut holders = Vec::new();
-    visit(&w.state, &mut |path| {
+    visit(&w.state(), &mut |path| {
         if fs::read(path).is_ok_and(|bytes| bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes())) {
             holders.push(path.display().to_string());
         }
     });
     assert!(holders.is_empty(), "the key is in {holders:?}");
-}
-
-/// Publishes a job to a running daemon as producers must: a hidden temp file, renamed.
-fn publish(w: &World, name: &str, job: &Value) {
-    let temp = w.jobs().join(format!(".{name}.tmp"));
-    fs::write(&temp, job.to_string()).unwrap();
-    fs::rename(&temp, w.jobs().join(format!("{name}.json"))).unwrap();
 }
 
 /// Calls `f` on every regular file under `dir`.
@@ -410,11 +398,11 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
 #[test]
 fn an_api_runner_in_the_investigate_table_is_refused_when_it_loads() {
     let w = World::new();
-    let config = w.config(
+    let config = w.config_file(
         "c.toml",
         "[[runners.investigate]]\nname = \"haiku-api\"\napi = \"anthropic\"\nmodel = \"m\"\n",
     );
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.arg("--config").arg(&config).args(["ask", "q"]);
     let out = w.run(cmd);
     assert_eq!(out.code, Some(2), "{out:?}");
@@ -433,7 +421,7 @@ fn doctor_shows_each_api_runner_and_its_key_variable_never_its_value() {
     let server = StandIn::start(ok(openai_reply("{\"ok\": true}")));
     let config = api_config(&w, "openai-chat", &server, "");
     let doctor = |key: Option<&str>, online: bool| {
-        let mut cmd = w.command();
+        let mut cmd = w.cli();
         match key {
             Some(key) => cmd.env(KEY_VAR, key),
             None => cmd.env_remove(KEY_VAR),
@@ -466,7 +454,7 @@ fn doctor_shows_each_api_runner_and_its_key_variable_never_its_value() {
     );
     assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
     assert_eq!(server.requests().len(), 1, "only --online asks");
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.env(KEY_VAR, KEY)
         .arg("--config")
         .arg(&config)
@@ -483,7 +471,7 @@ fn doctor_shows_each_api_runner_and_its_key_variable_never_its_value() {
 fn the_daemon_keeps_one_connection_across_jobs_and_the_cache_spares_a_request() {
     let w = World::new();
     let server = StandIn::start(ok(anthropic_reply("{\"bug\": false}")));
-    let config = w.config(
+    let config = w.config_file(
         "c.toml",
         &format!(
             "workers = 1\n[cache]\nttl_seconds = 60\n\
@@ -492,13 +480,12 @@ fn the_daemon_keeps_one_connection_across_jobs_and_the_cache_spares_a_request() 
             server.base_url()
         ),
     );
-    let mut cmd = w.command();
-    cmd.arg("--config").arg(&config).arg("daemon");
-    let _daemon = w.start(cmd);
+    let mut cmd = w.cli();
+    cmd.arg("--config").arg(&config);
+    let _daemon = w.start_with(cmd);
     let folder = transcript_hash("");
     for (name, prompt) in [("a", "one"), ("b", "two"), ("c", "one")] {
-        publish(
-            &w,
+        w.job(
             name,
             &json!({"prompt": prompt, "hit_if_any_true": {"bug": "b"}}),
         );
@@ -506,7 +493,7 @@ fn the_daemon_keeps_one_connection_across_jobs_and_the_cache_spares_a_request() 
         assert!(wait_until(within(NO_HANG), || path.exists()), "{name}");
     }
     assert_eq!(server.requests().len(), 2, "the third job is a cache hit");
-    assert_eq!(w.verdict("", "c")["attempts"][0]["runner"], "cache");
+    assert_eq!(w.verdict_of("", "c")["attempts"][0]["runner"], "cache");
     assert_eq!(
         server.connections(),
         1,
@@ -528,7 +515,7 @@ fn eval_runs_cases_on_an_api_runner() {
         [case("c1", "hit"), case("c2", "hit"), case("c3", "clean")].join("\n"),
     )
     .unwrap();
-    let mut cmd: Command = w.command();
+    let mut cmd: Command = w.cli();
     cmd.env(KEY_VAR, KEY)
         .arg("--config")
         .arg(&config)

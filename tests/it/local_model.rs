@@ -7,7 +7,7 @@
 //! The model is tiny: the tests check the path (request, JSON mode, the whole reply
 //! read as one object, usage, verdict, eval), never its accuracy.
 
-mod support;
+use crate::support::*;
 
 use std::fs;
 use std::io::{Read, Write};
@@ -17,8 +17,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::common::{World, transcript_hash, within};
-use support::wait_until;
 
 /// Loading the model and the server's imports take seconds; allow a slow machine.
 const SERVER_READY: Duration = Duration::from_secs(180);
@@ -109,7 +107,7 @@ fn models_listed(port: u16) -> bool {
 }
 
 fn config(w: &World, server: &Server) -> PathBuf {
-    w.config(
+    w.config_file(
         "local.toml",
         &format!(
             "[[runners.default]]\nname = \"local\"\napi = \"openai-chat\"\n\
@@ -168,7 +166,7 @@ fn a_real_local_model_judges_through_ask_the_daemon_and_eval() {
     let config = config(&w, &server);
 
     // ask: one answer, its usage from the server's own counts.
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.arg("--config").arg(&config).args([
         "ask",
         "--timeout",
@@ -191,17 +189,15 @@ fn a_real_local_model_judges_through_ask_the_daemon_and_eval() {
     );
 
     // The daemon: a verdict from the same server.
-    let mut cmd = w.command();
-    cmd.arg("--config").arg(&config).arg("daemon");
-    let _daemon = w.start(cmd);
+    let mut cmd = w.cli();
+    cmd.arg("--config").arg(&config);
+    let _daemon = w.start_with(cmd);
     let job = json!({"prompt": prompt(CASES[2].1, CASES[2].2), "timeout_seconds": 60,
                      "hit_if_all_true": [CASES[2].2]});
-    let temp = w.jobs().join(".d1.tmp");
-    fs::write(&temp, job.to_string()).unwrap();
-    fs::rename(&temp, w.jobs().join("d1.json")).unwrap();
+    w.job("d1", &job);
     let path = w.verdict_path(&transcript_hash(""), "d1");
     assert!(wait_until(within(Duration::from_secs(120)), || path.exists()));
-    let verdict = w.verdict("", "d1");
+    let verdict = w.verdict_of("", "d1");
     println!("daemon verdict: {verdict}");
     assert_eq!(verdict["runner"], "local", "{verdict}");
 
@@ -216,14 +212,14 @@ fn a_real_local_model_judges_through_ask_the_daemon_and_eval() {
         .collect();
     let cases = w.root.join("cases.jsonl");
     fs::write(&cases, lines.join("\n")).unwrap();
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.arg("--config")
         .arg(&config)
         .args(["eval", "--workers", "1"])
         .arg(&cases);
     let text = w.run(cmd);
     println!("eval:\n{}", text.stdout);
-    let mut cmd = w.command();
+    let mut cmd = w.cli();
     cmd.arg("--config")
         .arg(&config)
         .args(["eval", "--json", "--workers", "1"])
