@@ -103,7 +103,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
             settings,
             &job,
             &cwd,
-            &crate::store::claim::new_tag(),
+            &crate::process::tag::new_tag(),
             &extras,
             None,
             |_, _| {},

@@ -20,8 +20,8 @@ use crate::core::job::Job;
 use crate::core::verdict::{Outcome, Verdict};
 use crate::engine::attempts::{CacheSlot, Extras, judge};
 use crate::engine::events::{Control, StopSignal};
+use crate::process::tag::new_tag;
 use crate::store::cache::Cache;
-use crate::store::claim::new_tag;
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print_stdout};
 

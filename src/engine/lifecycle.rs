@@ -25,7 +25,7 @@ use crate::engine::job_file::{
 };
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::process::os::start_time;
-use crate::store::claim::{self, Acquired, Claim, ClaimError};
+use crate::store::claim::{self, Acquired, Claim, ClaimError, Started};
 use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
@@ -149,7 +149,7 @@ async fn handle_claimed(
     })?;
     let fsync = settings.config.fsync;
     state_dir::create_dir(&state.claims())?;
-    let (mut claim, previous) = match acquire_claim(state, name, fsync).await? {
+    let (claim, previous) = match acquire_claim(state, name, fsync).await? {
         Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
         Acquired::Claimed { claim, previous } => (claim, previous),
     };
@@ -159,18 +159,15 @@ async fn handle_claimed(
         Ok(next) => next,
         Err(exit) => return end_unstarted(claim, exit),
     };
-    if let Err(e) = claim.start_running(interruptions, identity) {
-        // A record we could not write (disk full) must not later read as a crash.
-        let _ = claim.release();
-        return Err(e.into());
-    }
+    // A record it could not write (disk full) goes with the claim: never a crash later.
+    let mut claim = claim.start_running(interruptions, identity)?;
     crate::support::failpoint::crash("after_claim");
     let started = Instant::now();
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(verdict) => verdict,
         Err(exit) => return end_started(claim, exit),
     };
-    remove_judged_job(path, claim.record().and_then(|r| r.job))?;
+    remove_judged_job(path, claim.record().job)?;
     crate::support::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
@@ -196,7 +193,7 @@ fn end_unstarted(claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
 
 /// A job that ended while running: stopped or failed, it is queued again (not an
 /// interruption); otherwise the claim is let go.
-fn end_started(mut claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
+fn end_started(mut claim: Started, exit: Exit) -> Result<Handled, LifecycleError> {
     match exit {
         Exit::Ended(Handled::Stopped) => {
             claim.requeue()?;
@@ -325,19 +322,12 @@ async fn judge_claimed(
     state: &StateDir,
     path: &Path,
     name: &OsStr,
-    claim: &mut Claim,
+    claim: &mut Started,
     extras: &Extras,
     link: &mut WorkerLink,
 ) -> Step<Verdict> {
-    let (interruptions, tag, identity) = match claim.record() {
-        Some(r) => (r.interruptions, r.tag.clone(), r.job),
-        None => {
-            return Err(ClaimError::NotStarted {
-                path: claim.path().to_path_buf(),
-            }
-            .into());
-        }
-    };
+    let record = claim.record();
+    let (interruptions, tag, identity) = (record.interruptions, record.tag.clone(), record.job);
     let parsed = read_claimed(settings, state, path, name, identity, link)?;
     if let (Err(error), true) = (&parsed, link.outside_jobs) {
         // Not the judge's file: a verdict would remove it, and it may be anything.
@@ -403,7 +393,7 @@ async fn judge_claimed(
 /// Publishes the verdict, off the runtime's thread when it fsyncs.
 fn publish_blocking(
     state: &StateDir,
-    claim: &mut Claim,
+    claim: &mut Started,
     path: &Path,
     name: &OsStr,
     verdict: &Verdict,
@@ -429,7 +419,7 @@ async fn decide(
     job: &Job,
     cwd: &CwdChoice,
     tag: &str,
-    claim: &mut Claim,
+    claim: &mut Started,
     cancel: Option<Cancel>,
     extras: &Extras,
 ) -> Option<Verdict> {
@@ -490,11 +480,11 @@ async fn judge_runners(
     job: &Job,
     cwd: &CwdChoice,
     tag: &str,
-    claim: &mut Claim,
+    claim: &mut Started,
     cancel: Option<Cancel>,
     extras: &Extras,
 ) -> Option<Verdict> {
-    let record_runner = |claim: &mut Claim, runner: &str, pgid: u32| {
+    let record_runner = |claim: &mut Started, runner: &str, pgid: u32| {
         if let Err(e) = claim.runner_started(runner, pgid, start_time(pgid)) {
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
         }
@@ -514,7 +504,7 @@ async fn judge_runners(
 
 fn publish(
     state: &StateDir,
-    claim: &mut Claim,
+    claim: &mut Started,
     path: &Path,
     name: &OsStr,
     verdict: &Verdict,

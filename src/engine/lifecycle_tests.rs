@@ -136,7 +136,7 @@ impl Bench {
         let identity = FileIdentity::of(&std::fs::symlink_metadata(path).expect("stat job"));
         let name = path.file_name().expect("job name");
         match claim::acquire(&self.state.claims(), name, false) {
-            Ok(Acquired::Claimed { mut claim, .. }) => {
+            Ok(Acquired::Claimed { claim, .. }) => {
                 claim
                     .start_running(already, identity)
                     .expect("record running");

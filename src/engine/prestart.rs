@@ -456,7 +456,7 @@ async fn start_waiting(
             return None;
         }
     };
-    let tag = format!("{}{}", tag_prefix(&key), crate::store::claim::new_tag());
+    let tag = format!("{}{}", tag_prefix(&key), crate::process::tag::new_tag());
     let spec = StartSpec {
         argv: &runner.argv,
         cwd: folder.path(),

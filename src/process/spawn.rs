@@ -16,9 +16,10 @@ use tokio::net::unix::pipe;
 
 use crate::core::verdict::RunEnd;
 use crate::process::error::ProcessError;
-use crate::process::os::{TAG_VAR, kill_tagged, signal_group};
+use crate::process::os::{kill_tagged, signal_group};
 use crate::process::pool::SupervisorPool;
 use crate::process::supervisor::{self, Env, Launch, Lease, RECORD_BYTES, Report};
+use crate::process::tag::TAG_VAR;
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
