@@ -518,8 +518,8 @@ mod tests {
 
     use super::*;
     use crate::core::verdict::{Outcome, RunEnd};
-    use crate::engine::spawner::{BoxFuture, Spawner};
-    use crate::process::spawn::{RunOutput, RunSpec};
+    use crate::engine::spawner::{AttemptSpec, BoxFuture, OnProgress, Progress, Spawner};
+    use crate::process::spawn::RunOutput;
 
     /// Answers yes once `parties` runners run at once (or after 60 s), recording
     /// each one's thread and whether it met the others.
@@ -560,10 +560,10 @@ mod tests {
     impl Spawner for Together {
         fn run<'a>(
             &'a self,
-            _spec: &'a RunSpec<'a>,
-            on_spawn: &'a mut (dyn FnMut(u32) + Send),
+            _spec: &'a AttemptSpec<'a>,
+            progress: &'a mut OnProgress<'_>,
         ) -> BoxFuture<'a, RunOutput> {
-            on_spawn(0);
+            progress(Progress::Spawned { pgid: 0 });
             self.meet();
             Box::pin(std::future::ready(RunOutput {
                 end: RunEnd::Exited { code: 0 },

@@ -6,7 +6,7 @@ use std::ffi::{CString, OsString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -130,21 +130,38 @@ pub struct RunOutput {
     pub elapsed: Duration,
 }
 
+/// How this process starts runners: under a supervisor from the daemon's pool, else
+/// one forked per attempt (`run`, `ask`), with the environment every runner inherits.
+/// The judge never changes its own environment, so it is read and filtered once, when
+/// the launcher is made.
+#[derive(Clone)]
+pub struct Launcher {
+    pool: Option<Arc<SupervisorPool>>,
+    /// This process's environment minus the service manager's variables and our own
+    /// markers, as `KEY=value` (`inherited_env`).
+    inherited: Arc<[CString]>,
+}
+
+impl Launcher {
+    /// A launcher using `pool` (the daemon's) when there is one.
+    pub fn new(pool: Option<Arc<SupervisorPool>>) -> Self {
+        Launcher {
+            pool,
+            inherited: inherited_env(std::env::vars_os()).into(),
+        }
+    }
+}
+
 /// Runs one runner to the end under its own supervisor (see supervisor/), so nothing
-/// it started outlives the attempt: a pooled one from `pool` (the daemon), else one
-/// forked here. `on_spawn` gets the runner's pid (= process group id).
-pub async fn run(
-    spec: &RunSpec<'_>,
-    pool: Option<&Arc<SupervisorPool>>,
-    on_spawn: impl FnOnce(u32),
-) -> RunOutput {
+/// it started outlives the attempt. `on_spawn` gets the runner's pid (= process group id).
+pub async fn run(spec: &RunSpec<'_>, launcher: &Launcher, on_spawn: impl FnOnce(u32)) -> RunOutput {
     let started = Instant::now();
-    match Running::start(&spec.to_start(), pool).await {
+    match Running::start(&spec.to_start(), launcher).await {
         Ok(running) => {
             on_spawn(running.pgid());
             running.finish(&spec.to_prompt(), started).await
         }
-        Err(end) => RunOutput::before_start(end, started),
+        Err(end) => RunOutput::not_started(end, started),
     }
 }
 
@@ -178,14 +195,12 @@ pub const EARLY_OUTPUT_CAP: usize = 64 * 1024;
 impl Running {
     /// Starts the runner under its supervisor; the end (`NotInstalled`, `SpawnFailed`)
     /// when it could not be started.
-    pub async fn start(
-        spec: &StartSpec<'_>,
-        pool: Option<&Arc<SupervisorPool>>,
-    ) -> Result<Running, RunEnd> {
-        let Some(program) = resolve_program(&spec.argv[0]) else {
+    pub async fn start(spec: &StartSpec<'_>, launcher: &Launcher) -> Result<Running, RunEnd> {
+        let Some(program) = spec.argv.first().and_then(|p| resolve_program(p)) else {
             return Err(RunEnd::NotInstalled);
         };
-        let launch = runner_env(spec.tag).map(|env| Launch {
+        let pool = launcher.pool.as_ref();
+        let launch = runner_env(spec.tag, &launcher.inherited).map(|env| Launch {
             program: &program,
             argv: spec.argv,
             env,
@@ -246,11 +261,6 @@ impl Running {
             }
         }
         &self.early
-    }
-
-    /// The `LLM_JUDGE_TAG` it was started with.
-    pub fn tag(&self) -> &str {
-        &self.tag
     }
 
     /// The runner's pid (= process group id); 0 when it could not be seen.
@@ -356,8 +366,8 @@ fn poll_now(fd: &impl std::os::fd::AsFd, wanted: PollFlags) -> PollFlags {
 }
 
 impl RunOutput {
-    /// A runner that never started: no output.
-    fn before_start(end: RunEnd, started: Instant) -> RunOutput {
+    /// An attempt whose runner never started (since `started`): no output.
+    pub fn not_started(end: RunEnd, started: Instant) -> RunOutput {
         RunOutput {
             end,
             stdout: String::new(),
@@ -404,19 +414,16 @@ fn spawn_failed(e: &std::io::Error) -> RunEnd {
     }
 }
 
-/// The caller's environment, minus the service manager's variables, plus the child
-/// marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings. The
-/// daemon never changes its own environment, so it is read and filtered once per process.
-fn runner_env(tag: &str) -> std::io::Result<Env> {
-    static INHERITED: OnceLock<Arc<[CString]>> = OnceLock::new();
-    let shared = INHERITED.get_or_init(|| inherited_env(std::env::vars_os()).into());
+/// The `inherited` environment plus the child marker, the attempt's tag and
+/// `GIT_DIR=/dev/null`, as `KEY=value` strings.
+fn runner_env(tag: &str, inherited: &Arc<[CString]>) -> std::io::Result<Env> {
     let mut own = Vec::with_capacity(3);
     for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
         let pair = CString::new(format!("{key}={value}"));
         own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
     }
     Ok(Env {
-        shared: shared.clone(),
+        shared: inherited.clone(),
         own,
     })
 }
@@ -899,7 +906,7 @@ mod tests {
         );
         let names: Vec<&[u8]> = inherited.iter().map(|c| c.as_bytes()).collect();
         assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
-        let env = runner_env("t1").unwrap();
+        let env = runner_env("t1", &Arc::from([])).unwrap();
         let tail: Vec<String> = env
             .own
             .iter()
