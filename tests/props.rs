@@ -6,6 +6,8 @@
 mod support;
 use support::pinned;
 
+use std::io::ErrorKind;
+
 use llm_judge::api::Runner;
 use llm_judge::api::check_investigate_table;
 use llm_judge::api::last_json_object;
@@ -300,10 +302,17 @@ proptest! {
 fn run_end() -> impl Strategy<Value = RunEnd> {
     prop_oneof![
         Just(RunEnd::NotInstalled),
-        (any::<String>(), any::<String>()).prop_map(|(kind, message)| RunEnd::SpawnFailed {
-            kind: kind.chars().take(40).collect(),
-            message
-        }),
+        (
+            prop::sample::select(
+                &[
+                    ErrorKind::NotFound,
+                    ErrorKind::PermissionDenied,
+                    ErrorKind::Other
+                ][..]
+            ),
+            any::<String>()
+        )
+            .prop_map(|(kind, message)| RunEnd::SpawnFailed { kind, message }),
         (0.001f64..=600.0).prop_map(|seconds| RunEnd::TimedOut { seconds }),
         prop::sample::select(&[0.1, 0.5, 1.0, 1.5, 60.0, 600.0, 0.30000000000000004][..])
             .prop_map(|seconds| RunEnd::TimedOut { seconds }),

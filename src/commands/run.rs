@@ -132,7 +132,7 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &LoadError) -> i
     match crate::store::config_file::load(&without) {
         Ok(settings) => {
             let settings = Settings {
-                runner_error: Some(bad.to_string()),
+                runner_error: Some(bad.clone()),
                 ..settings
             };
             main(&settings, job_file.to_path_buf())

@@ -159,7 +159,7 @@ fn spend(state: &StateDir, budget: &Budget, now: f64) -> Value {
         "budget": {
             "max_cost_usd_per_day": budget.max_cost_usd_per_day,
             "max_runs_per_hour": budget.max_runs_per_hour,
-            "reached": over_budget(&recent, budget, now, 0),
+            "reached": over_budget(&recent, budget, now, 0).map(|cap| cap.to_string()),
         },
     })
 }

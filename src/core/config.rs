@@ -175,7 +175,7 @@ pub struct Settings {
     pub runner_override: Option<Vec<Runner>>,
     /// Set by `run` when that variable is bad: every job gets this judge error
     /// instead of running any runner (SPEC 9, as catstack's `judge.py run`).
-    pub runner_error: Option<String>,
+    pub runner_error: Option<crate::core::runner_table::OverrideError>,
     /// `$XDG_RUNTIME_DIR` when it is a private folder of ours: runner folders go there.
     pub runtime_dir: Option<PathBuf>,
 }

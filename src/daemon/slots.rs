@@ -16,7 +16,7 @@ use crate::core::config::Settings;
 use crate::daemon::inbox::Queue;
 use crate::engine::attempts::Extras;
 use crate::engine::events::{Control, JobEvent, JobEvents};
-use crate::engine::lifecycle::{self, Handled};
+use crate::engine::lifecycle::{self, Handled, JobFailed};
 use crate::store::state_dir::StateDir;
 use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats, Tally};
 
@@ -505,7 +505,7 @@ impl Drop for Report {
     fn drop(&mut self) {
         if let Some(name) = self.name.take() {
             tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
-            let failed = Handled::Failed("worker stopped unexpectedly".into());
+            let failed = Handled::Failed(JobFailed::WorkerStopped);
             self.board.finish(name, failed);
         }
     }
@@ -518,6 +518,7 @@ mod tests {
 
     use super::*;
     use crate::core::verdict::{Outcome, RunEnd};
+    use crate::engine::lifecycle::LifecycleError;
     use crate::engine::spawner::{AttemptSpec, BoxFuture, OnProgress, Progress, Spawner};
     use crate::process::spawn::RunOutput;
 
@@ -702,7 +703,8 @@ mod tests {
         board.finish(name.clone(), judged());
         assert_eq!((board.running(), board.waiting()), (0, 1));
         let (name, _) = board.try_take().expect("the newer job");
-        board.finish(name, Handled::Failed("disk full".into()));
+        let full = LifecycleError::StateDir(std::io::Error::other("disk full"));
+        board.finish(name, Handled::Failed(JobFailed::Lifecycle(Arc::new(full))));
         assert_eq!(
             (board.running(), board.waiting()),
             (0, 0),
@@ -766,7 +768,7 @@ mod tests {
         board.offer(job(&context, "b.json", 10));
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "a still holds the only slot");
-        board.finish(a, Handled::Failed("worker stopped".into()));
+        board.finish(a, Handled::Failed(JobFailed::WorkerStopped));
         let taken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
         assert_eq!(
             taken.ok().and_then(Result::ok),

@@ -7,7 +7,7 @@ use crate::core::config::Settings;
 use crate::core::health::sign_of;
 use crate::core::job::{Job, Mode};
 use crate::core::runner_table::Runner;
-use crate::core::spend::SpendEntry;
+use crate::core::spend::{CapReached, SpendEntry};
 use crate::core::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
@@ -146,7 +146,10 @@ pub async fn judge(
         // capped job ends at once): this process never passes the run cap.
         let reservation = match reserve(settings, extras) {
             Ok(reservation) => reservation,
-            Err(reason) => return Some(budget_verdict(job, &reason, attempts, now_unix())),
+            Err(cap) => {
+                let reason = cap.to_string();
+                return Some(budget_verdict(job, &reason, attempts, now_unix()));
+            }
         };
         // Biased: a stop that already fired wins over a free slot.
         let _slot = tokio::select! {
@@ -189,9 +192,12 @@ pub async fn judge(
     Some(verdict_for(job, answer, attempts, now_unix()))
 }
 
-/// A run reserved under the spend cap (none without a ledger: `ask`, `eval`), or the
-/// `budget: ...` reason the cap stops it with, logged at most once a minute.
-fn reserve<'a>(settings: &Settings, extras: &'a Extras) -> Result<Option<Reservation<'a>>, String> {
+/// A run reserved under the spend cap (none without a ledger: `ask`, `eval`), or why
+/// the cap stops it, logged at most once a minute.
+fn reserve<'a>(
+    settings: &Settings,
+    extras: &'a Extras,
+) -> Result<Option<Reservation<'a>>, CapReached> {
     let Some(spend) = extras.spend.as_ref() else {
         return Ok(None);
     };

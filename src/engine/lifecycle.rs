@@ -9,6 +9,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::config::Settings;
@@ -56,10 +57,32 @@ pub enum Handled {
     /// Shutdown stopped it; the job stays queued (not counted as an interruption).
     Stopped,
     /// Something failed; the job stays queued and the error is logged.
-    Failed(String),
+    Failed(JobFailed),
     /// Still being written in place (see `WorkerLink::settle`): left in `jobs/`,
     /// unjudged, for a look after the settle time.
     Unsettled,
+}
+
+/// Why a job was left queued after an error (`Handled::Failed`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JobFailed {
+    /// A step failed on a file or the claim (logged where it failed).
+    #[error(transparent)]
+    Lifecycle(Arc<LifecycleError>),
+    /// The task judging it ended without a result (a panic, or dropped).
+    #[error("worker stopped unexpectedly")]
+    WorkerStopped,
+}
+
+impl PartialEq for JobFailed {
+    /// The same failure: one error (not two alike), or both a stopped worker.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (JobFailed::Lifecycle(a), JobFailed::Lifecycle(b)) => Arc::ptr_eq(a, b),
+            (JobFailed::WorkerStopped, JobFailed::WorkerStopped) => true,
+            _ => false,
+        }
+    }
 }
 
 /// Why a job was left queued: the path or claim it failed on is in the variant.
@@ -133,7 +156,7 @@ pub async fn handle(
         Err(e) => e,
     };
     tracing::error!(file = %path.display(), "job left queued after an error: {failed}");
-    Handled::Failed(failed.to_string())
+    Handled::Failed(JobFailed::Lifecycle(Arc::new(failed)))
 }
 
 /// The driver: claim, take over, check, run, judge and publish, remove, let go.

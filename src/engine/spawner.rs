@@ -107,7 +107,7 @@ pub trait Spawner: Send + Sync {
         let _ = spec;
         Box::pin(async {
             Err(RunEnd::SpawnFailed {
-                kind: "Unsupported".into(),
+                kind: std::io::ErrorKind::Unsupported,
                 message: "this runner kind cannot be started ahead of its job".into(),
             })
         })
@@ -193,7 +193,7 @@ impl Processes {
                 Err(e) => {
                     return RunOutput::not_started(
                         RunEnd::SpawnFailed {
-                            kind: format!("{:?}", e.kind()),
+                            kind: e.kind(),
                             message: format!("cannot create a temp folder: {e}"),
                         },
                         Instant::now(),

@@ -228,7 +228,7 @@ impl Running {
                 attempt.finish(spec.tag).await;
                 let message = format!("the runner's supervisor did not start it ({other:?})");
                 return Err(RunEnd::SpawnFailed {
-                    kind: "Other".into(),
+                    kind: std::io::ErrorKind::Other,
                     message,
                 });
             }
@@ -409,7 +409,7 @@ fn sender(fd: OwnedFd) -> std::io::Result<pipe::Sender> {
 
 fn spawn_failed(e: &std::io::Error) -> RunEnd {
     RunEnd::SpawnFailed {
-        kind: format!("{:?}", e.kind()),
+        kind: e.kind(),
         message: e.to_string(),
     }
 }
@@ -906,7 +906,10 @@ mod tests {
         );
         let names: Vec<&[u8]> = inherited.iter().map(|c| c.as_bytes()).collect();
         assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
-        let env = runner_env("t1", &Arc::from([])).unwrap();
+        // The launcher's inherited environment, read when it was made, is shared as is.
+        let kept: Arc<[CString]> = Arc::from([CString::new("KEPT=1").unwrap()]);
+        let env = runner_env("t1", &kept).unwrap();
+        assert!(Arc::ptr_eq(&env.shared, &kept));
         let tail: Vec<String> = env
             .own
             .iter()
