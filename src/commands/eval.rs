@@ -88,7 +88,10 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
         Ok(Ok(cases)) => cases,
         Ok(Err(errors)) => {
             for e in &errors {
-                say_err!("llm-judge eval: {file}: {e}");
+                say_err!(
+                    "llm-judge eval: {file}: {e}",
+                    e = crate::support::error::Chain(&e)
+                );
             }
             say_err!("llm-judge eval: nothing was run");
             return EXIT_USAGE;
@@ -101,7 +104,10 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             return EXIT_USAGE;
         }
         Err(ReadError::Io(e)) => {
-            say_err!("llm-judge eval: cannot read {file}: {e}");
+            say_err!(
+                "llm-judge eval: cannot read {file}: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_FAILURE;
         }
     };
@@ -114,14 +120,14 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
         }
         Ok(seats) => seats,
         Err(e) => {
-            say_err!("llm-judge eval: {e}");
+            say_err!("llm-judge eval: {e}", e = crate::support::error::Chain(&e));
             return EXIT_USAGE;
         }
     };
     let state = match open_state(settings, false) {
         Ok(state) => state,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };
@@ -138,7 +144,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };

@@ -55,7 +55,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         Ok(state) => state,
         Err(e) => {
             say_err!("llm-judge: refusing to start: {e}");
-            return if transient(&e.source) {
+            return if transient(&e.cause) {
                 EXIT_FAILURE
             } else {
                 EXIT_USAGE
@@ -63,13 +63,19 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         }
     };
     if let Err(e) = check_folders(&state) {
-        tracing::error!("refusing to start: {e}");
+        tracing::error!(
+            "refusing to start: {e}",
+            e = crate::support::error::Chain(&e)
+        );
         return EXIT_USAGE;
     }
     let _lock = match crate::store::daemon_lock::acquire(&state.lock()) {
         Ok(lock) => lock,
         Err(e) => {
-            tracing::error!("refusing to start: {e}");
+            tracing::error!(
+                "refusing to start: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_FAILURE;
         }
     };
@@ -80,7 +86,10 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             Some(Arc::new(pool))
         }
         Err(e) => {
-            tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon");
+            tracing::info!(
+                "no supervisor zygote ({e}): supervisors are forked from the daemon",
+                e = crate::support::error::Chain(&e)
+            );
             None
         }
     };
@@ -254,7 +263,11 @@ impl Daemon {
         crate::engine::recovery::sweep(&self.state, runtime, c.fsync, c.undeliverable_days);
         let mut watcher = InboxWatcher::new(&self.state.jobs());
         if let Err(e) = watcher.watch() {
-            tracing::error!("{e}; relying on rescans every {}s", c.rescan_seconds);
+            tracing::error!(
+                "{e}; relying on rescans every {}s",
+                c.rescan_seconds,
+                e = crate::support::error::Chain(&e)
+            );
         }
         self.scan();
         let mut rescan = tokio::time::interval(Duration::from_secs_f64(c.rescan_seconds));
@@ -428,7 +441,10 @@ impl Daemon {
             Ok(()) => {
                 tracing::info!(folder = %self.state.jobs().display(), "watching the inbox again")
             }
-            Err(e) => tracing::error!("{e}; retrying at the next rescan"),
+            Err(e) => tracing::error!(
+                "{e}; retrying at the next rescan",
+                e = crate::support::error::Chain(&e)
+            ),
         }
     }
 
@@ -503,7 +519,10 @@ impl Daemon {
                 self.apply_codex_catalog(false);
                 self.read_codex_catalog();
             }
-            Err(e) => tracing::error!("config reload failed, keeping the old config: {e}"),
+            Err(e) => tracing::error!(
+                "config reload failed, keeping the old config: {e}",
+                e = crate::support::error::Chain(&e)
+            ),
         }
     }
 

@@ -92,13 +92,13 @@ pub enum LifecycleError {
     NoFileName { path: PathBuf },
     #[error(transparent)]
     Claim(#[from] ClaimError),
-    #[error("cannot stat {}: {source}", path.display())]
+    #[error("cannot stat {}", path.display())]
     Stat { path: PathBuf, source: io::Error },
-    #[error("cannot remove job file {}: {source}", path.display())]
+    #[error("cannot remove job file {}", path.display())]
     RemoveJob { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Reject(#[from] RejectError),
-    #[error("cannot rename {} into place: {source}", temp.display())]
+    #[error("cannot rename {} into place", temp.display())]
     Rename { temp: PathBuf, source: io::Error },
     /// A state-folder write; `store::state_dir`'s errors name their file.
     #[error(transparent)]
@@ -155,7 +155,7 @@ pub async fn handle(
         Ok(handled) => return handled,
         Err(e) => e,
     };
-    tracing::error!(file = %path.display(), "job left queued after an error: {failed}");
+    tracing::error!(file = %path.display(), "job left queued after an error: {failed}", failed = crate::support::error::Chain(&failed));
     Handled::Failed(JobFailed::Lifecycle(Arc::new(failed)))
 }
 
@@ -509,7 +509,7 @@ async fn judge_runners(
 ) -> Option<Verdict> {
     let record_runner = |claim: &mut Started, runner: &str, pgid: u32| {
         if let Err(e) = claim.runner_started(runner, pgid, start_time(pgid)) {
-            tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
+            tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}", e = crate::support::error::Chain(&e));
         }
         crate::support::failpoint::crash("runner_started");
     };

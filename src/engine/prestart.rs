@@ -473,7 +473,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         let key = match crate::store::tag_key::load_or_create(&state) {
             Ok(key) => key,
             Err(e) => {
-                tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
+                tracing::warn!(runner = %runner.name, "cannot pre-start: {e}", e = crate::support::error::Chain(&e));
                 return None;
             }
         };

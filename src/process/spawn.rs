@@ -410,7 +410,7 @@ fn sender(fd: OwnedFd) -> std::io::Result<pipe::Sender> {
 fn spawn_failed(e: &std::io::Error) -> RunEnd {
     RunEnd::SpawnFailed {
         kind: e.kind(),
-        message: e.to_string(),
+        message: crate::support::error::chain(e),
     }
 }
 

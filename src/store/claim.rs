@@ -20,17 +20,17 @@ use crate::store::state_dir::sync_dir;
 /// Why a claim could not be taken, saved or let go.
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
-    #[error("cannot open claim {}: {source}", path.display())]
+    #[error("cannot open claim {}", path.display())]
     Open { path: PathBuf, source: io::Error },
     #[error("claim {} keeps being replaced; another judge is churning it", path.display())]
     Churning { path: PathBuf },
-    #[error("cannot read claim {}: {source}", path.display())]
+    #[error("cannot read claim {}", path.display())]
     Read { path: PathBuf, source: io::Error },
-    #[error("cannot save claim {}: {source}", path.display())]
+    #[error("cannot save claim {}", path.display())]
     Save { path: PathBuf, source: io::Error },
-    #[error("cannot remove claim {}: {source}", path.display())]
+    #[error("cannot remove claim {}", path.display())]
     Remove { path: PathBuf, source: io::Error },
-    #[error("claim {}: {source}", path.display())]
+    #[error("claim {}", path.display())]
     Move { path: PathBuf, source: IllegalMove },
 }
 
@@ -386,5 +386,26 @@ mod tests {
         std::fs::write(dir.path().join("j.json"), b"{\"state\":\"run").unwrap();
         let (_claim, previous) = claimed(dir.path());
         assert_eq!(previous, Previous::Torn);
+    }
+
+    /// A claim error says what it is about; its cause is its source, shown by the chain.
+    #[test]
+    fn an_error_names_the_claim_and_keeps_its_cause_as_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-folder");
+        let e = acquire(&missing, OsStr::new("j.json"), false).unwrap_err();
+        let path = missing.join("j.json");
+        assert_eq!(
+            e.to_string(),
+            format!("cannot open claim {}", path.display())
+        );
+        let cause = std::io::Error::from(std::io::ErrorKind::NotFound).kind();
+        assert!(matches!(&e, ClaimError::Open { source, .. } if source.kind() == cause));
+        let shown = crate::support::error::chain(&e);
+        assert!(
+            shown.starts_with(&format!("cannot open claim {}: ", path.display()))
+                && shown.len() > e.to_string().len() + 2,
+            "{shown}"
+        );
     }
 }

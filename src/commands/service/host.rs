@@ -168,7 +168,7 @@ pub(crate) fn linger(host: &Host) -> Linger {
     let answer = match quiet(&call) {
         Ok((status, out)) if status.success() => parse_linger(&out),
         Ok((_, out)) => Linger::Unknown(out.trim().to_string()),
-        Err(e) => Linger::Unknown(e.to_string()),
+        Err(e) => Linger::Unknown(crate::support::error::chain(&e)),
     };
     if let Linger::Unknown(_) = &answer
         && let Some(user) = &host.user
@@ -229,7 +229,7 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
     let state_dir_error = if state.root.exists() {
         crate::store::permissions::check_private(&state.root)
             .err()
-            .map(|e| e.to_string())
+            .map(|e| crate::support::error::chain(&e))
     } else {
         None
     };
