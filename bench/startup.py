@@ -16,7 +16,9 @@ Metric, per run:
               until the stand-in has read the first model request (POST /v1/messages or
               POST /v1/responses; headers and body read)
   to exit     the same start until the process has exited (a blocking waitpid)
-Variants (argv from config/llm-judge.toml, the shipped default tables):
+Variants (argv from config/llm-judge.toml, the shipped default tables; codex's two
+placeholders filled as the judge fills them, `JudgeFiles`; the claude variants run
+without the table's `env`, which d measures):
   a  claude spawned with its job: the shipped argv without its stream-json flags, with
      --output-format json and the prompt as the last argv item (the baseline; what the
      daemon shipped before `prestart`, and what `prestart = 0` would start per job if its
@@ -221,7 +223,7 @@ class StandIn:
             parsed = None
         rec = {"t_line": t_line, "t": t_done, "method": method, "path": target,
                "host": host, "kind": kind, "bytes": len(body),
-               "user_agent": headers.get("user-agent", "")}
+               "user_agent": headers.get("user-agent", ""), "body": body}
         with self.lock:
             self.requests.append(rec)
         try:
@@ -277,8 +279,61 @@ def shipped(name):
     raise SystemExit("no default runner %r in %s" % (name, CONFIG))
 
 
+SLIM_SRC = os.path.join(ROOT, "src", "core", "codex_slim.rs")
+INSTRUCTIONS_ITEM = "model_instructions_file={instructions}"
+CATALOG_ITEM = "model_catalog_json={codex_catalog}"
+
+
+def judge_instructions(mode):
+    """The judge's codex instructions for a table, read from the Rust source."""
+    src = open(SLIM_SRC).read()
+    const = "DEFAULT_INSTRUCTIONS" if mode == "default" else "INVESTIGATE_INSTRUCTIONS"
+    m = re.search(r"pub const %s: &str = \"(.*?)\";" % const, src, re.S)
+    text = re.sub(r"\\\n\s*", "", m.group(1))
+    return text.replace("\\n", "\n").replace('\\"', '"')
+
+
+class JudgeFiles:
+    """The files a codex argv's placeholders name, made as the judge makes them (once
+    per session, in a temp folder): its instructions per table, and `codex debug
+    models` with the four tool-adding fields emptied (src/core/codex_slim.rs)."""
+
+    def __init__(self, bin_dir):
+        self.dir = tempfile.mkdtemp(prefix="llm-judge-files-")
+        self.instructions = {}
+        for mode in ("default", "investigate"):
+            path = os.path.join(self.dir, "instructions-%s.md" % mode)
+            with open(path, "w") as f:
+                f.write(judge_instructions(mode))
+            self.instructions[mode] = path
+        home = os.path.join(self.dir, "home")
+        os.makedirs(home)
+        out = subprocess.run([os.path.join(bin_dir, "codex"), "debug", "models"],
+                             env={"HOME": home, "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                             capture_output=True, timeout=60).stdout
+        catalog = json.loads(out)
+        for m in catalog["models"]:
+            for k in ("tool_mode", "multi_agent_version", "apply_patch_tool_type"):
+                m[k] = None
+            m["experimental_supported_tools"] = []
+        self.catalog = os.path.join(self.dir, "catalog.json")
+        with open(self.catalog, "w") as f:
+            json.dump(catalog, f)
+
+    def fill(self, argv, mode="default"):
+        out = []
+        for a in argv:
+            if a == INSTRUCTIONS_ITEM:
+                out.append('model_instructions_file="%s"' % self.instructions[mode])
+            elif a == CATALOG_ITEM:
+                out.append('model_catalog_json="%s"' % self.catalog)
+            else:
+                out.append(a)
+        return out
+
+
 def without_prompt_slot(argv):
-    """The SPEC 4 stdin form: drop the `{prompt}` item and the `--` right before it."""
+    """The plain stdin form (docs/reference.md, "Runners"): drop the `{prompt}` item and the `--` right before it."""
     i = argv.index("{prompt}")
     assert argv[i - 1] == "--", argv
     return argv[: i - 1] + argv[i + 1:]
@@ -370,6 +425,16 @@ def kill_group(pgid):
         time.sleep(0.2)
 
 
+_JUDGE_FILES = []
+
+
+def judge_files(bin_dir):
+    """The session's JudgeFiles, made at first use."""
+    if not _JUDGE_FILES:
+        _JUDGE_FILES.append(JudgeFiles(bin_dir))
+    return _JUDGE_FILES[0]
+
+
 def run_once(v, args, census=False):
     standin = StandIn()
     root = tempfile.mkdtemp(prefix="llm-judge-startup-")
@@ -392,6 +457,8 @@ def run_once(v, args, census=False):
             env[k] = standin.url()
         env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     argv = v.concrete(standin.port, PROMPT)
+    if v.cli == "codex":
+        argv = judge_files(args.bin_dir).fill(argv)
     argv[0] = os.path.join(bindir, v.cli)
     if v.prestart == "stream-json":
         payload = json.dumps({"type": "user", "message": {"role": "user", "content": PROMPT}})

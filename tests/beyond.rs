@@ -406,3 +406,94 @@ fn ask_refuses_a_now_that_is_not_a_time() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--now"));
     }
 }
+
+/// Holds `<state>/health.lock` exclusively until the file is dropped, as any process of
+/// the user can (`flock -x health.lock sleep 300`; a runner runs as the user).
+fn hold_health_lock(w: &World) -> fs::File {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(w.state().join("health.lock"))
+        .unwrap();
+    // SAFETY: flock on a descriptor this function owns.
+    let held = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(held, 0, "cannot take health.lock");
+    file
+}
+
+/// `ask` with `table`, bounded: past the deadline it is killed and the test fails.
+fn ask_within_deadline(w: &World, table: &[Value]) -> Value {
+    use std::io::Read;
+    let mut child = w
+        .command(table)
+        .args(["ask", "question"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = support::wait_child(&mut child, DEADLINE);
+    assert!(status.is_some(), "ask did not end within {DEADLINE:?}");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// A held `<state>/health.lock` stops no verdict, no `ask` and no shutdown. Before,
+/// recording a failed attempt waited for the lock on the worker: 0 verdicts. The
+/// update is kept in memory meanwhile (this process still tries the failing runner
+/// last), logged once, and written without the lock at exit.
+#[test]
+fn a_held_health_lock_stops_no_verdict_no_ask_and_no_shutdown() {
+    let w = World::new();
+    w.config("workers = 2\n[health]\nbackoff_start_seconds = 600\n");
+    let table = [
+        w.runner("fails", "exit 3"),
+        w.runner("answers", &answer(r#"{"ok": true}"#)),
+    ];
+    let lock = hold_health_lock(&w);
+    let mut d = w.start(&table);
+    w.job("first", &json!({"prompt": "p0"}));
+    wait_for("the first verdict with health.lock held", DEADLINE, || {
+        w.verdicts().len() == 1
+    });
+    assert_eq!(runner_names(&w.verdict("first")), ["fails", "answers"]);
+    for i in 1..6 {
+        w.job(&format!("j{i}"), &json!({"prompt": format!("p{i}")}));
+    }
+    wait_for("6 verdicts with health.lock held", DEADLINE, || {
+        w.verdicts().len() == 6
+    });
+    for i in 1..6 {
+        let v = w.verdict(&format!("j{i}"));
+        assert_eq!(runner_names(&v), ["answers"], "benched in memory: {v}");
+    }
+    assert!(
+        !w.state().join("health.json").exists(),
+        "nothing written under a held lock"
+    );
+    let log = w.log();
+    let taken = log.matches("health.lock cannot be had at once").count();
+    assert_eq!(taken, 1, "logged once, not per job: {log}");
+    d.signal("TERM");
+    assert!(d.wait_exit(DEADLINE).success(), "{}", d.stderr());
+    assert_eq!(
+        runner_health(&w, "fails")["benched"],
+        true,
+        "at exit the kept update is written without the lock"
+    );
+    fs::remove_file(w.state().join("health.json")).unwrap();
+    let v = ask_within_deadline(&w, &table);
+    assert_eq!(runner_names(&v), ["fails", "answers"], "{v}");
+    assert_eq!(runner_health(&w, "fails")["benched"], true, "ask's too");
+    drop(lock);
+}

@@ -45,6 +45,32 @@ fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// What the shipped codex argv of `mode` is started with by `run` (no daemon has kept
+/// a trimmed catalog: that item is dropped), the prompt filled in.
+fn codex_as_started(w: &World, mode: &str, prompt: &str) -> Vec<String> {
+    let argv = if mode == "investigate" {
+        INVESTIGATE_CODEX
+    } else {
+        DEFAULT_CODEX
+    };
+    let instructions = w.state.join(format!("codex/instructions-{mode}.md"));
+    args_as_started(argv, prompt, s(&instructions), None)
+}
+
+/// Asserts the judge's codex instructions file of `mode` is its own, private.
+fn assert_instructions_file(w: &World, mode: &str) {
+    let path = w.state.join(format!("codex/instructions-{mode}.md"));
+    let text = fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        text.contains("one line of JSON"),
+        "{}: {text:?}",
+        path.display()
+    );
+    let mode_of = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode_of(&path), 0o600, "{}", path.display());
+    assert_eq!(mode_of(path.parent().unwrap()), 0o700);
+}
+
 /// Asserts a fake was started as `program` with exactly `args` after `argv[0]`.
 fn assert_started_as(w: &World, program: &str, args: &[String]) {
     let arg0 = w.recorded(program, "arg0");
@@ -103,7 +129,8 @@ fn investigate_job_runs_the_shipped_argv_in_the_jobs_cwd_with_its_timeout() {
     let done = w.run(cmd);
     assert_eq!(done.code, Some(0), "{done:?}");
 
-    assert_started_as(&w, "codex", &investigate_args("codex", prompt));
+    assert_started_as(&w, "codex", &codex_as_started(&w, "investigate", prompt));
+    assert_instructions_file(&w, "investigate");
     assert_started_as(&w, "claude", &investigate_args("claude", prompt));
     for program in ["codex", "claude"] {
         assert_eq!(
@@ -235,7 +262,10 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
         &json!({"prompt": prompt, "transcript": "/t/plain.jsonl"}),
     );
     let mut cmd = w.command_with_fakes_on_path();
-    cmd.arg("run").arg(&job);
+    // The table's own env wins over the caller's for that runner only.
+    cmd.env("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "7")
+        .arg("run")
+        .arg(&job);
     let done = w.run(cmd);
     assert_eq!(done.code, Some(0), "{done:?}");
 
@@ -245,7 +275,11 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
         ("claude", "claude"),
         ("cursor-agent", "cursor"),
     ] {
-        assert_started_as(&w, program, &default_args(program, prompt));
+        let args = match program {
+            "codex" => codex_as_started(&w, "default", prompt),
+            _ => default_args(program, prompt),
+        };
+        assert_started_as(&w, program, &args);
         let pwd = w.recorded(program, "pwd").trim_end().to_string();
         assert_fresh_temp_folder(&w, &pwd);
         assert_eq!(
@@ -253,6 +287,24 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
             "",
             "{program}'s folder was not empty"
         );
+        let env = w.recorded_env(program);
+        let max_tokens: Vec<&String> = env
+            .iter()
+            .filter(|v| v.starts_with("CLAUDE_CODE_MAX_OUTPUT_TOKENS="))
+            .collect();
+        if program == "claude" {
+            for (name, value) in DEFAULT_CLAUDE_ENV {
+                let var = format!("{name}={value}");
+                assert_eq!(
+                    env.iter().filter(|v| **v == var).count(),
+                    1,
+                    "{var}: {env:?}"
+                );
+            }
+            assert_eq!(max_tokens.len(), 1, "one value per name: {env:?}");
+        } else {
+            assert_eq!(max_tokens, ["CLAUDE_CODE_MAX_OUTPUT_TOKENS=7"], "{program}");
+        }
         if program == "claude" {
             assert!(w.recorded(program, "stdin").starts_with("pipe:"));
             let message: Value = serde_json::from_str(&w.recorded(program, "stdin-text")).unwrap();
@@ -281,6 +333,7 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
         Vec::<String>::new(),
         "temp folders left behind"
     );
+    assert_instructions_file(&w, "default");
 
     let starts: Vec<String> = w.log_lines(" INFO runner start id=plain ");
     let order: Vec<&str> = starts

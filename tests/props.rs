@@ -505,7 +505,48 @@ const VOCAB: &[&str] = &[
     "--settings={prompt}",
     "-s=workspace-write",
     "--print=1",
+    // codex's narrowing keys, and what a table could try instead.
+    "--disable",
+    "--enable",
+    "--disable=shell_tool",
+    "--disable=sandbox",
+    "multi_agent",
+    "goals",
+    "shell_tool",
+    "view_image",
+    "unified_exec",
+    "model_instructions_file={instructions}",
+    "model_instructions_file=\"/tmp/evil.md\"",
+    "model_catalog_json={codex_catalog}",
+    "model_catalog_json=\"/tmp/catalog.json\"",
+    "project_doc_max_bytes=0",
+    "project_doc_max_bytes=65536",
+    "skills.include_instructions=false",
+    "include_environment_context=false",
+    "include_collaboration_mode_instructions=false",
+    "web_search=\"disabled\"",
+    "web_search=\"live\"",
+    "sandbox_mode=\"danger-full-access\"",
+    "approval_policy=\"never\"",
 ];
+
+/// The `-c` values an accepted investigate codex may hold, restated independently of
+/// the allowlist: each only narrows what codex sends or offers; the two file keys only
+/// as the judge's own placeholders.
+const CODEX_NARROWING: &[&str] = &[
+    "notify=[]",
+    "model_instructions_file={instructions}",
+    "model_catalog_json={codex_catalog}",
+    "project_doc_max_bytes=0",
+    "skills.include_instructions=false",
+    "tools.experimental_request_user_input.enabled=false",
+    "include_permissions_instructions=false",
+    "include_environment_context=false",
+    "include_collaboration_mode_instructions=false",
+    "web_search=\"disabled\"",
+];
+/// The features an accepted investigate codex may switch off.
+const CODEX_OFF: &[&str] = &["multi_agent", "goals", "shell_tool", "view_image"];
 
 const PROGRAMS: &[&str] = &[
     "claude",
@@ -661,12 +702,22 @@ fn assert_safe(argv: &[String]) {
         }
         assert!(sandboxes >= 1, "no sandbox: {argv:?}");
         for (i, item) in head.iter().enumerate() {
-            if item == "-c" {
-                assert_eq!(
-                    head.get(i + 1).map(String::as_str),
-                    Some("notify=[]"),
-                    "{argv:?}"
-                );
+            let next = head.get(i + 1).map(String::as_str).unwrap_or_default();
+            match item.as_str() {
+                "-c" => assert!(CODEX_NARROWING.contains(&next), "-c {next}: {argv:?}"),
+                "--disable" => assert!(CODEX_OFF.contains(&next), "--disable {next}: {argv:?}"),
+                "--enable" => panic!("--enable in {argv:?}"),
+                other => {
+                    if let Some(feature) = other.strip_prefix("--disable=") {
+                        assert!(CODEX_OFF.contains(&feature), "{argv:?}");
+                    }
+                    // A file of the table's own never reaches codex's config.
+                    assert!(
+                        !other.starts_with("model_instructions_file=\"")
+                            && !other.starts_with("model_catalog_json=\""),
+                        "{argv:?}"
+                    );
+                }
             }
         }
         assert!(head.iter().any(|a| a == "--ignore-user-config"), "{argv:?}");
@@ -720,6 +771,7 @@ fn runner(argv: Vec<String>) -> Runner {
         argv,
         max_concurrent: None,
         prestart: None,
+        env: Default::default(),
     }
 }
 
@@ -748,6 +800,103 @@ proptest! {
             Err(e) => {
                 let e = e.to_string();
                 prop_assert!(e.contains("investigate runner \"r\" is unsafe"), "{}", e);
+            }
+        }
+    }
+}
+
+/// Every codex key of the vocabulary, added to the shipped investigate codex as a
+/// `-c`, `--disable`, `--enable` or `--config` value, at the start and at the end:
+/// all of them, not a sample, so a key the allowlist wrongly accepts is always met.
+#[test]
+fn every_accepted_codex_key_narrows() {
+    let mut accepted = 0;
+    for flag in ["-c", "--disable", "--enable", "--config"] {
+        for value in VOCAB {
+            for at_end in [false, true] {
+                let mut argv = shipped("codex");
+                let at = if at_end { argv.len() - 2 } else { 2 };
+                argv.splice(at..at, [flag.to_string(), value.to_string()]);
+                if check_investigate_table(&[runner(argv.clone())]).is_ok() {
+                    assert_safe(&argv);
+                    accepted += 1;
+                }
+            }
+        }
+    }
+    // The shipped table already holds each narrowing key once: only the features it
+    // does not switch off yet can be added (`shell_tool`, as a value or `--disable=`).
+    assert!(accepted >= 2, "{accepted} accepted");
+}
+
+/// Variable names an investigate runner's `env` draws from: the allowed switches and
+/// what loads code, moves the API, or changes where a CLI reads its settings.
+const ENV_NAMES: &[&str] = &[
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+    "DISABLE_TELEMETRY",
+    "DISABLE_ERROR_REPORTING",
+    "DISABLE_AUTOUPDATER",
+    "NODE_OPTIONS",
+    "LD_PRELOAD",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "HTTPS_PROXY",
+    "BASH_ENV",
+    "PATH",
+    "GIT_DIR",
+    "claude_code_disable_nonessential_traffic",
+];
+const ENV_VALUES: &[&str] = &[
+    "1",
+    "0",
+    "1024",
+    "128001",
+    "",
+    "true",
+    "--require=/tmp/x.js",
+    "/tmp",
+];
+
+/// An independent statement of what an accepted investigate `env` may hold.
+fn assert_safe_env(program: &str, env: &std::collections::BTreeMap<String, String>) {
+    for (name, value) in env {
+        assert_eq!(program, "claude", "codex takes no env: {env:?}");
+        match name.as_str() {
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+            | "DISABLE_TELEMETRY"
+            | "DISABLE_ERROR_REPORTING"
+            | "DISABLE_AUTOUPDATER" => assert_eq!(value, "1", "{env:?}"),
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS" => {
+                let n: u64 = value.parse().unwrap_or(0);
+                assert!((1..=128_000).contains(&n), "{env:?}");
+            }
+            other => panic!("{other} accepted in {env:?}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(1024))]
+
+    #[test]
+    fn whatever_env_the_check_accepts_only_switches_traffic_and_output_off(
+        base in prop::sample::select(&["claude", "codex"][..]),
+        pairs in prop::collection::vec(
+            (prop::sample::select(ENV_NAMES), prop::sample::select(ENV_VALUES)), 0..4),
+    ) {
+        let env: std::collections::BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let r = Runner { env: env.clone(), ..runner(shipped(base)) };
+        match check_investigate_table(&[r]) {
+            Ok(()) => assert_safe_env(base, &env),
+            Err(e) => {
+                let e = e.to_string();
+                prop_assert!(e.contains("environment variable"), "{}", e);
             }
         }
     }

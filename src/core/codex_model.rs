@@ -1,10 +1,12 @@
-//! SPEC 4 "Codex model", the pure part: read a `codex debug models` catalog and pick the
-//! model a codex runner uses. No I/O; the process part lives in `codex_catalog`.
+//! The codex model choice (docs/reference.md, "Runners"), the pure part: read a `codex
+//! debug models` catalog and pick the model a codex runner uses. No I/O; the process part
+//! lives in `codex_catalog`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::core::codex_slim::CATALOG_ITEM;
 use crate::core::config::Settings;
 use crate::core::runner_table::Runner;
 
@@ -210,14 +212,20 @@ pub fn models_in_use(base: &Settings, applied: &Settings) -> Vec<ModelInUse> {
     out
 }
 
-/// The program (argv[0]) of the first codex runner with an `-m` model, if any.
+/// The program (argv[0]) of the first codex runner that needs the catalog: one with
+/// an `-m` model, or one naming the judge's trimmed catalog; `None` when none does.
 pub fn codex_program(settings: &Settings) -> Option<String> {
     let mut settings = settings.clone();
     tables_mut(&mut settings)
         .iter()
         .flat_map(|(_, t)| t.iter())
-        .find(|r| codex_model_index(r).is_some())
+        .find(|r| codex_model_index(r).is_some() || names_the_catalog(r))
         .map(|r| r.argv[0].clone())
+}
+
+/// A codex runner whose argv names the judge's trimmed catalog.
+fn names_the_catalog(runner: &Runner) -> bool {
+    is_codex(&runner.argv) && runner.argv.iter().any(|a| a == CATALOG_ITEM)
 }
 
 /// Where a codex runner's `-m` value sits, if it is a codex runner with one.
@@ -339,6 +347,12 @@ mod tests {
         let mut over = base.clone();
         over.runner_override = Some(vec![runner("claude", &["claude", "-p"])]);
         assert_eq!(codex_program(&over), None);
+        // A codex without -m that names the trimmed catalog needs the read too.
+        over.runner_override = Some(vec![runner(
+            "codex",
+            &["/opt/codex", "exec", "-c", CATALOG_ITEM, "--", "{prompt}"],
+        )]);
+        assert_eq!(codex_program(&over).as_deref(), Some("/opt/codex"));
         assert_eq!(models_in_use(&over, &over), vec![]);
     }
 }

@@ -1,5 +1,5 @@
-//! Configuration (SPEC section 8): every key, the embedded default with a file's text
-//! over it, and the checks. Pure: reading the file and the environment is
+//! Configuration (docs/reference.md, "Configuration"): every key, the embedded default with
+//! a file's text over it, and the checks. Pure: reading the file and the environment is
 //! `store::config_file`.
 
 use std::path::PathBuf;
@@ -89,7 +89,7 @@ impl ConfigError {
     }
 }
 
-/// Every config key (SPEC section 8).
+/// Every config key (docs/reference.md, "Configuration").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -121,7 +121,7 @@ pub struct Config {
     pub runners: Tables,
 }
 
-/// `[health]` (SPEC section 10).
+/// `[health]` (docs/reference.md, "Beyond catstack").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
@@ -130,7 +130,7 @@ pub struct HealthConfig {
     pub backoff_max_seconds: f64,
 }
 
-/// `[cache]` (SPEC section 10).
+/// `[cache]` (docs/reference.md, "Beyond catstack").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
@@ -174,7 +174,8 @@ pub struct Settings {
     /// The `CATSTACK_LLM_JUDGE_RUNNERS` table, which replaces both tables.
     pub runner_override: Option<Vec<Runner>>,
     /// Set by `run` when that variable is bad: every job gets this judge error
-    /// instead of running any runner (SPEC 9, as catstack's `judge.py run`).
+    /// instead of running any runner (docs/reference.md, "Command line", as catstack's
+    /// `judge.py run`).
     pub runner_error: Option<crate::core::runner_table::OverrideError>,
     /// `$XDG_RUNTIME_DIR` when it is a private folder of ours: runner folders go there.
     pub runtime_dir: Option<PathBuf>,
@@ -411,7 +412,7 @@ mod tests {
         let argv: Vec<Vec<String>> = c.runners.default.iter().map(|r| r.argv.clone()).collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
             r#"[["claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--model", "haiku", "--settings", "{\"disableAllHooks\": true}", "--setting-sources", "", "--system-prompt", "You answer one question about a coding session. Reply with exactly one line of JSON and nothing else.", "--no-session-persistence", "--tools", "", "--strict-mcp-config", "--disable-slash-commands"],
-                ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
+                ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5.3-codex-spark", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "-c", "model_instructions_file={instructions}", "-c", "model_catalog_json={codex_catalog}", "-c", "project_doc_max_bytes=0", "-c", "skills.include_instructions=false", "-c", "tools.experimental_request_user_input.enabled=false", "-c", "include_permissions_instructions=false", "-c", "include_environment_context=false", "-c", "include_collaboration_mode_instructions=false", "-c", "web_search=\"disabled\"", "--disable", "multi_agent", "--disable", "goals", "--disable", "view_image", "--disable", "shell_tool", "--", "{prompt}"],
                 ["cursor-agent", "-p", "--output-format", "text", "--", "{prompt}"]]"#,
         )
         .unwrap();
@@ -422,6 +423,25 @@ mod tests {
             [Some(1), None, None],
             "only claude is pre-started"
         );
+        let env: Vec<Vec<String>> = c
+            .runners
+            .default
+            .iter()
+            .map(|r| crate::core::runner_env::identity(&r.env))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                vec![
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".to_string(),
+                    "CLAUDE_CODE_MAX_OUTPUT_TOKENS=1024".to_string()
+                ],
+                vec![],
+                vec![]
+            ],
+            "only claude has its own env"
+        );
+        assert!(c.runners.investigate.iter().all(|r| r.env.is_empty()));
     }
 
     #[test]
@@ -434,7 +454,7 @@ mod tests {
             .map(|r| r.argv.clone())
             .collect();
         let expected: Vec<Vec<String>> = serde_json::from_str(
-            r#"[["codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "--", "{prompt}"],
+            r#"[["codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only", "-c", "notify=[]", "--ignore-user-config", "--ephemeral", "-c", "model_instructions_file={instructions}", "-c", "model_catalog_json={codex_catalog}", "-c", "project_doc_max_bytes=0", "-c", "skills.include_instructions=false", "-c", "tools.experimental_request_user_input.enabled=false", "-c", "include_permissions_instructions=false", "-c", "include_environment_context=false", "-c", "include_collaboration_mode_instructions=false", "-c", "web_search=\"disabled\"", "--disable", "multi_agent", "--disable", "goals", "--disable", "view_image", "--", "{prompt}"],
                 ["claude", "-p", "--output-format", "json", "--model", "haiku", "--settings", "{\"disableAllHooks\": true, \"permissions\": {\"blockReadsOutsideWorkingDirectories\": true, \"deny\": [\"Read(~/.ssh/**)\", \"Read(~/.aws/**)\", \"Read(~/.config/**)\", \"Read(~/.claude/**)\", \"Read(~/.claude.json)\", \"Read(~/.codex/**)\", \"Read(~/.netrc)\", \"Read(~/.git-credentials)\", \"Read(~/.gnupg/**)\", \"Read(~/.docker/**)\", \"Read(~/.kube/**)\", \"Read(~/.npmrc)\", \"Read(~/.pypirc)\", \"Read(~/.pgpass)\", \"Read(~/.cargo/credentials)\", \"Read(~/.cargo/credentials.toml)\", \"Read(~/.azure/**)\", \"Read(~/.password-store/**)\", \"Read(~/.local/share/keyrings/**)\", \"Read(~/.bash_history)\", \"Read(~/.zsh_history)\", \"Read(~/.zsh_sessions/**)\", \"Read(~/.histfile)\", \"Read(~/.sh_history)\", \"Read(~/.python_history)\", \"Read(~/.node_repl_history)\", \"Read(~/.psql_history)\", \"Read(~/.mysql_history)\", \"Read(~/.sqlite_history)\", \"Read(~/.rediscli_history)\", \"Read(~/.lesshst)\", \"Read(~/.local/share/fish/fish_history)\"]}}", "--setting-sources", "", "--no-session-persistence", "--tools", "Read", "Grep", "Glob", "--allowedTools", "Read", "Grep", "Glob", "--disallowedTools", "Write", "Edit", "NotebookEdit", "Bash", "--strict-mcp-config", "--disable-slash-commands", "--", "{prompt}"]]"#,
         )
         .unwrap();

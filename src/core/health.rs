@@ -1,8 +1,8 @@
-//! Runner health (SPEC section 10): a runner that is not installed, exits non-zero, or
-//! times out on 2 jobs in a row, is benched (moved to the end of its table) for a
-//! backoff that doubles up to a cap; an answer clears it. A runner benched because it
-//! was not installed is looked up again for every job and is back in its place as soon
-//! as it is found. The rules, pure; `store::health_store` keeps them in
+//! Runner health (docs/reference.md, "Beyond catstack"): a runner that is not installed,
+//! exits non-zero, or times out on 2 jobs in a row, is benched (moved to the end of its
+//! table) for a backoff that doubles up to a cap; an answer clears it. A runner benched
+//! because it was not installed is looked up again for every job and is back in its place
+//! as soon as it is found. The rules, pure; `store::health_store` keeps them in
 //! `<state>/health.json` under a lock, shared by the daemon, `run` and `ask`.
 
 use serde::{Deserialize, Serialize};
@@ -57,9 +57,18 @@ pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
     }
 }
 
-/// The key of a runner: its name and a hash of its argv (a changed argv starts fresh).
+/// The key of a runner: its name and a hash of its argv and its own environment (a
+/// changed argv or env starts fresh; a runner without env keeps its earlier key).
 pub fn key(runner: &Runner) -> String {
-    let hex = sha1_hex(runner.argv.join("\0").as_bytes(), 6);
+    let mut text = runner.argv.join("\0");
+    if !runner.env.is_empty() {
+        text.push_str("\0\0env");
+        for item in crate::core::runner_env::identity(&runner.env) {
+            text.push('\0');
+            text.push_str(&item);
+        }
+    }
+    let hex = sha1_hex(text.as_bytes(), 6);
     format!("{}@{hex}", runner.name)
 }
 
@@ -182,12 +191,7 @@ mod tests {
 
     #[test]
     fn benched_runners_go_last_and_all_benched_keep_table_order() {
-        let r = |n: &str| Runner {
-            name: n.into(),
-            argv: vec![n.into()],
-            max_concurrent: None,
-            prestart: None,
-        };
+        let r = |n: &str| Runner::for_tests(n, &[n]);
         let table = [r("a"), r("b"), r("c")];
         let mut health = HealthFile::new();
         let benched = |until| RunnerHealth {
@@ -240,17 +244,25 @@ mod tests {
     }
 
     #[test]
-    fn a_changed_argv_is_another_runner() {
-        let a = Runner {
-            name: "x".into(),
-            argv: vec!["x".into()],
-            max_concurrent: None,
-            prestart: None,
-        };
+    fn a_changed_argv_or_env_is_another_runner() {
+        let a = Runner::for_tests("x", &["x"]);
         let b = Runner {
             argv: vec!["x".into(), "-v".into()],
             ..a.clone()
         };
         assert_ne!(key(&a), key(&b));
+        // A runner with no env keeps the key it had before runners had one.
+        assert_eq!(key(&a), format!("x@{}", sha1_hex(b"x", 6)));
+        let with_env = |value: &str| Runner {
+            env: [(
+                "CLAUDE_CODE_MAX_OUTPUT_TOKENS".to_string(),
+                value.to_string(),
+            )]
+            .into(),
+            ..a.clone()
+        };
+        assert_ne!(key(&a), key(&with_env("1024")));
+        assert_ne!(key(&with_env("512")), key(&with_env("1024")));
+        assert_eq!(key(&with_env("512")), key(&with_env("512")));
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod codex_model;
+pub mod codex_slim;
 pub mod config;
 pub mod config_key;
 pub mod digest;
@@ -16,8 +17,10 @@ pub mod job_life;
 pub mod job_prefix;
 pub mod login;
 pub mod read_scope;
+pub mod runner_env;
 pub mod runner_table;
 pub mod safety;
+pub mod safety_keys;
 pub mod spend;
 pub mod usage;
 pub mod verdict;

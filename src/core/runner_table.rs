@@ -1,8 +1,10 @@
-//! Runner tables, the override variable and argv building (SPEC section 4). Pure.
+//! Runner tables, the override variable and argv building (docs/reference.md, "Runners"). Pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
+
+use crate::core::runner_env::{EnvError, RunnerEnv, check_env};
 
 /// The argv item replaced by the prompt.
 pub const PROMPT_SLOT: &str = "{prompt}";
@@ -26,6 +28,9 @@ pub struct Runner {
     /// on stdin in a fresh private folder (default table only; `engine::prestart`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prestart: Option<u32>,
+    /// Variables set for this runner on top of the runner environment (`core::runner_env`).
+    #[serde(default, skip_serializing_if = "RunnerEnv::is_empty")]
+    pub env: RunnerEnv,
 }
 
 #[cfg(test)]
@@ -37,6 +42,7 @@ impl Runner {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             max_concurrent: None,
             prestart: None,
+            env: RunnerEnv::new(),
         }
     }
 }
@@ -114,12 +120,15 @@ fn without_prompt_slot(argv: &[String]) -> Vec<String> {
     out
 }
 
-/// A table as its names and argv, in order: what identifies it in cache and
-/// single-flight keys.
-pub fn names_and_argv(table: &[Runner]) -> Vec<(&str, &[String])> {
+/// A table as what identifies each runner, in order (cache and single-flight keys):
+/// `[name, argv]`, and `[name, argv, env]` for a runner with its own environment.
+pub fn table_identity(table: &[Runner]) -> Value {
     table
         .iter()
-        .map(|r| (r.name.as_str(), r.argv.as_slice()))
+        .map(|r| match r.env.is_empty() {
+            true => serde_json::json!([r.name, r.argv]),
+            false => serde_json::json!([r.name, r.argv, crate::core::runner_env::identity(&r.env)]),
+        })
         .collect()
 }
 
@@ -226,6 +235,14 @@ pub enum TableError {
         index: usize,
         runner: String,
     },
+    /// An `env` entry no table may hold.
+    #[error("runners.{table}[{index}] ({runner:?}): \"env\": {source}")]
+    Env {
+        table: String,
+        index: usize,
+        runner: String,
+        source: EnvError,
+    },
     /// `max_concurrent = 0`, which would never run.
     #[error(
         "runners.{table}[{index}] ({runner:?}): \"max_concurrent\" is 0; remove it or give 1 or more"
@@ -285,6 +302,7 @@ fn override_entry(index: usize, item: &Value) -> Result<Runner, OverrideProblem>
         argv,
         max_concurrent: None,
         prestart: None,
+        env: RunnerEnv::new(),
     })
 }
 
@@ -326,6 +344,14 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
         }
         if let Err(source) = check_program(&r.argv) {
             return Err(TableError::Program {
+                table,
+                index,
+                runner,
+                source,
+            });
+        }
+        if let Err(source) = check_env(&r.env) {
+            return Err(TableError::Env {
                 table,
                 index,
                 runner,
@@ -431,10 +457,8 @@ mod tests {
     #[test]
     fn table_check_names_the_problem() {
         let r = |name: &str, argv: &[&str], mc| Runner {
-            name: name.into(),
-            argv: v(argv),
             max_concurrent: mc,
-            prestart: None,
+            ..Runner::for_tests(name, argv)
         };
         assert!(check_table("default", &[r("a", &["x"], Some(2))]).is_ok());
         assert!(

@@ -1,5 +1,5 @@
-//! The investigate safety invariant (SPEC section 4): an allowlist check of every
-//! investigate runner argv. Pure.
+//! The investigate safety invariant (docs/reference.md, "Investigate allowlist"): an
+//! allowlist check of every investigate runner argv. Pure.
 
 use std::path::Path;
 
@@ -7,6 +7,7 @@ use thiserror::Error;
 
 use crate::core::read_scope::{directory_above_home, settings_problem};
 use crate::core::runner_table::{PROMPT_SLOT, Runner};
+use crate::core::safety_keys::{CODEX_CONFIG, CODEX_DISABLE, EnvRefusal, check_env_var};
 
 const READ_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 const MUST_DENY: [&str; 4] = ["Write", "Edit", "NotebookEdit", "Bash"];
@@ -15,7 +16,7 @@ const MUST_DENY: [&str; 4] = ["Write", "Edit", "NotebookEdit", "Bash"];
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error(
     "investigate runner {runner:?} is unsafe: {why}; investigate runners may only read \
-     (see README, \"Investigate safety\")"
+     (see docs/reference.md, \"Investigate allowlist\")"
 )]
 pub struct SafetyError {
     /// The runner's name.
@@ -112,9 +113,31 @@ pub enum Unsafe {
     /// No sandbox flag.
     #[error("flag \"--sandbox read-only\" is missing")]
     SandboxMissing,
-    /// A `-c` other than `notify=[]`.
-    #[error("flag \"-c\" may only be \"notify=[]\", not {values:?}")]
+    /// A `-c` value that is not one of the narrowing keys.
+    #[error(
+        "flag \"-c\" may only be one of the narrowing keys ({}), not {values:?}",
+        CODEX_CONFIG.join(", ")
+    )]
     ConfigOverride { values: Vec<String> },
+    /// A `--disable` of a feature not on the list.
+    #[error(
+        "flag \"--disable\" may only name {}, not {values:?}",
+        CODEX_DISABLE.join(", ")
+    )]
+    Disable { values: Vec<String> },
+    /// A repeatable flag given the same value twice.
+    #[error("flag {flag:?} is given {value:?} twice")]
+    ValueTwice { flag: String, value: String },
+    /// A variable the runner's `env` may not set.
+    #[error("environment variable {name:?} is not allowed (allowed: {allowed})")]
+    EnvNotAllowed { name: String, allowed: String },
+    /// An allowed variable with another value.
+    #[error("environment variable {name:?} must be {expected}, not {value:?}")]
+    EnvValue {
+        name: String,
+        value: String,
+        expected: &'static str,
+    },
     /// No `--ignore-user-config`.
     #[error("flag \"--ignore-user-config\" is missing (user MCP servers run outside the sandbox)")]
     IgnoreUserConfigMissing,
@@ -132,7 +155,7 @@ pub fn check_investigate_table(runners: &[Runner]) -> Result<(), SafetyError> {
 }
 
 /// True when `runner` passes the investigate allowlist: only such a runner is ever
-/// given a job's own `cwd` (SPEC section 3), in either mode.
+/// given a job's own `cwd` (docs/reference.md, "Job file"), in either mode.
 pub fn is_read_only(runner: &Runner) -> bool {
     check_runner(runner).is_ok()
 }
@@ -142,13 +165,40 @@ fn check_runner(runner: &Runner) -> Result<(), Unsafe> {
         return Err(Unsafe::EmptyArgv);
     };
     let args = args_before_prompt(args)?;
-    match program.rsplit('/').next().unwrap_or(program) {
-        "claude" => check_claude(args),
-        "codex" => check_codex(args),
-        other => Err(Unsafe::Program {
-            program: other.to_string(),
-        }),
+    let program = program.rsplit('/').next().unwrap_or(program);
+    match program {
+        "claude" => check_claude(args)?,
+        "codex" => check_codex(args)?,
+        other => {
+            return Err(Unsafe::Program {
+                program: other.to_string(),
+            });
+        }
     }
+    check_env(program, runner)
+}
+
+/// Every variable of the runner's own `env` is on its program's list, with its value.
+fn check_env(program: &str, runner: &Runner) -> Result<(), Unsafe> {
+    for (name, value) in &runner.env {
+        match check_env_var(program, name, value) {
+            Ok(()) => {}
+            Err(EnvRefusal::NotAllowed { allowed }) => {
+                return Err(Unsafe::EnvNotAllowed {
+                    name: name.clone(),
+                    allowed,
+                });
+            }
+            Err(EnvRefusal::Value { expected }) => {
+                return Err(Unsafe::EnvValue {
+                    name: name.clone(),
+                    value: value.clone(),
+                    expected,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Splits off the required trailing `-- {prompt}` and refuses any other prompt slot.
@@ -183,11 +233,13 @@ enum Arity {
     List,
 }
 
-/// How a program's flags take values: the arity of each allowed flag, and the flags
-/// where an empty value means "none" (the only place an empty value is safe).
+/// How a program's flags take values: the arity of each allowed flag, the flags where
+/// an empty value means "none" (the only place an empty value is safe), and the flags
+/// that may be given more than once (each value is then checked on its own).
 struct Grammar {
     arity: fn(&str) -> Option<Arity>,
     empty_ok: &'static [&'static str],
+    repeatable: &'static [&'static str],
 }
 
 /// Parses flags with `--flag=value` forms. Every flag that takes values gets at least
@@ -206,7 +258,7 @@ fn parse_flags<'a>(args: &'a [String], grammar: &Grammar) -> Result<Vec<Flag<'a>
         let kind = (grammar.arity)(name).ok_or_else(|| Unsafe::FlagNotAllowed {
             item: item.to_string(),
         })?;
-        if flags.iter().any(|f| f.name == name) {
+        if !grammar.repeatable.contains(&name) && flags.iter().any(|f| f.name == name) {
             return Err(Unsafe::FlagTwice { flag: name.into() });
         }
         i += 1;
@@ -295,6 +347,7 @@ const CLAUDE_GRAMMAR: Grammar = Grammar {
         _ => None,
     },
     empty_ok: &["--tools", "--setting-sources"],
+    repeatable: &[],
 };
 
 fn check_claude(args: &[String]) -> Result<(), Unsafe> {
@@ -406,10 +459,11 @@ const CODEX_GRAMMAR: Grammar = Grammar {
         "--skip-git-repo-check" | "--ignore-user-config" | "--ephemeral" | "--json" => {
             Some(Arity::None)
         }
-        "-m" | "--model" | "--sandbox" | "-s" | "-c" => Some(Arity::One),
+        "-m" | "--model" | "--sandbox" | "-s" | "-c" | "--disable" => Some(Arity::One),
         _ => None,
     },
     empty_ok: &[],
+    repeatable: &["-c", "--disable"],
 };
 
 fn check_codex(args: &[String]) -> Result<(), Unsafe> {
@@ -429,13 +483,37 @@ fn check_codex(args: &[String]) -> Result<(), Unsafe> {
         }
         None => return Err(Unsafe::SandboxMissing),
     }
-    if let Some(f) = find(&flags, &["-c"]).filter(|f| f.values != ["notify=[]"]) {
-        return Err(Unsafe::ConfigOverride {
-            values: f.owned_values(),
-        });
-    }
+    only_listed(&flags, "-c", &CODEX_CONFIG, |values| {
+        Unsafe::ConfigOverride { values }
+    })?;
+    only_listed(&flags, "--disable", &CODEX_DISABLE, |values| {
+        Unsafe::Disable { values }
+    })?;
     if find(&flags, &["--ignore-user-config"]).is_none() {
         return Err(Unsafe::IgnoreUserConfigMissing);
+    }
+    Ok(())
+}
+
+/// Every value of the repeatable `flag` is one of `listed`, each at most once.
+fn only_listed(
+    flags: &[Flag<'_>],
+    flag: &str,
+    listed: &[&str],
+    refused: fn(Vec<String>) -> Unsafe,
+) -> Result<(), Unsafe> {
+    let mut seen: Vec<&str> = Vec::new();
+    for f in flags.iter().filter(|f| f.name == flag) {
+        if f.values.iter().any(|v| !listed.contains(v)) {
+            return Err(refused(f.owned_values()));
+        }
+        if let Some(v) = f.values.iter().find(|v| seen.contains(v)) {
+            return Err(Unsafe::ValueTwice {
+                flag: flag.into(),
+                value: v.to_string(),
+            });
+        }
+        seen.extend(&f.values);
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
-//! Single-flight (SPEC section 10): a job identical to one already running (same
-//! mode, table, cwd and prompt) waits for that one's result instead of starting
-//! runners again.
+//! Single-flight (docs/reference.md, "Beyond catstack"): a job identical to one already
+//! running (same mode, table, cwd and prompt) waits for that one's result instead of
+//! starting runners again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::core::digest::sha1_hex_full;
 use crate::core::job::Job;
-use crate::core::runner_table::{Runner, names_and_argv};
+use crate::core::runner_table::{Runner, table_identity};
 use crate::core::verdict::Attempt;
 
 /// What a leader found: the answer (runner and object), if any, and its attempts.
@@ -43,7 +43,7 @@ pub struct Leader {
 
 /// The single-flight key of a job under a table (a JSON array keeps the fields apart).
 pub fn key(job: &Job, table: &[Runner]) -> String {
-    let table = names_and_argv(table);
+    let table = table_identity(table);
     let text = json!([job.mode.name(), table, job.cwd, job.prompt]).to_string();
     sha1_hex_full(text.as_bytes())
 }

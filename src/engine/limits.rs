@@ -1,4 +1,5 @@
-//! Per-runner `max_concurrent` (SPEC section 10): a semaphore per runner, across workers.
+//! Per-runner `max_concurrent` (docs/reference.md, "Beyond catstack"): a semaphore per
+//! runner, across workers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,8 @@ impl RunnerLimits {
     pub async fn acquire(&self, runner: &Runner, job_id: &str) -> Option<OwnedSemaphorePermit> {
         let max = runner.max_concurrent? as usize;
         // Keyed by the limit too, so a reload with a new limit gets a fresh semaphore.
-        let key = format!("{}@{}\0{}", runner.name, max, runner.argv.join("\0"));
+        // The runner's identity is its health key (name, argv and env).
+        let key = format!("{}\0{max}", crate::core::health::key(runner));
         let sem = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             slots
@@ -42,10 +44,8 @@ mod tests {
     async fn a_limit_of_one_admits_one_at_a_time() {
         let limits = RunnerLimits::default();
         let r = Runner {
-            name: "r".into(),
-            argv: vec!["r".into()],
             max_concurrent: Some(1),
-            prestart: None,
+            ..Runner::for_tests("r", &["r"])
         };
         let first = limits.acquire(&r, "a").await;
         assert!(first.is_some());
@@ -59,7 +59,6 @@ mod tests {
         assert!(limits.acquire(&r, "c").await.is_some());
         let free = Runner {
             max_concurrent: None,
-            prestart: None,
             ..r
         };
         assert!(limits.acquire(&free, "d").await.is_none());

@@ -1,9 +1,11 @@
 //! The job engine: one job file from claim to removal (`lifecycle`), the runner
 //! attempts in fallback order (`attempts`), single-flight, per-runner limits,
-//! recovery of what an interrupted holder left, the codex catalog lookup, runners
+//! recovery of what an interrupted holder left, the codex catalog lookup and the
+//! judge's files a codex argv names, runners
 //! started ahead of their jobs (`prestart`) and the folders runners work in.
 
 pub mod attempts;
+pub mod codex_argv;
 pub mod codex_catalog;
 pub mod events;
 pub mod flight;

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::config::Settings;
-use crate::core::job::Job;
+use crate::core::job::{Job, Mode};
 use crate::core::runner_table::{Runner, build_invocation};
 use crate::core::verdict::RunEnd;
+use crate::engine::codex_argv::prepared_argv;
 use crate::engine::runner_folder::fresh_runner_folder;
 use crate::process::pool::SupervisorPool;
 use crate::process::spawn::StopSignal;
@@ -201,13 +202,24 @@ impl Processes {
                 }
             },
         };
+        let argv = match prepared_argv(spec.settings, spec.job.mode, &spec.runner.argv) {
+            Ok(argv) => argv,
+            Err(e) => {
+                let end = RunEnd::SpawnFailed {
+                    kind: e.kind(),
+                    message: e.to_string(),
+                };
+                return RunOutput::not_started(end, Instant::now());
+            }
+        };
         progress(Progress::Starting {
             cwd: Some(cwd),
             prestarted: false,
         });
-        let invocation = build_invocation(&spec.runner.argv, &spec.job.prompt);
+        let invocation = build_invocation(&argv, &spec.job.prompt);
         let run = RunSpec {
             argv: &invocation.argv,
+            env: &spec.runner.env,
             stdin: invocation.stdin.as_deref(),
             cwd,
             timeout: spec.timeout(),
@@ -237,8 +249,20 @@ impl Spawner for Processes {
         spec: &'a WaitSpec<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
         Box::pin(async move {
+            // Pre-started copies are of default-table runners only.
+            let argv = match prepared_argv(spec.settings, Mode::Default, &spec.runner.argv) {
+                Ok(argv) => argv,
+                Err(e) => {
+                    tracing::warn!(runner = %spec.runner.name, "cannot pre-start: {e}");
+                    return Err(RunEnd::SpawnFailed {
+                        kind: e.kind(),
+                        message: e.to_string(),
+                    });
+                }
+            };
             let start = StartSpec {
-                argv: &spec.runner.argv,
+                argv: &argv,
+                env: &spec.runner.env,
                 cwd: spec.cwd,
                 tag: spec.tag,
                 stdin_piped: true,

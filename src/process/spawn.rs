@@ -1,4 +1,4 @@
-//! Running one runner process (SPEC section 4): its own process group, stdin from
+//! Running one runner process (docs/reference.md, "Runners"): its own process group, stdin from
 //! /dev/null or the prompt, capped concurrent reads of stdout and stderr, and the
 //! timeout sequence SIGTERM, grace, SIGKILL to the group.
 
@@ -14,6 +14,7 @@ use rustix::process::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
+use crate::core::runner_env::RunnerEnv;
 use crate::core::verdict::RunEnd;
 use crate::process::error::ProcessError;
 use crate::process::os::{kill_tagged, signal_group};
@@ -71,6 +72,8 @@ pub async fn stopped(stop: Option<&StopSignal>) {
 /// What to run.
 pub struct RunSpec<'a> {
     pub argv: &'a [String],
+    /// The runner table's own variables, on top of the runner environment.
+    pub env: &'a RunnerEnv,
     /// The prompt when it goes on stdin.
     pub stdin: Option<&'a str>,
     pub cwd: &'a Path,
@@ -89,6 +92,7 @@ impl<'a> RunSpec<'a> {
     pub fn to_start(&self) -> StartSpec<'a> {
         StartSpec {
             argv: self.argv,
+            env: self.env,
             cwd: self.cwd,
             tag: self.tag,
             stdin_piped: self.stdin.is_some(),
@@ -168,6 +172,8 @@ pub async fn run(spec: &RunSpec<'_>, launcher: &Launcher, on_spawn: impl FnOnce(
 /// What to start: a runner's argv, folder and tag, before any job data but the argv.
 pub struct StartSpec<'a> {
     pub argv: &'a [String],
+    /// The runner table's own variables, on top of the runner environment.
+    pub env: &'a RunnerEnv,
     pub cwd: &'a Path,
     /// Put in the environment as `LLM_JUDGE_TAG` to find escaped descendants.
     pub tag: &'a str,
@@ -200,7 +206,7 @@ impl Running {
             return Err(RunEnd::NotInstalled);
         };
         let pool = launcher.pool.as_ref();
-        let launch = runner_env(spec.tag, &launcher.inherited).map(|env| Launch {
+        let launch = runner_env(spec.tag, spec.env, &launcher.inherited).map(|env| Launch {
             program: &program,
             argv: spec.argv,
             env,
@@ -414,10 +420,17 @@ fn spawn_failed(e: &std::io::Error) -> RunEnd {
     }
 }
 
-/// The `inherited` environment plus the child marker, the attempt's tag and
-/// `GIT_DIR=/dev/null`, as `KEY=value` strings.
-fn runner_env(tag: &str, inherited: &Arc<[CString]>) -> std::io::Result<Env> {
-    let mut own = Vec::with_capacity(3);
+/// The `inherited` environment with the runner table's own variables on top, plus
+/// the child marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings.
+fn runner_env(tag: &str, table: &RunnerEnv, inherited: &Arc<[CString]>) -> std::io::Result<Env> {
+    let mut own = Vec::with_capacity(table.len() + 3);
+    // The table's check refused NUL bytes and our own names; a NUL here is skipped.
+    own.extend(
+        table
+            .iter()
+            .filter_map(|(key, value)| CString::new(format!("{key}={value}")).ok()),
+    );
+    let replacing = own.len();
     for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
         let pair = CString::new(format!("{key}={value}"));
         own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
@@ -425,6 +438,7 @@ fn runner_env(tag: &str, inherited: &Arc<[CString]>) -> std::io::Result<Env> {
     Ok(Env {
         shared: inherited.clone(),
         own,
+        replacing,
     })
 }
 
@@ -908,7 +922,7 @@ mod tests {
         assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
         // The launcher's inherited environment, read when it was made, is shared as is.
         let kept: Arc<[CString]> = Arc::from([CString::new("KEPT=1").unwrap()]);
-        let env = runner_env("t1", &kept).unwrap();
+        let env = runner_env("t1", &RunnerEnv::new(), &kept).unwrap();
         assert!(Arc::ptr_eq(&env.shared, &kept));
         let tail: Vec<String> = env
             .own

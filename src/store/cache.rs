@@ -1,5 +1,6 @@
-//! The answer cache (SPEC section 10): `<state>/cache/<key>.json`, keyed by mode,
-//! runner table and prompt; default-mode answers only, reused within the TTL.
+//! The answer cache (docs/reference.md, "Beyond catstack"): `<state>/cache/<key>.json`,
+//! keyed by mode, runner table and prompt; default-mode answers only, reused within the
+//! TTL.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::core::config::CacheConfig;
 use crate::core::digest::sha1_hex_full;
 use crate::core::job::Mode;
-use crate::core::runner_table::{Runner, names_and_argv};
+use crate::core::runner_table::{Runner, table_identity};
 use crate::store::state_dir::{StateDir, now_unix};
 
 /// Stores between two checks of the entry count.
@@ -27,7 +28,7 @@ pub struct Entry {
 
 /// The cache key of a question: mode, the whole table (names and argv) and the prompt.
 pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
-    let table = names_and_argv(table);
+    let table = table_identity(table);
     let text = json!([mode.name(), table, prompt]).to_string();
     sha1_hex_full(text.as_bytes())
 }

@@ -1,5 +1,7 @@
 //! `flock` on state files, the one way the store locks (claims, `daemon.lock`,
-//! `health.lock`, runner folders): the lock ends with its holder, crash included.
+//! `health.lock`, `spend.lock`, runner folders): the lock ends with its holder, crash
+//! included. Every lock is tried without waiting: any process of the user can hold
+//! these files, so no judge step may wait on one.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -40,9 +42,4 @@ pub fn try_lock_exclusive(file: &File) -> bool {
 /// Takes a shared lock without waiting; false when another holds it exclusively.
 pub fn try_lock_shared(file: &File) -> bool {
     flock(file, FlockOperation::NonBlockingLockShared).is_ok()
-}
-
-/// Waits for the exclusive lock.
-pub fn lock_exclusive(file: &File) -> io::Result<()> {
-    flock(file, FlockOperation::LockExclusive).map_err(io::Error::from)
 }

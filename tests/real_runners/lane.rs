@@ -158,6 +158,62 @@ impl Lane {
         file
     }
 
+    /// `argv` as the judge would start it, for a CLI started by hand: the instructions
+    /// placeholder names a file written here (`text`), and the catalog placeholder a
+    /// trimmed copy of what `codex debug models` prints in this lane (the judge's own
+    /// trimming: the four tool-adding fields emptied).
+    pub fn as_judge_starts(&self, argv: &[String], text: &str) -> Vec<String> {
+        let instructions = self.root.join("instructions.md");
+        fs::write(&instructions, text).expect("write instructions");
+        let catalog = self.root.join("trimmed-catalog.json");
+        if argv
+            .iter()
+            .any(|a| a == "model_catalog_json={codex_catalog}")
+        {
+            fs::write(&catalog, self.trimmed_catalog().to_string()).expect("write catalog");
+        }
+        argv.iter()
+            .map(|a| match a.as_str() {
+                "model_instructions_file={instructions}" => {
+                    format!(
+                        "model_instructions_file={:?}",
+                        instructions.display().to_string()
+                    )
+                }
+                "model_catalog_json={codex_catalog}" => {
+                    format!("model_catalog_json={:?}", catalog.display().to_string())
+                }
+                _ => a.clone(),
+            })
+            .collect()
+    }
+
+    /// `codex debug models` in this lane's environment, trimmed as the judge trims it.
+    pub fn trimmed_catalog(&self) -> Value {
+        let out = self.root.join("debug-models.json");
+        let mut cmd = Command::new(self.bin.join("codex"));
+        self.apply_env(&mut cmd);
+        let mut child = cmd
+            .args(["debug", "models"])
+            .stdout(fs::File::create(&out).expect("catalog file"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run codex debug models");
+        if wait_child(&mut child, Duration::from_secs(60)).is_none() {
+            panic!("codex debug models did not finish in 60 s");
+        }
+        let mut catalog: Value =
+            serde_json::from_str(&fs::read_to_string(&out).unwrap_or_default())
+                .expect("codex catalog is JSON");
+        for model in catalog["models"].as_array_mut().into_iter().flatten() {
+            for field in ["tool_mode", "multi_agent_version", "apply_patch_tool_type"] {
+                model[field] = Value::Null;
+            }
+            model["experimental_supported_tools"] = serde_json::json!([]);
+        }
+        catalog
+    }
+
     /// Gives `cmd` the lane's environment and nothing else: HOME, PATH with the lane's
     /// CLIs, TMPDIR, the stand-in's URL, dummy keys, the marker, and the test's extras.
     pub fn apply_env(&self, cmd: &mut Command) {

@@ -17,8 +17,11 @@ pub enum Reply {
     Text(String),
     /// claude: tool_use blocks, each (tool name, input).
     ClaudeTools(Vec<(String, Value)>),
-    /// codex: a custom `exec` tool call with this JavaScript source.
+    /// codex: a custom `exec` tool call with this JavaScript source (code mode).
     CodexExec(String),
+    /// codex: function calls, each (function name, arguments), e.g. `exec_command`
+    /// (the shell tool when code mode is off).
+    CodexCalls(Vec<(String, Value)>),
     /// Send headers and the first event, then never finish.
     Hang,
 }
@@ -393,7 +396,7 @@ fn claude_events(reply: &Reply, model: &Value) -> Vec<String> {
             }
             "tool_use"
         }
-        Reply::CodexExec(_) => "end_turn",
+        Reply::CodexExec(_) | Reply::CodexCalls(_) => "end_turn",
     };
     ev.push(sse(
         "message_delta",
@@ -431,6 +434,19 @@ fn codex_events(reply: &Reply) -> Vec<String> {
             ev.push(e(json!({"type": "response.output_item.done", "output_index": 0,
                 "item": {"type": "message", "role": "assistant", "id": "msg_lane", "status": "completed",
                     "content": [{"type": "output_text", "text": text, "annotations": []}]}})));
+        }
+        Reply::CodexCalls(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let item = json!({"type": "function_call", "id": format!("fc_lane{i}"),
+                    "call_id": format!("call_lane{i}"), "name": name,
+                    "arguments": args.to_string(), "status": "completed"});
+                ev.push(e(
+                    json!({"type": "response.output_item.added", "output_index": i, "item": item}),
+                ));
+                ev.push(e(
+                    json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+                ));
+            }
         }
         Reply::ClaudeTools(_) => {}
     }

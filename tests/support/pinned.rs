@@ -15,6 +15,32 @@ pub const DEFAULT_CODEX: &[&str] = &[
     "notify=[]",
     "--ignore-user-config",
     "--ephemeral",
+    "-c",
+    "model_instructions_file={instructions}",
+    "-c",
+    "model_catalog_json={codex_catalog}",
+    "-c",
+    "project_doc_max_bytes=0",
+    "-c",
+    "skills.include_instructions=false",
+    "-c",
+    "tools.experimental_request_user_input.enabled=false",
+    "-c",
+    "include_permissions_instructions=false",
+    "-c",
+    "include_environment_context=false",
+    "-c",
+    "include_collaboration_mode_instructions=false",
+    "-c",
+    "web_search=\"disabled\"",
+    "--disable",
+    "multi_agent",
+    "--disable",
+    "goals",
+    "--disable",
+    "view_image",
+    "--disable",
+    "shell_tool",
     "--",
     "{prompt}",
 ];
@@ -40,6 +66,11 @@ pub const DEFAULT_CLAUDE: &[&str] = &[
     "--strict-mcp-config",
     "--disable-slash-commands",
 ];
+/// The shipped default claude's own environment.
+pub const DEFAULT_CLAUDE_ENV: &[(&str, &str)] = &[
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1024"),
+];
 pub const DEFAULT_CURSOR: &[&str] = &[
     "cursor-agent",
     "-p",
@@ -59,6 +90,30 @@ pub const INVESTIGATE_CODEX: &[&str] = &[
     "notify=[]",
     "--ignore-user-config",
     "--ephemeral",
+    "-c",
+    "model_instructions_file={instructions}",
+    "-c",
+    "model_catalog_json={codex_catalog}",
+    "-c",
+    "project_doc_max_bytes=0",
+    "-c",
+    "skills.include_instructions=false",
+    "-c",
+    "tools.experimental_request_user_input.enabled=false",
+    "-c",
+    "include_permissions_instructions=false",
+    "-c",
+    "include_environment_context=false",
+    "-c",
+    "include_collaboration_mode_instructions=false",
+    "-c",
+    "web_search=\"disabled\"",
+    "--disable",
+    "multi_agent",
+    "--disable",
+    "goals",
+    "--disable",
+    "view_image",
     "--",
     "{prompt}",
 ];
@@ -107,4 +162,33 @@ pub fn args_with_prompt(argv: &[&str], prompt: &str) -> Vec<String> {
         .iter()
         .map(|a| if *a == "{prompt}" { prompt } else { a }.to_string())
         .collect()
+}
+
+/// The arguments after the program as the judge starts them: the `{prompt}` slot
+/// filled, `model_instructions_file={instructions}` naming `instructions`, and
+/// `model_catalog_json={codex_catalog}` naming `catalog` or, with none, dropped with
+/// the `-c` before it.
+pub fn args_as_started(
+    argv: &[&str],
+    prompt: &str,
+    instructions: &str,
+    catalog: Option<&str>,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in &argv[1..] {
+        match *a {
+            "{prompt}" => out.push(prompt.to_string()),
+            "model_instructions_file={instructions}" => {
+                out.push(format!("model_instructions_file={instructions:?}"))
+            }
+            "model_catalog_json={codex_catalog}" => match catalog {
+                Some(c) => out.push(format!("model_catalog_json={c:?}")),
+                None => {
+                    out.pop();
+                }
+            },
+            other => out.push(other.to_string()),
+        }
+    }
+    out
 }

@@ -49,6 +49,7 @@ pub(crate) fn decode(body: &[u8]) -> Option<Command> {
         env: Env {
             shared: Arc::default(),
             own,
+            replacing: 0,
         },
         cwd,
     })
@@ -139,8 +140,9 @@ mod tests {
             program: c("/bin/sh"),
             argv: vec![c("sh"), c("-c"), c("")],
             env: Env {
-                shared: Arc::from([c("A=1")]),
+                shared: Arc::from([c("A=1"), c("B=old")]),
                 own: vec![c("B=")],
+                replacing: 1,
             },
             cwd: c("/tmp"),
         };

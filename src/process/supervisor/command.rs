@@ -27,13 +27,27 @@ pub(crate) struct Env {
     pub shared: Arc<[CString]>,
     /// The attempt's variables; after `codec::decode`, the whole environment.
     pub own: Vec<CString>,
+    /// The first this many of `own` (a runner table's `env`) replace shared variables
+    /// of the same name; the rest never clash (they are kept out of `shared`).
+    pub replacing: usize,
 }
 
 impl Env {
-    /// Every variable, shared ones first.
+    /// Every variable, shared ones first; a shared one that an own one replaces is left
+    /// out (one name, one value: which of two a program reads is its own choice).
     pub(crate) fn iter(&self) -> impl Iterator<Item = &CString> {
-        self.shared.iter().chain(&self.own)
+        let replacing = &self.own[..self.replacing.min(self.own.len())];
+        self.shared
+            .iter()
+            .filter(move |v| !replacing.iter().any(|r| name_of(r) == name_of(v)))
+            .chain(&self.own)
     }
+}
+
+/// The `KEY` of a `KEY=value` string.
+fn name_of(var: &CString) -> &[u8] {
+    let bytes = var.as_bytes();
+    bytes.split(|b| *b == b'=').next().unwrap_or(bytes)
 }
 
 /// The runner's command as C strings, ready for a fork (here or in the zygote).
@@ -63,4 +77,26 @@ impl Command {
 
 fn c_string(s: &OsStr) -> Result<CString, ProcessError> {
     CString::new(s.as_bytes()).map_err(|_| ProcessError::NulByte(s.to_string_lossy().into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_own_variable_replaces_the_shared_one_of_its_name() {
+        let c = |s: &str| CString::new(s).unwrap();
+        let env = Env {
+            shared: Arc::from([c("PATH=/bin"), c("MAX=9"), c("MAXIMUM=1")]),
+            own: vec![c("MAX=512"), c("TAG=t")],
+            replacing: 1,
+        };
+        let all: Vec<&str> = env.iter().map(|v| v.to_str().unwrap()).collect();
+        assert_eq!(all, ["PATH=/bin", "MAXIMUM=1", "MAX=512", "TAG=t"]);
+        let plain = Env {
+            replacing: 0,
+            ..env
+        };
+        assert_eq!(plain.iter().count(), 5);
+    }
 }

@@ -1,7 +1,11 @@
-# One-off script of run d (docs/performance.md), kept as the record of how its figures were taken.
-# Paths are this session's (/work/main, /mnt/benchfs); run from anywhere with python3.
+# One-off script of run d (bench/results/HISTORY.md), kept as the record of how its figures
+# were taken: 100 jobs 50 ms apart through the daemon, each one's latency split by segment:
+# publish, claim, runner start and end, verdict mtime and ctime (found: file timestamps lag
+# the log by up to a tick). It imports bench/run.py from this checkout (whose helpers may have
+# changed since run d); /mnt/benchfs is that session's journaled ext4 (docs/performance.md
+# says how to make one).
 import sys, os, time, shutil, re, statistics
-sys.path.insert(0, "/work/main/bench")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 import run
 run.STATE_ROOT = sys.argv[1] if len(sys.argv) > 1 else None
 w = run.World()

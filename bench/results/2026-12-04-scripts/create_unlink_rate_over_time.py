@@ -1,5 +1,8 @@
-# One-off script of run d (docs/performance.md), kept as the record of how its figures were taken.
-# Paths are this session's (/work/main, /mnt/benchfs); run from anywhere with python3.
+# One-off script of run d (bench/results/HISTORY.md), kept as the record of how its figures
+# were taken: create+unlink cost every 2 s over a number of seconds (how this VM's unjournaled
+# root disk slowed down as deletes piled up). It imports bench/run.py from this checkout
+# (whose helpers may have changed since run d); /mnt/benchfs is that session's journaled ext4
+# (docs/performance.md says how to make one).
 import os,time,tempfile,sys
 d=tempfile.mkdtemp(dir=sys.argv[1]); secs=float(sys.argv[2])
 t0=time.monotonic(); i=0; last=t0; n=0

@@ -1,7 +1,10 @@
-# One-off script of run d (docs/performance.md), kept as the record of how its figures were taken.
-# Paths are this session's (/work/main, /mnt/benchfs); run from anywhere with python3.
+# One-off script of run d (bench/results/HISTORY.md), kept as the record of how its figures
+# were taken: a backlog of N jobs, fsync on or off, plain, under strace -c or under perf
+# record: jobs/s and the daemon's and its reaped children's CPU per job. It imports
+# bench/run.py from this checkout (whose helpers may have changed since run d); /mnt/benchfs
+# is that session's journaled ext4 (docs/performance.md says how to make one).
 import os, sys, time, subprocess, json
-sys.path.insert(0, "/work/main/bench")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 import run
 run.STATE_ROOT = "/mnt/benchfs"
 n = int(sys.argv[1]); fsync = sys.argv[2] == "on"; mode = sys.argv[3]  # plain|strace|perf

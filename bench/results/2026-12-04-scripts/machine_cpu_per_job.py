@@ -1,7 +1,10 @@
-# One-off script of run d (docs/performance.md), kept as the record of how its figures were taken.
-# Paths are this session's (/work/main, /mnt/benchfs); run from anywhere with python3.
+# One-off script of run d (bench/results/HISTORY.md), kept as the record of how its figures
+# were taken: jobs/s and machine CPU per job (from /proc/stat) of xargs, each C design-floor
+# level and the daemon, fsync off and on, two rounds. It imports bench/run.py from this
+# checkout (whose helpers may have changed since run d); /mnt/benchfs is that session's
+# journaled ext4 (docs/performance.md says how to make one).
 import sys, time, os
-sys.path.insert(0, "/work/main/bench")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 import run
 run.STATE_ROOT = "/mnt/benchfs"
 run.RUNTIME_TMPFS = True
