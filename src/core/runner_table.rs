@@ -236,7 +236,7 @@ pub enum TableError {
         runner: String,
     },
     /// An `env` entry no table may hold.
-    #[error("runners.{table}[{index}] ({runner:?}): \"env\": {source}")]
+    #[error("runners.{table}[{index}] ({runner:?}): \"env\"")]
     Env {
         table: String,
         index: usize,
