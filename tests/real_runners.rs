@@ -3,6 +3,7 @@
 //! One test per claim of issue 12; the lane's tests run one at a time so the start-up
 //! and request-size figures they record are not skewed by each other.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 #[path = "real_runners/install.rs"]
@@ -684,7 +685,7 @@ fn nothing_of_the_users_codex_setup_reaches_the_judge() {
 
 // 4. Cost per verdict: the request one yes/no question costs.
 
-/// claude's default argv before SPEC 4's slimmer one: the shipped one without
+/// claude's default argv before the slimmer one shipped now: the shipped one without
 /// `--setting-sources ""`, `--system-prompt ...` and `--disable-slash-commands`.
 fn pre_spec4_claude_argv() -> Vec<&'static str> {
     without(
@@ -740,11 +741,11 @@ fn cost_of_one_default_verdict() {
         &one_default_job(Cli::Claude, None, None),
     );
     let old = describe(
-        "claude, pre-SPEC-4 default argv",
+        "claude, pre-slim default argv",
         &one_default_job(Cli::Claude, Some(&pre_spec4_claude_argv()), None),
     );
     record(&format!(
-        "claude shipped/pre-SPEC-4 request bytes: {:.2}",
+        "claude shipped/pre-slim request bytes: {:.2}",
         shipped as f64 / old as f64
     ));
     assert!(

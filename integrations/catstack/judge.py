@@ -257,7 +257,7 @@ def find_binary() -> str:
             return place
     raise FileNotFoundError(
         "llm-judge not found: looked in $" + BIN_ENV + ", PATH, " + " and ".join(_binary_places())
-        + "; install it (cargo install --path .) or set " + BIN_ENV
+        + "; install it (cargo install --locked --path .) or set " + BIN_ENV
     )
 
 

@@ -187,7 +187,7 @@ fn install_notes(facts: &InstallFacts) -> Vec<String> {
     if bin.contains("/target/debug/") || bin.contains("/target/release/") {
         notes.push(format!(
             "note: the service will run the build at {bin}; `cargo clean` or a rebuild changes it under the service. \
-             Install the binary (e.g. `cargo install --path .`) and run `llm-judge service install` from there"
+             Install the binary (e.g. `cargo install --locked --path .`) and run `llm-judge service install` from there"
         ));
     }
     let mut found = Vec::new();
