@@ -176,7 +176,7 @@ pub struct Settings {
     /// Set by `run` when that variable is bad: every job gets this judge error
     /// instead of running any runner (docs/reference.md, "Command line", as catstack's
     /// `judge.py run`).
-    pub runner_error: Option<String>,
+    pub runner_error: Option<crate::core::runner_table::OverrideError>,
     /// `$XDG_RUNTIME_DIR` when it is a private folder of ours: runner folders go there.
     pub runtime_dir: Option<PathBuf>,
 }

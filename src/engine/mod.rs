@@ -20,3 +20,7 @@ pub mod spawner;
 
 #[cfg(test)]
 mod lifecycle_tests;
+#[cfg(test)]
+mod prestart_tests;
+#[cfg(test)]
+mod scripted;

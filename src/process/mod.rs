@@ -3,7 +3,7 @@
 //! file per platform), short bounded runs of an installed runner (`probe`), and the
 //! daemon's pool of supervisors with the zygote that forks them (`pool`, `zygote`,
 //! with `fd_passing`), each the init of its own PID namespace where the system
-//! allows (`pid_ns`). Errors are `ProcessError` (`error`).
+//! allows (`pid_ns`). `tag` is the variable that marks a runner's processes. Errors are `ProcessError` (`error`).
 
 pub mod error;
 #[cfg(target_os = "linux")]
@@ -18,5 +18,6 @@ pub mod pool;
 pub mod probe;
 pub mod spawn;
 pub mod supervisor;
+pub mod tag;
 #[cfg(target_os = "linux")]
 mod zygote;
