@@ -181,7 +181,7 @@ pub fn main() -> i32 {
     let settings = match config_file::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             // doctor reports a bad config as one of its findings.
             if let Command::Doctor(args) = &cli.command {
                 return commands::doctor::config_failed(&sources, &e, args);

@@ -27,7 +27,7 @@ pub mod api {
     pub use crate::core::verdict::{
         Attempt, Output, REASON_MAX_CHARS, RunEnd, clip, judge_attempt,
     };
-    pub use crate::store::claim::new_tag;
+    pub use crate::process::tag::new_tag;
     pub use crate::store::state_dir::transcript_hash;
 }
 

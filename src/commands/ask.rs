@@ -48,7 +48,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
         (None, Some(source)) => match read_prompt(&source) {
             Ok(p) => p,
             Err(e) => {
-                say_err!("llm-judge ask: {e}");
+                say_err!("llm-judge ask: {e}", e = crate::support::error::Chain(&e));
                 return EXIT_USAGE;
             }
         },
@@ -77,7 +77,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
     let state = match open_state(settings, false) {
         Ok(state) => state,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };
@@ -93,7 +93,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };
@@ -103,7 +103,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
             settings,
             &job,
             &cwd,
-            &crate::store::claim::new_tag(),
+            &crate::process::tag::new_tag(),
             &extras,
             None,
             |_, _| {},
@@ -132,7 +132,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
 
 /// `--prompt-file` cannot be read; names the file.
 #[derive(Debug, thiserror::Error)]
-#[error("--prompt-file {}: {source}", path.display())]
+#[error("--prompt-file {}", path.display())]
 struct PromptFileError {
     path: PathBuf,
     source: std::io::Error,

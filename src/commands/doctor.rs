@@ -185,7 +185,13 @@ fn check_budget(settings: &Settings, report: &mut Report) {
 /// Doctor when the config itself failed to load: report it and what can still be checked.
 pub fn config_failed(sources: &Sources, error: &LoadError, args: &DoctorArgs) -> i32 {
     let mut report = Report::new(args.json);
-    report.add(Level::Fail, format!("config: {error}"));
+    report.add(
+        Level::Fail,
+        format!(
+            "config: {error}",
+            error = crate::support::error::Chain(&error)
+        ),
+    );
     if let Some(dir) = &sources.state_dir_flag {
         check_state(&StateDir::new(dir), &mut report);
     }
@@ -317,7 +323,7 @@ fn version_of(path: &Path) -> String {
             .lines()
             .next()
             .map_or("no --version output".into(), |l| l.trim().to_string()),
-        Err(e) => e.to_string(),
+        Err(e) => crate::support::error::chain(&e),
     }
 }
 
@@ -374,7 +380,10 @@ fn check_codex_models(settings: &Settings, report: &mut Report) {
         Err(e) => {
             report.add(
                 Level::Warn,
-                format!("codex model catalog unreadable, the tables' models stay: {e}"),
+                format!(
+                    "codex model catalog unreadable, the tables' models stay: {e}",
+                    e = crate::support::error::Chain(&e)
+                ),
             );
             return;
         }
@@ -421,7 +430,10 @@ fn check_state(state: &StateDir, report: &mut Report) {
                 Ok(Some(warning)) => report.add(Level::Warn, warning),
                 Err(e) => report.add(
                     Level::Fail,
-                    format!("the daemon would refuse to start: {e}"),
+                    format!(
+                        "the daemon would refuse to start: {e}",
+                        e = crate::support::error::Chain(&e)
+                    ),
                 ),
             }
         }

@@ -16,8 +16,8 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
         Ok(pending) => pending,
         Err(e) => {
             crate::store::judge_log::init(&state.log(), settings.config.log_max_bytes, false);
-            tracing::error!(folder = %dir.display(), "drain refused: {e}");
-            say_err!("llm-judge: {e}");
+            tracing::error!(folder = %dir.display(), "drain refused: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };

@@ -99,7 +99,10 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let job = match build_job(&args) {
         Ok(job) => job,
         Err(e) => {
-            say_err!("llm-judge enqueue: {e}");
+            say_err!(
+                "llm-judge enqueue: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_USAGE;
         }
     };
@@ -117,14 +120,20 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let job = match validate(settings, job) {
         Ok(job) => job,
         Err(e) => {
-            say_err!("llm-judge enqueue: {e}");
+            say_err!(
+                "llm-judge enqueue: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_USAGE;
         }
     };
     let state = StateDir::new(&settings.state_dir);
     let id = job.id.clone();
     if let Err(e) = publish(settings, &state, &job) {
-        say_err!("llm-judge enqueue: {e}");
+        say_err!(
+            "llm-judge enqueue: {e}",
+            e = crate::support::error::Chain(&e)
+        );
         return match e {
             EnqueueError::StillQueued { .. } => EXIT_USAGE,
             _ => EXIT_FAILURE,
@@ -174,7 +183,7 @@ enum EnqueueError {
     #[error("--json - and --prompt-file - cannot both read stdin")]
     BothStdin,
     /// `--json` or `--prompt-file` cannot be read.
-    #[error("{flag} {}: {source}", path.display())]
+    #[error("{flag} {}", path.display())]
     Read {
         flag: &'static str,
         path: PathBuf,
@@ -184,13 +193,13 @@ enum EnqueueError {
     #[error("--json must hold one JSON object")]
     JsonNotObject,
     /// `--json` is not JSON.
-    #[error("--json is not valid JSON: {0}")]
+    #[error("--json is not valid JSON")]
     JsonInvalid(#[source] serde_json::Error),
     /// `--timeout` not above 0.
     #[error("--timeout {value} must be a number of seconds above 0")]
     Timeout { value: f64 },
     /// `--cwd` cannot be made absolute.
-    #[error("--cwd {}: {source}", path.display())]
+    #[error("--cwd {}", path.display())]
     Cwd {
         path: PathBuf,
         source: std::io::Error,
@@ -203,10 +212,10 @@ enum EnqueueError {
     IdNotString,
     /// No random id without `/dev/urandom`.
     #[error("cannot read /dev/urandom for a job id: {0}; pass --id")]
-    NoRandom(#[source] std::io::Error),
+    NoRandom(std::io::Error),
     /// The job cannot be serialized (not expected for a JSON map).
-    #[error("{0}")]
-    Serialize(#[source] serde_json::Error),
+    #[error(transparent)]
+    Serialize(serde_json::Error),
     /// Over `max_job_bytes`.
     #[error("the job is {bytes} bytes, over max_job_bytes ({max}); shorten the prompt")]
     TooLarge { bytes: usize, max: u64 },
@@ -229,14 +238,14 @@ enum EnqueueError {
     )]
     StillQueued { id: String, path: PathBuf },
     /// The state folder cannot be created.
-    #[error("state folder {}: {source}", path.display())]
+    #[error("state folder {}", path.display())]
     StateDir {
         path: PathBuf,
         source: std::io::Error,
     },
     /// The job file cannot be published.
-    #[error("{0}")]
-    Publish(#[source] std::io::Error),
+    #[error(transparent)]
+    Publish(std::io::Error),
 }
 
 /// A job ready to write.
@@ -479,7 +488,10 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     let dir = state.verdict_dir(&job.transcript);
     let path = dir.join(format!("{}.json", job.id));
     if let Err(e) = state_dir::create_dir(&dir) {
-        say_err!("llm-judge enqueue: {e}");
+        say_err!(
+            "llm-judge enqueue: {e}",
+            e = crate::support::error::Chain(&e)
+        );
         return EXIT_FAILURE;
     }
     let mut watch = VerdictWatch::new(&path);

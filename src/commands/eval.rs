@@ -20,8 +20,8 @@ use crate::core::job::Job;
 use crate::core::verdict::{Outcome, Verdict};
 use crate::engine::attempts::{CacheSlot, Extras, judge};
 use crate::engine::events::{Control, StopSignal};
+use crate::process::tag::new_tag;
 use crate::store::cache::Cache;
-use crate::store::claim::new_tag;
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print_stdout};
 
@@ -88,7 +88,10 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
         Ok(Ok(cases)) => cases,
         Ok(Err(errors)) => {
             for e in &errors {
-                say_err!("llm-judge eval: {file}: {e}");
+                say_err!(
+                    "llm-judge eval: {file}: {e}",
+                    e = crate::support::error::Chain(&e)
+                );
             }
             say_err!("llm-judge eval: nothing was run");
             return EXIT_USAGE;
@@ -101,7 +104,10 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             return EXIT_USAGE;
         }
         Err(ReadError::Io(e)) => {
-            say_err!("llm-judge eval: cannot read {file}: {e}");
+            say_err!(
+                "llm-judge eval: cannot read {file}: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_FAILURE;
         }
     };
@@ -114,14 +120,14 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
         }
         Ok(seats) => seats,
         Err(e) => {
-            say_err!("llm-judge eval: {e}");
+            say_err!("llm-judge eval: {e}", e = crate::support::error::Chain(&e));
             return EXIT_USAGE;
         }
     };
     let state = match open_state(settings, false) {
         Ok(state) => state,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };
@@ -138,7 +144,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return EXIT_FAILURE;
         }
     };

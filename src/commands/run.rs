@@ -48,7 +48,7 @@ fn in_folder(path: &Path, folder: &Path) -> bool {
 
 /// A command-level failure: said on stderr, exit 1.
 fn failed(e: &dyn std::error::Error) -> i32 {
-    say_err!("llm-judge: {e}");
+    say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
     EXIT_FAILURE
 }
 
@@ -81,7 +81,11 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
             EXIT_OK
         }
         Handled::Failed(e) => {
-            say_err!("llm-judge: {}: {e}", job_file.display());
+            say_err!(
+                "llm-judge: {}: {e}",
+                job_file.display(),
+                e = crate::support::error::Chain(&e)
+            );
             EXIT_FAILURE
         }
         Handled::Rejected => {
@@ -133,13 +137,13 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &LoadError) -> i
     match crate::store::config_file::load(&without) {
         Ok(settings) => {
             let settings = Settings {
-                runner_error: Some(bad.to_string()),
+                runner_error: Some(bad.clone()),
                 ..settings
             };
             main(&settings, job_file.to_path_buf())
         }
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             EXIT_USAGE
         }
     }

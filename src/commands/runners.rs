@@ -23,7 +23,10 @@ pub fn shipped(mode: Mode) -> i32 {
             Mode::Investigate => &config.runners.investigate,
         }),
         Err(e) => {
-            say_err!("llm-judge runners: embedded default config: {e}");
+            say_err!(
+                "llm-judge runners: embedded default config: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             EXIT_FAILURE
         }
     }

@@ -39,7 +39,7 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
             if e.kind() == std::io::ErrorKind::NotFound {
                 "does not exist (no job was ever queued there)".to_string()
             } else {
-                format!("cannot be read: {e}")
+                format!("cannot be read: {e}", e = crate::support::error::Chain(&e))
             },
             crate::core::config::STATE_DIR_VAR
         );
@@ -49,7 +49,8 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
         if let Err(e) = crate::store::health_store::reset(&state) {
             say_err!(
                 "llm-judge status: cannot reset runner health in {}: {e}",
-                state.root.display()
+                state.root.display(),
+                e = crate::support::error::Chain(&e)
             );
             return EXIT_FAILURE;
         }
@@ -159,7 +160,7 @@ fn spend(state: &StateDir, budget: &Budget, now: f64) -> Value {
         "budget": {
             "max_cost_usd_per_day": budget.max_cost_usd_per_day,
             "max_runs_per_hour": budget.max_runs_per_hour,
-            "reached": over_budget(&recent, budget, now, 0),
+            "reached": over_budget(&recent, budget, now, 0).map(|cap| cap.to_string()),
         },
     })
 }

@@ -12,6 +12,7 @@ pub mod config_key;
 pub mod digest;
 pub mod eval;
 pub mod eval_cases;
+pub mod eval_report;
 pub mod health;
 pub mod job;
 pub mod job_keys;

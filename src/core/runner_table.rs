@@ -204,9 +204,10 @@ pub enum ProgramError {
 /// A bad `CATSTACK_LLM_JUDGE_RUNNERS`; the message names the variable and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(
-    "{} is not a JSON list of [name, [argv...]] pairs: {problem}; fix it or unset it \
+    "{} is not a JSON list of [name, [argv...]] pairs: {}; fix it or unset it \
      (example: [[\"fake\", [\"/path/to/fake-runner\", \"{{prompt}}\"]]])",
-    RUNNERS_VAR
+    RUNNERS_VAR,
+    crate::support::error::Chain(problem)
 )]
 pub struct OverrideError {
     /// What is wrong, naming the item and runner.
@@ -232,7 +233,7 @@ pub enum OverrideProblem {
     #[error("item {index}: runner {runner:?} has an argv item that is not a string")]
     NotAString { index: usize, runner: String },
     /// A runner whose program is refused.
-    #[error("item {index}: runner {runner:?}: {source}")]
+    #[error("item {index}: runner {runner:?}")]
     Program {
         index: usize,
         runner: String,
@@ -257,7 +258,7 @@ pub enum TableError {
         runner: String,
     },
     /// A runner whose program is refused.
-    #[error("runners.{table}[{index}] ({runner:?}): {source}")]
+    #[error("runners.{table}[{index}] ({runner:?})")]
     Program {
         table: String,
         index: usize,
@@ -285,7 +286,7 @@ pub enum TableError {
         runner: String,
     },
     /// An `env` entry no table may hold.
-    #[error("runners.{table}[{index}] ({runner:?}): \"env\": {source}")]
+    #[error("runners.{table}[{index}] ({runner:?}): \"env\"")]
     Env {
         table: String,
         index: usize,
@@ -557,9 +558,9 @@ mod tests {
             (&["bin/claude", "{prompt}"][..], "relative path"),
             (&["./claude"][..], "relative path"),
         ] {
-            let e = check_table("default", &[r("a", argv, None)])
-                .unwrap_err()
-                .to_string();
+            let e = check_table("default", &[r("a", argv, None)]).unwrap_err();
+            assert_eq!(e.to_string(), "runners.default[0] (\"a\")", "the entry");
+            let e = crate::support::error::chain(&e);
             assert!(e.contains(words), "{argv:?}: {e}");
         }
         assert!(check_table("default", &[r("a", &["/bin/x", "--", "{prompt}"], None)]).is_ok());

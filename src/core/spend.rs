@@ -86,15 +86,35 @@ impl Budget {
     }
 }
 
-/// Why no runner may start now: the reason text (`budget: ...`), or `None` under
-/// budget. `in_flight` runs were started and are not in `entries` yet: they count
-/// toward `max_runs_per_hour` already (their cost is not known until they end).
+/// Why the spend cap lets no runner start now; shown as the reason of the jobs it
+/// ends (`budget: ...`), in `status` and by `doctor`.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum CapReached {
+    /// `max_runs_per_hour`: `runs` in the last hour, those in flight included.
+    #[error(
+        "budget: {runs} runner runs in the last hour reached max_runs_per_hour = {max}; \
+         raise it in the config or wait"
+    )]
+    Runs { runs: u64, max: u64 },
+    /// `max_cost_usd_per_day`: the cost reported in the last 24 hours.
+    #[error(
+        "budget: {} USD reported in the last 24 hours reached max_cost_usd_per_day = {}; \
+         raise it in the config or wait",
+        dollars(*cost),
+        crate::core::verdict::human_number(*max)
+    )]
+    Cost { cost: f64, max: f64 },
+}
+
+/// Why no runner may start now, or `None` under budget. `in_flight` runs were started
+/// and are not in `entries` yet: they count toward `max_runs_per_hour` already (their
+/// cost is not known until they end).
 pub fn over_budget<'a>(
     entries: impl IntoIterator<Item = &'a SpendEntry> + Clone,
     budget: &Budget,
     now: f64,
     in_flight: u64,
-) -> Option<String> {
+) -> Option<CapReached> {
     if let Some(max) = budget.max_runs_per_hour {
         let ended = entries
             .clone()
@@ -103,10 +123,7 @@ pub fn over_budget<'a>(
             .count() as u64;
         let runs = ended.saturating_add(in_flight);
         if runs >= max {
-            return Some(format!(
-                "budget: {runs} runner runs in the last hour reached max_runs_per_hour = {max}; \
-                 raise it in the config or wait"
-            ));
+            return Some(CapReached::Runs { runs, max });
         }
     }
     if let Some(max) = budget.max_cost_usd_per_day {
@@ -116,12 +133,7 @@ pub fn over_budget<'a>(
             .filter_map(|e| e.counted_usage().and_then(|u| u.cost_usd))
             .sum();
         if cost >= max {
-            return Some(format!(
-                "budget: {} USD reported in the last 24 hours reached max_cost_usd_per_day = {}; \
-                 raise it in the config or wait",
-                dollars(cost),
-                crate::core::verdict::human_number(max)
-            ));
+            return Some(CapReached::Cost { cost, max });
         }
     }
     None
@@ -207,10 +219,13 @@ mod tests {
             over_budget(&[old.clone(), old.clone(), one.clone()], &budget, now, 0),
             None
         );
-        let reason = over_budget(&[one.clone(), one.clone()], &budget, now, 0).unwrap_or_default();
+        let reason =
+            over_budget(&[one.clone(), one.clone()], &budget, now, 0).map(|r| r.to_string());
         assert_eq!(
-            reason,
-            "budget: 2 runner runs in the last hour reached max_runs_per_hour = 2; raise it in the config or wait"
+            reason.as_deref(),
+            Some(
+                "budget: 2 runner runs in the last hour reached max_runs_per_hour = 2; raise it in the config or wait"
+            )
         );
         let zero = Budget {
             max_runs_per_hour: Some(0),
@@ -218,8 +233,8 @@ mod tests {
         };
         assert!(over_budget(&[], &zero, now, 0).is_some(), "0 runs nothing");
         assert_eq!(
-            over_budget(&[one], &budget, now, 1).map(|r| r.starts_with("budget: 2 runner runs")),
-            Some(true),
+            over_budget(&[one], &budget, now, 1),
+            Some(CapReached::Runs { runs: 2, max: 2 }),
             "a run in flight counts before it ends"
         );
     }
@@ -239,10 +254,12 @@ mod tests {
             None,
             "runs in flight have no cost yet"
         );
-        let reason = over_budget(&[half.clone(), half], &budget, now, 0).unwrap_or_default();
+        let reason = over_budget(&[half.clone(), half], &budget, now, 0).map(|r| r.to_string());
         assert_eq!(
-            reason,
-            "budget: 1.0000 USD reported in the last 24 hours reached max_cost_usd_per_day = 1; raise it in the config or wait"
+            reason.as_deref(),
+            Some(
+                "budget: 1.0000 USD reported in the last 24 hours reached max_cost_usd_per_day = 1; raise it in the config or wait"
+            )
         );
     }
 

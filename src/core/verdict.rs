@@ -36,8 +36,12 @@ pub struct Attempt {
 pub enum RunEnd {
     /// The program is not on PATH or not executable.
     NotInstalled,
-    /// Spawning failed; the error kind and message.
-    SpawnFailed { kind: String, message: String },
+    /// Spawning failed (or what it needed first, such as its folder): the error's
+    /// kind and message, shown as `<kind>: <message>`.
+    SpawnFailed {
+        kind: std::io::ErrorKind,
+        message: String,
+    },
     /// The job's per-runner timeout ran out.
     TimedOut { seconds: f64 },
     /// Exit code, or minus the signal number for a signal death.
@@ -108,7 +112,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
     };
     let (reason, answer) = match end {
         RunEnd::NotInstalled => ("not installed".to_string(), None),
-        RunEnd::SpawnFailed { kind, message } => (clip(kind, message), None),
+        RunEnd::SpawnFailed { kind, message } => (clip(&format!("{kind:?}"), message), None),
         RunEnd::TimedOut { seconds } => (
             clip(
                 &format!("timed out after {}s", human_number(*seconds)),

@@ -32,7 +32,7 @@ fn reason(end: RunEnd, stdout: &str, stderr: &str) -> String {
 fn every_attempt_reason_is_pinned() {
     assert_eq!(reason(RunEnd::NotInstalled, "", ""), "not installed");
     let spawn = RunEnd::SpawnFailed {
-        kind: "PermissionDenied".into(),
+        kind: std::io::ErrorKind::PermissionDenied,
         message: "Permission denied (os error 13)".into(),
     };
     assert_eq!(

@@ -79,7 +79,10 @@ impl Daemon {
         self.codex.catalog = match read {
             Some(Ok(catalog)) => Some(catalog),
             Some(Err(e)) => {
-                tracing::warn!("codex model catalog unreadable, keeping the tables' models: {e}");
+                tracing::warn!(
+                    "codex model catalog unreadable, keeping the tables' models: {e}",
+                    e = crate::support::error::Chain(&e)
+                );
                 None
             }
             None => None,

@@ -19,24 +19,25 @@ use crate::store::state_dir::is_job_name;
 /// Why jobs/ is not watched (the daemon then relies on rescans); names the folder.
 #[derive(Debug, Error)]
 pub enum WatchError {
-    /// jobs/ cannot be created (`state_dir::create_dir` names the folder itself).
-    #[error("{source}")]
-    Folder { path: PathBuf, source: io::Error },
-    /// The watch cannot be set up; `hint` says which limit to raise, if one was hit.
+    /// jobs/ cannot be created (`state_dir::create_dir`'s error names the folder itself).
+    #[error(transparent)]
+    Folder(io::Error),
+    /// The watch cannot be set up; `hint` says which limit to raise, if one was hit
+    /// (after the cause, so the cause stays in the message).
     #[cfg(target_os = "linux")]
-    #[error("cannot watch {}: {source}{hint}", path.display())]
+    #[error("cannot watch {}: {cause}{hint}", path.display())]
     Watch {
         path: PathBuf,
-        source: io::Error,
+        cause: io::Error,
         hint: &'static str,
     },
     /// notify's watcher cannot start (beyond Linux).
     #[cfg(not(target_os = "linux"))]
-    #[error("cannot start the inbox watcher: {0}")]
-    Start(notify::Error),
+    #[error("cannot start the inbox watcher")]
+    Start(#[source] notify::Error),
     /// notify cannot watch the folder (beyond Linux).
     #[cfg(not(target_os = "linux"))]
-    #[error("cannot watch {}: {source}", path.display())]
+    #[error("cannot watch {}", path.display())]
     Notify {
         path: PathBuf,
         source: notify::Error,
@@ -183,12 +184,7 @@ impl InboxWatcher {
     pub fn watch(&mut self) -> Result<(), WatchError> {
         use std::os::unix::fs::MetadataExt;
         self.watch = None;
-        crate::store::state_dir::create_dir(&self.jobs_dir).map_err(|source| {
-            WatchError::Folder {
-                path: self.jobs_dir.clone(),
-                source,
-            }
-        })?;
+        crate::store::state_dir::create_dir(&self.jobs_dir).map_err(WatchError::Folder)?;
         // Cleared first: a loss the new watch reports must stay raised.
         self.lost.store(false, Ordering::SeqCst);
         let watch = inbox_watch::start(&self.jobs_dir, self.sink())?;

@@ -33,9 +33,9 @@ impl Drop for Watch {
 
 /// Watches `jobs_dir` for `sink`. Must be called inside the daemon's runtime.
 pub fn start(jobs_dir: &Path, sink: Sink) -> Result<Watch, WatchError> {
-    let cannot = |source: std::io::Error, hint: &'static str| WatchError::Watch {
+    let cannot = |cause: std::io::Error, hint: &'static str| WatchError::Watch {
         path: jobs_dir.to_path_buf(),
-        source,
+        cause,
         hint,
     };
     let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)

@@ -28,7 +28,7 @@ use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
 use crate::engine::attempts::Extras;
 use crate::engine::events::Control;
-use crate::engine::prestart::Prestart;
+use crate::engine::prestart::Prestarting;
 use crate::engine::spawner::Processes;
 use crate::process::pool::SupervisorPool;
 use crate::store::config_file::{self, Sources};
@@ -55,7 +55,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         Ok(state) => state,
         Err(e) => {
             say_err!("llm-judge: refusing to start: {e}");
-            return if transient(&e.source) {
+            return if transient(&e.cause) {
                 EXIT_FAILURE
             } else {
                 EXIT_USAGE
@@ -63,13 +63,19 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         }
     };
     if let Err(e) = check_folders(&state) {
-        tracing::error!("refusing to start: {e}");
+        tracing::error!(
+            "refusing to start: {e}",
+            e = crate::support::error::Chain(&e)
+        );
         return EXIT_USAGE;
     }
     let _lock = match crate::store::daemon_lock::acquire(&state.lock()) {
         Ok(lock) => lock,
         Err(e) => {
-            tracing::error!("refusing to start: {e}");
+            tracing::error!(
+                "refusing to start: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_FAILURE;
         }
     };
@@ -80,7 +86,10 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             Some(Arc::new(pool))
         }
         Err(e) => {
-            tracing::info!("no supervisor zygote ({e}): supervisors are forked from the daemon");
+            tracing::info!(
+                "no supervisor zygote ({e}): supervisors are forked from the daemon",
+                e = crate::support::error::Chain(&e)
+            );
             None
         }
     };
@@ -94,25 +103,22 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     let slots = SharedSlots::default();
     match runtime {
         Ok(rt) => {
-            let prestart = Prestart::new(pool.clone(), rt.handle().clone());
-            let spawner = Arc::new(Processes {
-                pool,
-                ..Processes::default()
-            });
+            let processes = Processes::new(pool);
             // Built now (it reads the system's certificates), not by the first verdict.
             if [Mode::Default, Mode::Investigate]
                 .iter()
                 .any(|&mode| settings.table(mode).iter().any(|r| !r.is_cli()))
             {
-                spawner.api.warm();
+                processes.warm_api();
             }
+            let prestart = Prestarting::new(processes, rt.handle().clone());
             let daemon = Daemon::new(
                 settings,
                 sources,
                 workers_flag,
                 state,
                 slots.clone(),
-                (spawner, prestart),
+                prestart,
             );
             let code = rt
                 .block_on(async move { tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE) });
@@ -155,6 +161,8 @@ struct Daemon {
     codex: CodexModels,
     /// Health, cache, runner limits and single-flight, shared by every worker.
     extras: Extras,
+    /// The runners waiting for their jobs; `extras.spawner` runs attempts through it.
+    prestart: Prestarting<Processes>,
     sources: Sources,
     workers_flag: Option<usize>,
     state: StateDir,
@@ -179,7 +187,7 @@ impl Daemon {
         workers_flag: Option<usize>,
         state: StateDir,
         slots: SharedSlots,
-        (spawner, prestart): (Arc<Processes>, Arc<Prestart>),
+        prestart: Prestarting<Processes>,
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match Tally::create(&crate::store::status_file::tally_path(&state)) {
@@ -191,8 +199,7 @@ impl Daemon {
         };
         let extras = Extras {
             flights: settings.config.single_flight.then(Arc::default),
-            spawner,
-            prestart: Some(prestart),
+            spawner: Arc::new(prestart.clone()),
             ..Extras::for_state(&settings, &state)
         };
         let control = watch::channel(Control::Run).0;
@@ -200,6 +207,7 @@ impl Daemon {
         let board = Board::new(job_context(&settings, &extras, &state, &control, &tally));
         Daemon {
             extras,
+            prestart,
             codex: CodexModels::new(&settings),
             base: settings.clone(),
             settings,
@@ -229,7 +237,6 @@ impl Daemon {
             flights,
             spawner: self.extras.spawner.clone(),
             spend: self.extras.spend.clone(),
-            prestart: self.extras.prestart.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }
@@ -264,7 +271,11 @@ impl Daemon {
         crate::engine::recovery::sweep(&self.state, runtime, c.fsync, c.undeliverable_days);
         let mut watcher = InboxWatcher::new(&self.state.jobs());
         if let Err(e) = watcher.watch() {
-            tracing::error!("{e}; relying on rescans every {}s", c.rescan_seconds);
+            tracing::error!(
+                "{e}; relying on rescans every {}s",
+                c.rescan_seconds,
+                e = crate::support::error::Chain(&e)
+            );
         }
         self.scan();
         let mut rescan = tokio::time::interval(Duration::from_secs_f64(c.rescan_seconds));
@@ -310,10 +321,8 @@ impl Daemon {
                     }
                     self.scan();
                     crate::engine::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
-                    if let Some(prestart) = &self.extras.prestart {
-                        prestart.tick();
-                        self.status_dirty = true;
-                    }
+                    self.prestart.tick();
+                    self.status_dirty = true;
                 }
                 Some(read) = self.codex.rx.recv() => self.codex_catalog_read(read),
                 _ = catalog_refresh.tick() => self.read_codex_catalog(),
@@ -332,9 +341,7 @@ impl Daemon {
                 _ = tick(&mut watchdog) => self.notify("WATCHDOG=1"),
             }
         }
-        if let Some(prestart) = &self.extras.prestart {
-            prestart.shut_down().await;
-        }
+        self.prestart.shut_down().await;
         self.write_status();
         tracing::info!(pid = std::process::id(), "daemon stop");
         EXIT_OK
@@ -412,8 +419,8 @@ impl Daemon {
                 )
             });
         lock_slots(&self.slots).grow(open, &self.board);
-        if let Some(prestart) = self.extras.prestart.as_ref().filter(|_| !self.draining) {
-            prestart.configure(&self.settings, self.workers());
+        if !self.draining {
+            self.prestart.configure(&self.settings, self.workers());
         }
     }
 
@@ -445,7 +452,10 @@ impl Daemon {
             Ok(()) => {
                 tracing::info!(folder = %self.state.jobs().display(), "watching the inbox again")
             }
-            Err(e) => tracing::error!("{e}; retrying at the next rescan"),
+            Err(e) => tracing::error!(
+                "{e}; retrying at the next rescan",
+                e = crate::support::error::Chain(&e)
+            ),
         }
     }
 
@@ -469,9 +479,7 @@ impl Daemon {
             return;
         }
         self.draining = true;
-        if let Some(prestart) = &self.extras.prestart {
-            prestart.close();
-        }
+        self.prestart.close();
         // Closed now, not at the loop's next turn: slots take jobs on their own.
         self.open_slots();
         self.status_dirty = true;
@@ -522,7 +530,10 @@ impl Daemon {
                 self.apply_codex_catalog(false);
                 self.read_codex_catalog();
             }
-            Err(e) => tracing::error!("config reload failed, keeping the old config: {e}"),
+            Err(e) => tracing::error!(
+                "config reload failed, keeping the old config: {e}",
+                e = crate::support::error::Chain(&e)
+            ),
         }
     }
 
@@ -550,7 +561,7 @@ impl Daemon {
                 .ok()
                 .filter(|v| !v.is_empty()),
             codex_models: self.codex.in_use.clone(),
-            prestarted: self.extras.prestart.as_ref().map_or(0, |p| p.waiting()),
+            prestarted: self.prestart.waiting(),
         };
         let written = serde_json::to_vec_pretty(&record)
             .map_err(|e| e.to_string())

@@ -1,29 +1,23 @@
 //! Judging one parsed job: try the runners of its table in order, each in the job's
 //! cwd or a fresh temp folder, and build the verdict.
 
-use std::path::Path;
-use std::time::Duration;
-
 use serde_json::{Map, Value};
 
 use crate::core::config::Settings;
 use crate::core::health::sign_of;
 use crate::core::job::{Job, Mode};
-use crate::core::runner_table::{Runner, build_invocation};
-use crate::core::spend::SpendEntry;
+use crate::core::runner_table::Runner;
+use crate::core::spend::{CapReached, SpendEntry};
 use crate::core::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
-use crate::engine::api_attempt::attempt_api;
-use crate::engine::codex_argv::prepared_argv;
+use crate::engine::api_attempt::judge_api;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
-use crate::engine::prestart::{Prestart, Waiting};
-use crate::engine::runner_folder::fresh_runner_folder;
-use crate::engine::spawner::{Processes, Spawner};
-use crate::process::spawn::{RunOutput, RunSpec, StopSignal, stopped};
+use crate::engine::spawner::{AttemptOutput, AttemptSpec, Processes, Progress, Spawner, Workdir};
+use crate::process::spawn::{StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
 use crate::store::spend_ledger::{Reservation, SpendLedger};
@@ -42,12 +36,11 @@ pub struct Extras {
     pub limits: Arc<RunnerLimits>,
     /// Identical jobs running at once share one set of runner starts (daemon only).
     pub flights: Option<Arc<Flights>>,
-    /// Starts the runner attempts: real processes, or a script in the lifecycle tests.
+    /// Starts the runner attempts: real processes (with runners started ahead of
+    /// their jobs in the daemon), or a script in the lifecycle tests.
     pub spawner: Arc<dyn Spawner>,
     /// Records each runner run and holds jobs to the spend cap (daemon and `run`).
     pub spend: Option<Arc<SpendLedger>>,
-    /// Runners started ahead of their jobs (daemon only).
-    pub prestart: Option<Arc<Prestart>>,
 }
 
 impl Default for Extras {
@@ -59,7 +52,6 @@ impl Default for Extras {
             flights: None,
             spawner: Arc::new(Processes::default()),
             spend: None,
-            prestart: None,
         }
     }
 }
@@ -150,14 +142,16 @@ pub async fn judge(
         tag,
         stop,
         spawner: extras.spawner.as_ref(),
-        prestart: extras.prestart.as_ref(),
     };
     for runner in ordered {
         // Reserved before each runner start (and before waiting for its slot, so a
         // capped job ends at once): this process never passes the run cap.
         let reservation = match reserve(settings, extras) {
             Ok(reservation) => reservation,
-            Err(reason) => return Some(budget_verdict(job, &reason, attempts, now_unix())),
+            Err(cap) => {
+                let reason = cap.to_string();
+                return Some(budget_verdict(job, &reason, attempts, now_unix()));
+            }
         };
         // Biased: a stop that already fired wins over a free slot.
         let _slot = tokio::select! {
@@ -174,13 +168,8 @@ pub async fn judge(
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
-        let (attempt, found, end) = match &runner.api {
-            Some(api) => {
-                let spawner = extras.spawner.as_ref();
-                attempt_api(settings, job, runner, api, spawner, stop).await
-            }
-            None => attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await,
-        };
+        let (attempt, found, end) =
+            attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await;
         if end == RunEnd::Stopped {
             return None;
         }
@@ -207,9 +196,12 @@ pub async fn judge(
     Some(verdict_for(job, answer, attempts, now_unix()))
 }
 
-/// A run reserved under the spend cap (none without a ledger: `ask`, `eval`), or the
-/// `budget: ...` reason the cap stops it with, logged at most once a minute.
-fn reserve<'a>(settings: &Settings, extras: &'a Extras) -> Result<Option<Reservation<'a>>, String> {
+/// A run reserved under the spend cap (none without a ledger: `ask`, `eval`), or why
+/// the cap stops it, logged at most once a minute.
+fn reserve<'a>(
+    settings: &Settings,
+    extras: &'a Extras,
+) -> Result<Option<Reservation<'a>>, CapReached> {
     let Some(spend) = extras.spend.as_ref() else {
         return Ok(None);
     };
@@ -241,7 +233,6 @@ struct AttemptContext<'a> {
     tag: &'a str,
     stop: Option<&'a StopSignal>,
     spawner: &'a dyn Spawner,
-    prestart: Option<&'a Arc<Prestart>>,
 }
 
 /// Only a runner that passes the investigate allowlist gets the job's own folder: any
@@ -256,6 +247,8 @@ pub fn cwd_for_runner(cwd: &CwdChoice, runner: &Runner, overridden: bool) -> Cwd
     }
 }
 
+/// Runs one runner through the spawner and judges how it ended; `on_spawn` gets its
+/// process group as it starts.
 async fn attempt_runner(
     context: &AttemptContext<'_>,
     runner: &Runner,
@@ -268,88 +261,59 @@ async fn attempt_runner(
         tag,
         stop,
         spawner,
-        prestart,
     } = *context;
-    // A runner that would work in a fresh folder may have one waiting in its own.
-    let waiting = match cwd {
-        CwdChoice::Temp { .. } => prestart.and_then(|p| p.take(runner)),
-        CwdChoice::Given(_) => None,
+    let workdir = match cwd {
+        CwdChoice::Given(path) => Workdir::Job(path),
+        CwdChoice::Temp { .. } => Workdir::Fresh,
     };
-    // The temp folder lives until the attempt ends, then is removed with its content
-    // (a waiting runner's goes with it).
-    let waiting_dir = waiting.as_ref().map(|w| w.folder().to_path_buf());
-    let temp;
-    let dir: &Path = match (cwd, &waiting_dir) {
-        (_, Some(folder)) => folder,
-        (CwdChoice::Given(path), None) => path,
-        (CwdChoice::Temp { .. }, None) => match fresh_runner_folder(settings) {
-            Ok(made) => {
-                temp = made;
-                temp.path()
-            }
-            Err(e) => {
-                let mut attempt = failed(
-                    runner,
-                    format!("{:?}: cannot create a temp folder: {e}", e.kind()),
-                );
-                attempt.cwd_refused = cwd_note(cwd);
-                let end = RunEnd::SpawnFailed {
-                    kind: "TempDir".into(),
-                    message: String::new(),
-                };
-                return (attempt, None, end);
-            }
-        },
-    };
-    let argv = match prepared_argv(settings, job.mode, &runner.argv) {
-        Ok(argv) => argv,
-        Err(e) => {
-            let attempt = failed(runner, format!("{:?}: {e}", e.kind()));
-            let end = RunEnd::SpawnFailed {
-                kind: "CodexFiles".into(),
-                message: String::new(),
-            };
-            return (attempt, None, end);
-        }
-    };
-    let invocation = build_invocation(&argv, &job.prompt);
-    let c = &settings.config;
-    let spec = RunSpec {
-        argv: &invocation.argv,
-        env: &runner.env,
-        stdin: invocation.stdin.as_deref(),
-        cwd: dir,
-        timeout: Duration::from_secs_f64(job.timeout_seconds),
-        kill_grace: Duration::from_secs_f64(c.kill_grace_seconds),
+    let spec = AttemptSpec {
+        settings,
+        job,
+        runner,
+        workdir,
         tag,
-        output_cap: c.output_cap_bytes,
         stop,
     };
-    tracing::info!(
-        id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
-        cwd = %dir.display(), prestarted = waiting.is_some().then_some(true),
-        "runner start"
-    );
-    let out = run_attempt(settings, spawner, prestart, &spec, waiting, &mut |pgid| {
-        on_spawn(&runner.name, pgid)
-    })
-    .await;
-    let output = Output {
-        stdout: &out.stdout,
-        stderr: &out.stderr,
-        stdout_cut: out.stdout_cut,
-        format: output_format(&runner.argv),
+    // An API runner's start line names its protocol, model and base URL.
+    let api = runner.api.as_ref();
+    let mut progress = |step: Progress<'_>| match step {
+        Progress::Starting { cwd, prestarted } => tracing::info!(
+            id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
+            cwd = cwd.map(|dir| tracing::field::display(dir.display())),
+            prestarted = prestarted.then_some(true),
+            api = api.map(|a| a.protocol.name()),
+            model = api.map(|a| tracing::field::display(&a.model)),
+            base_url = api.map(|a| tracing::field::display(&a.base_url)), "runner start"
+        ),
+        Progress::Spawned { pgid } => on_spawn(&runner.name, pgid),
+    };
+    let (judged, end, elapsed) = match spawner.run(&spec, &mut progress).await {
+        AttemptOutput::Process(out) => {
+            let output = Output {
+                stdout: &out.stdout,
+                stderr: &out.stderr,
+                stdout_cut: out.stdout_cut,
+                format: output_format(&runner.argv),
+            };
+            let judged = judge_attempt(&runner.name, &out.end, output);
+            (judged, out.end, out.elapsed)
+        }
+        AttemptOutput::Api(out) => {
+            let (judged, end) = judge_api(runner, &out.end);
+            (judged, end, out.elapsed)
+        }
     };
     let Judged {
         mut attempt,
         answer: found,
         refused_usage,
-    } = judge_attempt(&runner.name, &out.end, output);
+    } = judged;
     if let Some(why) = refused_usage {
         tracing::warn!(id = %job.id, runner = %runner.name, "usage the runner reported is not counted: {why}");
     }
-    attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
-    attempt.cwd_refused = cwd_note(cwd);
+    attempt.elapsed_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+    // An API runner works in no folder: the job's cwd means nothing to it.
+    attempt.cwd_refused = runner.is_cli().then(|| cwd_note(cwd)).flatten();
     // Fields of a runner that reported no usage are left out of the line.
     let usage = attempt.usage.as_ref();
     tracing::info!(
@@ -360,61 +324,7 @@ async fn attempt_runner(
         output_tokens = usage.map(|u| u.output_tokens),
         cost_usd = usage.and_then(|u| u.cost_usd), "runner end"
     );
-    (attempt, found, out.end)
-}
-
-/// Runs the attempt: gives a waiting runner its prompt, else spawns one. A waiting one
-/// that printed before its prompt is refused (discarded, `Prestart::refuse`) and the
-/// job spawns its own, in a fresh folder (the copy's goes with the copy).
-async fn run_attempt(
-    settings: &Settings,
-    spawner: &dyn Spawner,
-    prestart: Option<&Arc<Prestart>>,
-    spec: &RunSpec<'_>,
-    waiting: Option<Waiting>,
-    on_spawn: &mut (dyn FnMut(u32) + Send),
-) -> RunOutput {
-    let Some(waiting) = waiting else {
-        return spawner.run(spec, on_spawn).await;
-    };
-    on_spawn(waiting.pgid());
-    let broken = match waiting.finish(&spec.to_prompt()).await {
-        Ok(out) => return out,
-        Err(broken) => broken,
-    };
-    if let Some(prestart) = prestart {
-        prestart.refuse(broken, "printed on stdout before its prompt");
-    }
-    match fresh_runner_folder(settings) {
-        Ok(folder) => {
-            let spec = RunSpec {
-                cwd: folder.path(),
-                ..*spec
-            };
-            spawner.run(&spec, on_spawn).await
-        }
-        Err(e) => RunOutput {
-            end: RunEnd::SpawnFailed {
-                kind: format!("{:?}", e.kind()),
-                message: format!("cannot create a temp folder: {e}"),
-            },
-            stdout: String::new(),
-            stderr: String::new(),
-            stdout_cut: None,
-            elapsed: Duration::ZERO,
-        },
-    }
-}
-
-fn failed(runner: &Runner, reason: String) -> Attempt {
-    Attempt {
-        runner: runner.name.clone(),
-        ok: false,
-        reason: crate::core::verdict::clip(&reason, ""),
-        elapsed_ms: Some(0),
-        usage: None,
-        cwd_refused: None,
-    }
+    (attempt, found, end)
 }
 
 /// The note an attempt carries when the job's cwd was refused: why, clipped as reasons

@@ -44,7 +44,7 @@ pub fn log_job_notes(job: &Job) {
 pub enum RejectError {
     #[error(transparent)]
     CreateDir(#[from] io::Error),
-    #[error("cannot move {} to rejected/: {source}", path.display())]
+    #[error("cannot move {} to rejected/", path.display())]
     Move { path: PathBuf, source: io::Error },
 }
 

@@ -9,6 +9,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::config::Settings;
@@ -25,7 +26,7 @@ use crate::engine::job_file::{
 };
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::process::os::start_time;
-use crate::store::claim::{self, Acquired, Claim, ClaimError};
+use crate::store::claim::{self, Acquired, Claim, ClaimError, Started};
 use crate::store::state_dir::{self, StateDir, now_unix, stem_of};
 
 /// After this many interrupted tries a job gets an `unchecked` verdict.
@@ -56,10 +57,32 @@ pub enum Handled {
     /// Shutdown stopped it; the job stays queued (not counted as an interruption).
     Stopped,
     /// Something failed; the job stays queued and the error is logged.
-    Failed(String),
+    Failed(JobFailed),
     /// Still being written in place (see `WorkerLink::settle`): left in `jobs/`,
     /// unjudged, for a look after the settle time.
     Unsettled,
+}
+
+/// Why a job was left queued after an error (`Handled::Failed`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JobFailed {
+    /// A step failed on a file or the claim (logged where it failed).
+    #[error(transparent)]
+    Lifecycle(Arc<LifecycleError>),
+    /// The task judging it ended without a result (a panic, or dropped).
+    #[error("worker stopped unexpectedly")]
+    WorkerStopped,
+}
+
+impl PartialEq for JobFailed {
+    /// The same failure: one error (not two alike), or both a stopped worker.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (JobFailed::Lifecycle(a), JobFailed::Lifecycle(b)) => Arc::ptr_eq(a, b),
+            (JobFailed::WorkerStopped, JobFailed::WorkerStopped) => true,
+            _ => false,
+        }
+    }
 }
 
 /// Why a job was left queued: the path or claim it failed on is in the variant.
@@ -69,13 +92,13 @@ pub enum LifecycleError {
     NoFileName { path: PathBuf },
     #[error(transparent)]
     Claim(#[from] ClaimError),
-    #[error("cannot stat {}: {source}", path.display())]
+    #[error("cannot stat {}", path.display())]
     Stat { path: PathBuf, source: io::Error },
-    #[error("cannot remove job file {}: {source}", path.display())]
+    #[error("cannot remove job file {}", path.display())]
     RemoveJob { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Reject(#[from] RejectError),
-    #[error("cannot rename {} into place: {source}", temp.display())]
+    #[error("cannot rename {} into place", temp.display())]
     Rename { temp: PathBuf, source: io::Error },
     /// A state-folder write; `store::state_dir`'s errors name their file.
     #[error(transparent)]
@@ -132,8 +155,8 @@ pub async fn handle(
         Ok(handled) => return handled,
         Err(e) => e,
     };
-    tracing::error!(file = %path.display(), "job left queued after an error: {failed}");
-    Handled::Failed(failed.to_string())
+    tracing::error!(file = %path.display(), "job left queued after an error: {failed}", failed = crate::support::error::Chain(&failed));
+    Handled::Failed(JobFailed::Lifecycle(Arc::new(failed)))
 }
 
 /// The driver: claim, take over, check, run, judge and publish, remove, let go.
@@ -149,7 +172,7 @@ async fn handle_claimed(
     })?;
     let fsync = settings.config.fsync;
     state_dir::create_dir(&state.claims())?;
-    let (mut claim, previous) = match acquire_claim(state, name, fsync).await? {
+    let (claim, previous) = match acquire_claim(state, name, fsync).await? {
         Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
         Acquired::Claimed { claim, previous } => (claim, previous),
     };
@@ -159,18 +182,15 @@ async fn handle_claimed(
         Ok(next) => next,
         Err(exit) => return end_unstarted(claim, exit),
     };
-    if let Err(e) = claim.start_running(interruptions, identity) {
-        // A record we could not write (disk full) must not later read as a crash.
-        let _ = claim.release();
-        return Err(e.into());
-    }
+    // A record it could not write (disk full) goes with the claim: never a crash later.
+    let mut claim = claim.start_running(interruptions, identity)?;
     crate::support::failpoint::crash("after_claim");
     let started = Instant::now();
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(verdict) => verdict,
         Err(exit) => return end_started(claim, exit),
     };
-    remove_judged_job(path, claim.record().and_then(|r| r.job))?;
+    remove_judged_job(path, claim.record().job)?;
     crate::support::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
@@ -196,7 +216,7 @@ fn end_unstarted(claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
 
 /// A job that ended while running: stopped or failed, it is queued again (not an
 /// interruption); otherwise the claim is let go.
-fn end_started(mut claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
+fn end_started(mut claim: Started, exit: Exit) -> Result<Handled, LifecycleError> {
     match exit {
         Exit::Ended(Handled::Stopped) => {
             claim.requeue()?;
@@ -325,19 +345,12 @@ async fn judge_claimed(
     state: &StateDir,
     path: &Path,
     name: &OsStr,
-    claim: &mut Claim,
+    claim: &mut Started,
     extras: &Extras,
     link: &mut WorkerLink,
 ) -> Step<Verdict> {
-    let (interruptions, tag, identity) = match claim.record() {
-        Some(r) => (r.interruptions, r.tag.clone(), r.job),
-        None => {
-            return Err(ClaimError::NotStarted {
-                path: claim.path().to_path_buf(),
-            }
-            .into());
-        }
-    };
+    let record = claim.record();
+    let (interruptions, tag, identity) = (record.interruptions, record.tag.clone(), record.job);
     let parsed = read_claimed(settings, state, path, name, identity, link)?;
     if let (Err(error), true) = (&parsed, link.outside_jobs) {
         // Not the judge's file: a verdict would remove it, and it may be anything.
@@ -403,7 +416,7 @@ async fn judge_claimed(
 /// Publishes the verdict, off the runtime's thread when it fsyncs.
 fn publish_blocking(
     state: &StateDir,
-    claim: &mut Claim,
+    claim: &mut Started,
     path: &Path,
     name: &OsStr,
     verdict: &Verdict,
@@ -429,7 +442,7 @@ async fn decide(
     job: &Job,
     cwd: &CwdChoice,
     tag: &str,
-    claim: &mut Claim,
+    claim: &mut Started,
     cancel: Option<Cancel>,
     extras: &Extras,
 ) -> Option<Verdict> {
@@ -490,13 +503,13 @@ async fn judge_runners(
     job: &Job,
     cwd: &CwdChoice,
     tag: &str,
-    claim: &mut Claim,
+    claim: &mut Started,
     cancel: Option<Cancel>,
     extras: &Extras,
 ) -> Option<Verdict> {
-    let record_runner = |claim: &mut Claim, runner: &str, pgid: u32| {
+    let record_runner = |claim: &mut Started, runner: &str, pgid: u32| {
         if let Err(e) = claim.runner_started(runner, pgid, start_time(pgid)) {
-            tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}");
+            tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}", e = crate::support::error::Chain(&e));
         }
         crate::support::failpoint::crash("runner_started");
     };
@@ -514,7 +527,7 @@ async fn judge_runners(
 
 fn publish(
     state: &StateDir,
-    claim: &mut Claim,
+    claim: &mut Started,
     path: &Path,
     name: &OsStr,
     verdict: &Verdict,

@@ -1,182 +1,21 @@
 //! In-process lifecycle tests: `lifecycle::handle` on a temp state folder with a
-//! scripted spawner in place of runner processes, so interruptions, shutdown during
-//! the grace, single-flight and the cache are tested in milliseconds.
+//! scripted spawner in place of runner processes (`engine::scripted`), so
+//! interruptions, shutdown during the grace, single-flight and the cache are tested
+//! in milliseconds.
 
-use std::collections::VecDeque;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
+use serde_json::json;
+use tokio::sync::watch;
 
-use crate::core::config::Settings;
-use crate::core::job_life::FileIdentity;
-use crate::core::verdict::{Outcome, RunEnd};
+use crate::core::verdict::Outcome;
 use crate::engine::attempts::Extras;
 use crate::engine::events::Control;
 use crate::engine::flight::Flights;
-use crate::engine::lifecycle::{Handled, WorkerLink, handle};
-use crate::engine::spawner::{BoxFuture, Spawner};
-use crate::process::spawn::{RunOutput, RunSpec, stopped};
+use crate::engine::lifecycle::{Handled, WorkerLink};
+use crate::engine::scripted::{Act, Bench, Scripted, bounded, outcome, question};
 use crate::store::cache::Cache;
-use crate::store::claim::{self, Acquired};
-use crate::store::state_dir::StateDir;
-
-/// What the scripted runner does on one start.
-enum Act {
-    /// Exits 0 with this stdout.
-    Answer(&'static str),
-    /// Runs until its timeout or the stop signal, as a real runner that never answers.
-    Hang,
-}
-
-/// A spawner that plays `Act`s in order and records each start's argv.
-#[derive(Default)]
-struct Scripted {
-    acts: Mutex<VecDeque<Act>>,
-    starts: Mutex<Vec<Vec<String>>>,
-    started: Notify,
-}
-
-impl Scripted {
-    fn new(acts: Vec<Act>) -> Arc<Self> {
-        Arc::new(Scripted {
-            acts: Mutex::new(acts.into()),
-            ..Scripted::default()
-        })
-    }
-
-    fn starts(&self) -> usize {
-        self.starts.lock().map_or(0, |s| s.len())
-    }
-
-    async fn play(&self, spec: &RunSpec<'_>, on_spawn: &mut (dyn FnMut(u32) + Send)) -> RunOutput {
-        let act = self.acts.lock().ok().and_then(|mut a| a.pop_front());
-        if let Ok(mut starts) = self.starts.lock() {
-            starts.push(spec.argv.to_vec());
-        }
-        // pgid 0 is no process group: recovery and health never signal it.
-        on_spawn(0);
-        self.started.notify_one();
-        let (end, stdout) = match act {
-            Some(Act::Answer(text)) => (RunEnd::Exited { code: 0 }, text.to_string()),
-            Some(Act::Hang) | None => tokio::select! {
-                () = tokio::time::sleep(spec.timeout) => (RunEnd::TimedOut { seconds: spec.timeout.as_secs_f64() }, String::new()),
-                () = stopped(spec.stop) => (RunEnd::Stopped, String::new()),
-            },
-        };
-        RunOutput {
-            end,
-            stdout,
-            stderr: String::new(),
-            stdout_cut: None,
-            elapsed: Duration::ZERO,
-        }
-    }
-}
-
-impl Spawner for Scripted {
-    fn run<'a>(
-        &'a self,
-        spec: &'a RunSpec<'a>,
-        on_spawn: &'a mut (dyn FnMut(u32) + Send),
-    ) -> BoxFuture<'a, RunOutput> {
-        Box::pin(self.play(spec, on_spawn))
-    }
-}
-
-/// A temp state folder, settings with one scripted runner, and a spawner.
-struct Bench {
-    _dir: tempfile::TempDir,
-    state: StateDir,
-    settings: Settings,
-    spawner: Arc<Scripted>,
-}
-
-impl Bench {
-    fn new(acts: Vec<Act>) -> Bench {
-        let dir = tempfile::tempdir().expect("temp state folder");
-        let state = StateDir::new(dir.path().join("state"));
-        state.create().expect("create state folder");
-        let settings = Settings::for_tests(state.root.clone(), "scripted");
-        Bench {
-            _dir: dir,
-            state,
-            settings,
-            spawner: Scripted::new(acts),
-        }
-    }
-
-    fn extras(&self) -> Extras {
-        Extras {
-            spawner: self.spawner.clone(),
-            ..Extras::default()
-        }
-    }
-
-    fn job(&self, stem: &str, job: &Value) -> std::path::PathBuf {
-        let path = self.state.jobs().join(format!("{stem}.json"));
-        std::fs::write(&path, job.to_string()).expect("write job");
-        path
-    }
-
-    fn verdict(&self, transcript: &str, stem: &str) -> Option<Value> {
-        let path = self
-            .state
-            .verdict_dir(transcript)
-            .join(format!("{stem}.json"));
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str(&text).ok()
-    }
-
-    /// Leaves the claim of `path` as an earlier holder that died while running it,
-    /// after `already` interruptions: its record stays `Running`, its flock is gone.
-    fn interrupted_holder(&self, path: &Path, already: u32) {
-        let identity = FileIdentity::of(&std::fs::symlink_metadata(path).expect("stat job"));
-        let name = path.file_name().expect("job name");
-        match claim::acquire(&self.state.claims(), name, false) {
-            Ok(Acquired::Claimed { mut claim, .. }) => {
-                claim
-                    .start_running(already, identity)
-                    .expect("record running");
-            }
-            other => panic!("claim: {other:?}"),
-        }
-    }
-
-    /// Handles `path` with this bench's extras and no worker link, within the bound.
-    async fn judge(&self, path: &Path) -> Handled {
-        bounded(
-            "handle",
-            self.handle(path, &self.extras(), WorkerLink::default()),
-        )
-        .await
-    }
-
-    async fn handle(&self, path: &Path, extras: &Extras, link: WorkerLink) -> Handled {
-        handle(&self.settings, &self.state, path, extras, link).await
-    }
-}
-
-fn question(prompt: &str) -> Value {
-    json!({"prompt": prompt, "transcript": "T", "hit_if_all_true": ["ok"]})
-}
-
-fn outcome(handled: &Handled) -> Option<Outcome> {
-    match handled {
-        Handled::Judged { outcome, .. } => Some(*outcome),
-        _ => None,
-    }
-}
-
-/// A bound that proves nothing hangs; the tests themselves take milliseconds.
-async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(30), fut).await {
-        Ok(value) => value,
-        Err(_) => panic!("{what} did not finish within 30 s"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_is_published_and_the_job_removed() {
@@ -248,10 +87,7 @@ async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
     let record = std::fs::read_to_string(b.state.claims().join("s.json")).unwrap_or_default();
     assert!(record.contains("\"queued\""), "claim record: {record}");
     // The next holder counts no interruption and judges it.
-    let b2 = Bench {
-        spawner: Scripted::new(vec![Act::Answer("{\"ok\": true}")]),
-        ..b
-    };
+    let b2 = b.respawned(Scripted::new(vec![Act::Answer("{\"ok\": true}")]));
     let handled = b2.judge(&path).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
 }
@@ -373,4 +209,67 @@ async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
     let handled = b.judge(&path).await;
     assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
     assert_eq!(b.spawner.starts(), 1, "only the whole job ran a runner");
+}
+
+/// An API runner's attempt goes through the same seam as a process: a scripted 429
+/// falls back to the next API runner, whose JSON-mode reply spread over lines answers;
+/// the failure feeds runner health as a CLI's would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
+    use crate::core::api_protocol::CallEnd;
+    use crate::core::runner_table::Runner;
+    use crate::store::health_store::HealthStore;
+
+    let busy = CallEnd::Response {
+        status: 429,
+        retry_after: Some("7".into()),
+        body: br#"{"error": {"message": "slow down"}}"#.to_vec(),
+    };
+    let reply = json!({
+        "choices": [{"message": {"content": "{\n  \"ok\": true\n}"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 66, "completion_tokens": 9},
+    });
+    let answers = CallEnd::Response {
+        status: 200,
+        retry_after: None,
+        body: reply.to_string().into_bytes(),
+    };
+    let mut b = Bench::new(vec![Act::Api(busy), Act::Api(answers)]);
+    let api_runner = |name: &str, api: &str| -> Runner {
+        let entry = format!(
+            "name = \"{name}\"\napi = \"{api}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+        );
+        toml::from_str(&entry).expect("an API runner entry")
+    };
+    b.settings.runner_override = Some(vec![
+        api_runner("haiku-api", "anthropic"),
+        api_runner("local", "openai-chat"),
+    ]);
+    b.settings.config.health.enabled = true;
+    let extras = Extras {
+        health: HealthStore::open(&b.state, &b.settings.config.health),
+        ..b.extras()
+    };
+    let path = b.job("a", &question("p"));
+    let handled = bounded("handle", b.handle(&path, &extras, WorkerLink::default())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
+    let verdict = b.verdict("T", "a").expect("a verdict");
+    let attempts = &verdict["attempts"];
+    assert_eq!(
+        attempts[0]["reason"], "http 429: slow down (retry after 7 s)",
+        "{verdict}"
+    );
+    assert_eq!(
+        (&attempts[1]["runner"], &attempts[1]["reason"]),
+        (&json!("local"), &json!("answered"))
+    );
+    assert_eq!(attempts[1]["usage"]["input_tokens"], 66);
+    assert!(attempts[1].get("cwd_refused").is_none(), "{verdict}");
+    assert_eq!(
+        b.spawner.starts(),
+        2,
+        "both attempts went through the spawner"
+    );
+    let health = std::fs::read_to_string(b.state.health()).expect("health.json");
+    assert!(health.contains("http 429: slow down"), "{health}");
 }

@@ -34,10 +34,11 @@ use tokio::sync::Notify;
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
-use crate::engine::codex_argv::prepared_argv;
 use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
-use crate::process::pool::SupervisorPool;
-use crate::process::spawn::{PromptSpec, RunOutput, Running, StartSpec};
+use crate::engine::spawner::{
+    AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec, WaitingRunner,
+    Workdir,
+};
 
 /// A waiting runner older than this is replaced by a fresh one: the CLI on disk may have
 /// been updated, and its login may have expired, while it waited.
@@ -46,10 +47,25 @@ pub const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 /// How long `shut_down` waits, beyond the kill grace, for starts and stops under way.
 const SHUTDOWN_EXTRA: Duration = Duration::from_secs(25);
 
-/// The daemon's waiting runners.
-pub struct Prestart {
+/// A spawner that keeps copies of runners waiting (`prestart = N`) and runs an
+/// attempt in a fresh folder with one when it can, else with the spawner it wraps.
+/// A handle: clones share the waiting copies.
+pub struct Prestarting<S> {
+    shared: Arc<Shared<S>>,
+}
+
+impl<S> Clone for Prestarting<S> {
+    fn clone(&self) -> Self {
+        Prestarting {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+struct Shared<S> {
     inner: Mutex<Inner>,
-    pool: Option<Arc<SupervisorPool>>,
+    /// Starts the copies, and every attempt no copy takes.
+    spawner: S,
     /// The daemon loop's runtime: starts and discards run there.
     runtime: tokio::runtime::Handle,
     /// Starts and stops under way, which `shut_down` waits for.
@@ -85,52 +101,26 @@ struct Inner {
     closed: bool,
 }
 
-/// A runner waiting for its job's prompt.
-pub struct Waiting {
+/// A runner waiting for its job's prompt, in its own folder.
+struct Waiting {
     runner: Runner,
-    running: Running,
+    process: Box<dyn WaitingRunner>,
     folder: RunnerFolder,
     since: Instant,
 }
 
 impl Waiting {
-    /// The folder it works in (fresh, private, made for it).
-    pub fn folder(&self) -> &std::path::Path {
-        self.folder.path()
-    }
-
-    /// Its pid (= process group id).
-    pub fn pgid(&self) -> u32 {
-        self.running.pgid()
-    }
-
-    /// Gives it the job: writes `spec.stdin`, then runs it to its end within
-    /// `spec.timeout`, counted from now. Its folder goes with it. Checked right before
-    /// the prompt is written: a copy whose stdout already holds more than its CLI's
-    /// start-up events comes back (`Err`) for `Prestart::refuse`, and the job spawns.
-    pub async fn finish(mut self, spec: &PromptSpec<'_>) -> Result<RunOutput, Waiting> {
-        if early_output_problem(self.running.stdout_so_far()).is_some() {
-            return Err(self);
-        }
-        let Waiting {
-            running, folder, ..
-        } = self;
-        let out = running.finish(spec, Instant::now()).await;
-        drop(folder);
-        Ok(out)
-    }
-
     /// Why what it printed before its prompt breaks the protocol, if it does.
     fn broke_protocol(&mut self) -> Option<String> {
-        early_output_problem(self.running.stdout_so_far())
+        early_output_problem(self.process.stdout_so_far())
     }
 
     /// Stops it (no job came), then removes its folder.
     async fn discard(self, kill_grace: Duration) {
         let Waiting {
-            running, folder, ..
+            process, folder, ..
         } = self;
-        running.discard(kill_grace).await;
+        process.discard(kill_grace).await;
         drop(folder);
     }
 }
@@ -170,24 +160,81 @@ pub fn wanted(settings: &Settings, workers: usize) -> Vec<(Runner, usize)> {
         .collect()
 }
 
-impl Prestart {
-    /// An empty pool of waiting runners; `runtime` is the daemon loop's.
-    pub fn new(pool: Option<Arc<SupervisorPool>>, runtime: tokio::runtime::Handle) -> Arc<Self> {
-        Arc::new(Prestart {
-            inner: Mutex::default(),
-            pool,
-            runtime,
-            tasks: Tasks::default(),
-        })
+impl<S: Spawner + 'static> Spawner for Prestarting<S> {
+    fn run<'a>(
+        &'a self,
+        spec: &'a AttemptSpec<'a>,
+        progress: &'a mut OnProgress<'_>,
+    ) -> BoxFuture<'a, AttemptOutput> {
+        Box::pin(self.run_attempt(spec, progress))
+    }
+
+    fn start_waiting<'a>(
+        &'a self,
+        spec: &'a WaitSpec<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, crate::core::verdict::RunEnd>> {
+        self.shared.spawner.start_waiting(spec)
+    }
+}
+
+impl<S: Spawner + 'static> Prestarting<S> {
+    /// No runner waiting yet; `runtime` is the daemon loop's, where copies start and stop.
+    pub fn new(spawner: S, runtime: tokio::runtime::Handle) -> Self {
+        Prestarting {
+            shared: Arc::new(Shared {
+                inner: Mutex::default(),
+                spawner,
+                runtime,
+                tasks: Tasks::default(),
+            }),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs an attempt: one in a fresh folder gets a waiting copy of its runner when
+    /// there is a usable one, the timeout counted from its prompt; any other, and one
+    /// whose copy printed before its prompt (refused), goes to the wrapped spawner.
+    async fn run_attempt(
+        &self,
+        spec: &AttemptSpec<'_>,
+        progress: &mut OnProgress<'_>,
+    ) -> AttemptOutput {
+        let copy = match spec.workdir {
+            Workdir::Fresh => self.take(spec.runner),
+            Workdir::Job(_) => None,
+        };
+        let Some(mut copy) = copy else {
+            return self.shared.spawner.run(spec, progress).await;
+        };
+        progress(Progress::Starting {
+            cwd: Some(copy.folder.path()),
+            prestarted: true,
+        });
+        progress(Progress::Spawned {
+            pgid: copy.process.pgid(),
+        });
+        // Checked again right before the prompt is written.
+        if let Some(why) = copy.broke_protocol() {
+            self.refuse(copy, &why);
+            return self.shared.spawner.run(spec, progress).await;
+        }
+        let Waiting {
+            process, folder, ..
+        } = copy;
+        let out = process.finish(spec).await;
+        drop(folder);
+        out.into()
     }
 
     /// Keeps what `settings` asks for (at start and on reload; cheap when nothing
     /// changed): stops waiting runners it no longer wants, starts the missing ones.
-    pub fn configure(self: &Arc<Self>, settings: &Arc<Settings>, workers: usize) {
+    pub fn configure(&self, settings: &Arc<Settings>, workers: usize) {
         let unwanted = {
             let mut inner = self.lock();
             let same = |(s, w): &(Arc<Settings>, usize)| Arc::ptr_eq(s, settings) && *w == workers;
@@ -221,7 +268,7 @@ impl Prestart {
     /// A waiting copy of `runner`, if one is ready; then starts its replacement. One that
     /// ended while waiting is discarded, one that printed before its prompt refused,
     /// and `None` says: spawn one for this job.
-    pub fn take(self: &Arc<Self>, runner: &Runner) -> Option<Waiting> {
+    fn take(&self, runner: &Runner) -> Option<Waiting> {
         let taken = {
             let mut inner = self.lock();
             inner.dormant.retain(|r| r != runner);
@@ -236,10 +283,10 @@ impl Prestart {
 
     /// `copy`, unless it ended while waiting or printed before its prompt (then it is
     /// discarded).
-    fn usable(self: &Arc<Self>, mut copy: Waiting) -> Option<Waiting> {
-        if copy.running.has_ended() {
+    fn usable(&self, mut copy: Waiting) -> Option<Waiting> {
+        if copy.process.has_ended() {
             tracing::warn!(
-                runner = %copy.runner.name, pgid = copy.pgid(),
+                runner = %copy.runner.name, pgid = copy.process.pgid(),
                 "a pre-started runner ended before its job; the job starts its own"
             );
             self.discard_all(vec![copy], "ended while waiting");
@@ -255,9 +302,9 @@ impl Prestart {
     /// Discards a copy that printed more than start-up events before its prompt
     /// (`why`), and pre-starts its runner no more until the config is loaded again.
     /// Never counted as the runner failing: the job that met it spawns its own.
-    pub fn refuse(self: &Arc<Self>, copy: Waiting, why: &str) {
+    fn refuse(&self, copy: Waiting, why: &str) {
         tracing::warn!(
-            runner = %copy.runner.name, pgid = copy.pgid(),
+            runner = %copy.runner.name, pgid = copy.process.pgid(),
             "a pre-started runner {why}: its output is not the job's; discarded, the job starts \
              its own, and this runner is not pre-started again until the config is reloaded"
         );
@@ -272,12 +319,12 @@ impl Prestart {
 
     /// Replaces waiting runners that ended or waited `MAX_WAIT` (the daemon calls it
     /// on every rescan), and starts missing ones.
-    pub fn tick(self: &Arc<Self>) {
+    pub fn tick(&self) {
         let (ended, old, broke) = {
             let mut inner = self.lock();
             let (ended, rest): (Vec<Waiting>, Vec<Waiting>) = std::mem::take(&mut inner.waiting)
                 .into_iter()
-                .partition(|w| w.running.has_ended());
+                .partition(|w| w.process.has_ended());
             let (broke, rest): (Vec<_>, Vec<_>) = rest
                 .into_iter()
                 .map(|mut w| (w.broke_protocol(), w))
@@ -311,25 +358,14 @@ impl Prestart {
 
     /// Stops every waiting runner and starts no more (the daemon is stopping); returns
     /// once they, and copies that were still starting, are gone (bounded).
-    pub async fn shut_down(self: &Arc<Self>) {
+    pub async fn shut_down(&self) {
         let (waiting, grace) = {
             let mut inner = self.lock();
             inner.closed = true;
             (std::mem::take(&mut inner.waiting), inner.kill_grace())
         };
         self.discard_all(waiting, "the daemon is stopping");
-        let all_done = async {
-            loop {
-                let idle = self.tasks.idle.notified();
-                tokio::pin!(idle);
-                idle.as_mut().enable();
-                if self.tasks.active.load(Ordering::SeqCst) == 0 {
-                    return;
-                }
-                idle.await;
-            }
-        };
-        if tokio::time::timeout(grace + SHUTDOWN_EXTRA, all_done)
+        if tokio::time::timeout(grace + SHUTDOWN_EXTRA, self.idle())
             .await
             .is_err()
         {
@@ -339,14 +375,28 @@ impl Prestart {
         }
     }
 
+    /// Returns once no copy is being started or stopped.
+    pub async fn idle(&self) {
+        let tasks = &self.shared.tasks;
+        loop {
+            let idle = tasks.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if tasks.active.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
     /// Runs `task` on the daemon loop's runtime, counted until it ends.
-    fn spawn(self: &Arc<Self>, task: impl Future<Output = ()> + Send + 'static) {
-        self.tasks.active.fetch_add(1, Ordering::SeqCst);
-        let this = self.clone();
-        self.runtime.spawn(async move {
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.shared.tasks.active.fetch_add(1, Ordering::SeqCst);
+        let shared = self.shared.clone();
+        self.shared.runtime.spawn(async move {
             task.await;
-            if this.tasks.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-                this.tasks.idle.notify_waiters();
+            if shared.tasks.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+                shared.tasks.idle.notify_waiters();
             }
         });
     }
@@ -357,7 +407,7 @@ impl Prestart {
     }
 
     /// Starts copies until each wanted runner has its count waiting or starting.
-    fn fill(self: &Arc<Self>) {
+    fn fill(&self) {
         let mut inner = self.lock();
         if inner.closed {
             return;
@@ -381,13 +431,13 @@ impl Prestart {
 
     /// Starts one copy of `runner` and adds it to the waiting ones, unless it is no
     /// longer wanted by then.
-    async fn start_one(self: Arc<Self>, runner: Runner, settings: Arc<Settings>) {
-        let started = start_waiting(&runner, &settings, self.pool.as_ref()).await;
+    async fn start_one(self, runner: Runner, settings: Arc<Settings>) {
+        let started = self.start_waiting_copy(&runner, &settings).await;
         let mut inner = self.lock();
         if let Some(i) = inner.starting.iter().position(|r| *r == runner) {
             inner.starting.swap_remove(i);
         }
-        let Some(waiting) = started else {
+        let Some((waiting, tag)) = started else {
             // Not again until a job asks for it: a missing CLI costs nothing per rescan.
             inner.dormant.push(runner);
             return;
@@ -399,20 +449,66 @@ impl Prestart {
             return;
         }
         tracing::info!(
-            runner = %runner.name, pgid = waiting.pgid(), cwd = %waiting.folder().display(),
-            tag = %shown_tag(waiting.running.tag()), "runner pre-started: waiting for a job"
+            runner = %runner.name, pgid = waiting.process.pgid(), cwd = %waiting.folder.path().display(),
+            tag = %shown_tag(&tag), "runner pre-started: waiting for a job"
         );
         inner.waiting.push(waiting);
     }
 
+    /// A fresh folder and a started copy of `runner` in it, waiting for its prompt, and
+    /// the copy's tag; `None` (logged) when either fails.
+    async fn start_waiting_copy(
+        &self,
+        runner: &Runner,
+        settings: &Settings,
+    ) -> Option<(Waiting, String)> {
+        let folder = match fresh_runner_folder(settings) {
+            Ok(folder) => folder,
+            Err(e) => {
+                tracing::warn!(runner = %runner.name, "cannot pre-start: cannot create a temp folder: {e}");
+                return None;
+            }
+        };
+        let state = crate::store::state_dir::StateDir::new(&settings.state_dir);
+        let key = match crate::store::tag_key::load_or_create(&state) {
+            Ok(key) => key,
+            Err(e) => {
+                tracing::warn!(runner = %runner.name, "cannot pre-start: {e}", e = crate::support::error::Chain(&e));
+                return None;
+            }
+        };
+        let tag = format!("{}{}", tag_prefix(&key), crate::process::tag::new_tag());
+        let spec = WaitSpec {
+            settings,
+            runner,
+            cwd: folder.path(),
+            tag: &tag,
+        };
+        match self.shared.spawner.start_waiting(&spec).await {
+            Ok(process) => Some((
+                Waiting {
+                    runner: runner.clone(),
+                    process,
+                    folder,
+                    since: Instant::now(),
+                },
+                tag,
+            )),
+            Err(end) => {
+                tracing::debug!(runner = %runner.name, ?end, "cannot pre-start");
+                None
+            }
+        }
+    }
+
     /// Stops `runners` in the background, the way a timeout stops a runner.
-    fn discard_all(self: &Arc<Self>, runners: Vec<Waiting>, why: &str) {
+    fn discard_all(&self, runners: Vec<Waiting>, why: &str) {
         if runners.is_empty() {
             return;
         }
         let grace = self.lock().kill_grace();
         for w in runners {
-            tracing::info!(runner = %w.runner.name, pgid = w.pgid(), "pre-started runner stopped: {why}");
+            tracing::info!(runner = %w.runner.name, pgid = w.process.pgid(), "pre-started runner stopped: {why}");
             self.spawn(w.discard(grace));
         }
     }
@@ -432,58 +528,6 @@ impl Inner {
             .as_ref()
             .map_or(5.0, |(s, _)| s.config.kill_grace_seconds);
         Duration::from_secs_f64(seconds)
-    }
-}
-
-/// A fresh folder and a started copy of `runner` in it, stdin held open; `None` (logged)
-/// when either fails.
-async fn start_waiting(
-    runner: &Runner,
-    settings: &Settings,
-    pool: Option<&Arc<SupervisorPool>>,
-) -> Option<Waiting> {
-    let folder = match fresh_runner_folder(settings) {
-        Ok(folder) => folder,
-        Err(e) => {
-            tracing::warn!(runner = %runner.name, "cannot pre-start: cannot create a temp folder: {e}");
-            return None;
-        }
-    };
-    let state = crate::store::state_dir::StateDir::new(&settings.state_dir);
-    let key = match crate::store::tag_key::load_or_create(&state) {
-        Ok(key) => key,
-        Err(e) => {
-            tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
-            return None;
-        }
-    };
-    let tag = format!("{}{}", tag_prefix(&key), crate::store::claim::new_tag());
-    let argv = match prepared_argv(settings, Mode::Default, &runner.argv) {
-        Ok(argv) => argv,
-        Err(e) => {
-            tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
-            return None;
-        }
-    };
-    let spec = StartSpec {
-        argv: &argv,
-        env: &runner.env,
-        cwd: folder.path(),
-        tag: &tag,
-        stdin_piped: true,
-        output_cap: settings.config.output_cap_bytes,
-    };
-    match Running::start(&spec, pool).await {
-        Ok(running) => Some(Waiting {
-            runner: runner.clone(),
-            running,
-            folder,
-            since: Instant::now(),
-        }),
-        Err(end) => {
-            tracing::debug!(runner = %runner.name, ?end, "cannot pre-start");
-            None
-        }
     }
 }
 

@@ -142,7 +142,10 @@ fn stop_prestarted_leftovers(state: &StateDir) -> usize {
             crate::support::runtime::blocking(|| kill_tagged_prefix(&prefix))
         }
         Err(e) => {
-            tracing::error!("recovery: pre-started runners left by a crash are not searched: {e}");
+            tracing::error!(
+                "recovery: pre-started runners left by a crash are not searched: {e}",
+                e = crate::support::error::Chain(&e)
+            );
             0
         }
     }
@@ -190,7 +193,7 @@ fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
             Ok(Acquired::Claimed { claim, previous }) => (claim, previous),
             Ok(Acquired::Busy { .. }) => continue,
             Err(e) => {
-                tracing::error!("recovery: {e}");
+                tracing::error!("recovery: {e}", e = crate::support::error::Chain(&e));
                 continue;
             }
         };
@@ -204,9 +207,9 @@ fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
         }
         if state.jobs().join(&name).symlink_metadata().is_err() {
             if let Err(e) = finish_previous_publish(&previous, fsync) {
-                tracing::error!("recovery: {e}");
+                tracing::error!("recovery: {e}", e = crate::support::error::Chain(&e));
             } else if let Err(e) = claim.release() {
-                tracing::error!("recovery: {e}");
+                tracing::error!("recovery: {e}", e = crate::support::error::Chain(&e));
             }
             dropped += 1;
         }

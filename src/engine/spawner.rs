@@ -1,65 +1,386 @@
-//! The seam between judging and processes: a `Spawner` runs one runner attempt. The
-//! daemon, `run` and `ask` use `Processes` (the process layer); the in-process
-//! lifecycle tests use a scripted one, so the job logic runs without processes. An API
-//! runner's attempt goes through it too (`call_api`): one HTTP request, no process.
+//! The seam between judging and starting runners: a `Spawner` runs one runner
+//! attempt (a runner of the table, a job's prompt, a folder, a timeout), not a
+//! process. Everything the engine starts goes through it: `Processes` starts runner
+//! processes and sends an API runner's one request (the daemon, `run`, `ask`, `eval`),
+//! `engine::prestart::Prestarting` wraps another spawner and gives a job a runner
+//! started ahead of it, and the in-process lifecycle tests plug in a scripted one, so
+//! the job logic runs without processes or servers.
 
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::core::api_protocol::CallEnd;
+use crate::core::api_runner::ApiSpec;
+use crate::core::config::Settings;
+use crate::core::job::{Job, Mode};
+use crate::core::runner_table::{Runner, build_invocation};
+use crate::core::verdict::RunEnd;
+use crate::engine::codex_argv::prepared_argv;
+use crate::engine::runner_folder::fresh_runner_folder;
 use crate::process::api_call::{ApiClient, ApiRequest};
 use crate::process::pool::SupervisorPool;
-use crate::process::spawn::{self, RunOutput, RunSpec};
+use crate::process::spawn::StopSignal;
+use crate::process::spawn::{self, Launcher, PromptSpec, RunOutput, RunSpec, Running, StartSpec};
 
 /// A boxed future that may move between threads.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Runs one attempt to its end; `on_spawn` gets the runner's process group id as it
-/// starts. It honours `spec.timeout` and `spec.stop` (ending `TimedOut` / `Stopped`).
+/// Where an attempt works.
+#[derive(Debug, Clone, Copy)]
+pub enum Workdir<'a> {
+    /// The job's own folder (a read-only runner given the job's cwd).
+    Job(&'a Path),
+    /// A fresh private folder made for the attempt (`engine::runner_folder`), removed
+    /// with its content when the attempt ends; a pre-started runner brings its own.
+    Fresh,
+}
+
+/// One runner attempt, as the seam gets it.
+pub struct AttemptSpec<'a> {
+    /// Where runner folders go, the kill grace and the output cap.
+    pub settings: &'a Settings,
+    /// The job: its prompt and timeout.
+    pub job: &'a Job,
+    /// The runner's table entry.
+    pub runner: &'a Runner,
+    pub workdir: Workdir<'a>,
+    /// The claim's tag, put in the environment as `LLM_JUDGE_TAG`.
+    pub tag: &'a str,
+    /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
+    pub stop: Option<&'a StopSignal>,
+}
+
+impl AttemptSpec<'_> {
+    /// The job's per-runner timeout, counted from when the runner gets its prompt.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.job.timeout_seconds)
+    }
+
+    /// How long a stopped runner gets between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_secs_f64(self.settings.config.kill_grace_seconds)
+    }
+}
+
+/// How an attempt ended, as the seam reports it.
+#[derive(Debug)]
+pub enum AttemptOutput {
+    /// A runner process's end and output (a CLI runner).
+    Process(RunOutput),
+    /// An API runner's one request.
+    Api(ApiOutput),
+}
+
+/// How an API runner's request ended, and how long it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiOutput {
+    pub end: CallEnd,
+    pub elapsed: Duration,
+}
+
+impl From<RunOutput> for AttemptOutput {
+    fn from(out: RunOutput) -> Self {
+        AttemptOutput::Process(out)
+    }
+}
+
+/// What an attempt tells its caller as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress<'p> {
+    /// It starts now, in `cwd` (`None`: it works in no folder), with a runner that was
+    /// started ahead of its job when `prestarted`.
+    Starting {
+        cwd: Option<&'p Path>,
+        prestarted: bool,
+    },
+    /// Its runner's process group (= pid), the moment it is known: the claim records
+    /// it before the attempt goes on, so a crash right after can still stop it.
+    Spawned { pgid: u32 },
+}
+
+/// Hears an attempt's `Progress`.
+pub type OnProgress<'a> = dyn FnMut(Progress<'_>) + Send + 'a;
+
+/// What starting a runner ahead of its job needs: no job data at all.
+pub struct WaitSpec<'a> {
+    /// The output cap and the kill grace.
+    pub settings: &'a Settings,
+    pub runner: &'a Runner,
+    /// The fresh private folder it waits in.
+    pub cwd: &'a Path,
+    /// Put in the environment as `LLM_JUDGE_TAG`.
+    pub tag: &'a str,
+}
+
+/// Runs runner attempts: the one way the engine starts a runner.
 pub trait Spawner: Send + Sync {
-    /// Runs `spec` to its end.
+    /// Runs `spec` to its end, honouring its timeout and stop signal (ending
+    /// `TimedOut` / `Stopped`), and telling `progress` as it starts: a CLI runner's
+    /// process, or an API runner's request.
     fn run<'a>(
         &'a self,
-        spec: &'a RunSpec<'a>,
-        on_spawn: &'a mut (dyn FnMut(u32) + Send),
-    ) -> BoxFuture<'a, RunOutput>;
+        spec: &'a AttemptSpec<'a>,
+        progress: &'a mut OnProgress<'_>,
+    ) -> BoxFuture<'a, AttemptOutput>;
 
-    /// Asks a model API once: an API runner's attempt (no process). A spawner that
-    /// makes no API calls (a scripted one) ends every such attempt unable to connect.
-    fn call_api<'a>(&'a self, request: &'a ApiRequest<'a>) -> BoxFuture<'a, CallEnd> {
-        let _ = request;
+    /// Starts `spec.runner` ahead of its job, waiting for its prompt (`prestart = N`);
+    /// how its start ended when it could not. A kind that cannot wait says so.
+    fn start_waiting<'a>(
+        &'a self,
+        spec: &'a WaitSpec<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
+        let _ = spec;
         Box::pin(async {
-            CallEnd::Transport {
-                label: "cannot connect",
-                detail: "this judge makes no API calls".into(),
-            }
+            Err(RunEnd::SpawnFailed {
+                kind: std::io::ErrorKind::Unsupported,
+                message: "this runner kind cannot be started ahead of its job".into(),
+            })
         })
     }
 }
 
+impl<T: Spawner + ?Sized> Spawner for Arc<T> {
+    fn run<'a>(
+        &'a self,
+        spec: &'a AttemptSpec<'a>,
+        progress: &'a mut OnProgress<'_>,
+    ) -> BoxFuture<'a, AttemptOutput> {
+        (**self).run(spec, progress)
+    }
+
+    fn start_waiting<'a>(
+        &'a self,
+        spec: &'a WaitSpec<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
+        (**self).start_waiting(spec)
+    }
+}
+
+/// A runner started ahead of its job, waiting for its prompt. It serves one job
+/// (`finish`) or none (`discard`); dropped unfinished, it is killed.
+pub trait WaitingRunner: Send {
+    /// Its process group (= pid; 0 when it could not be seen).
+    fn pgid(&self) -> u32;
+
+    /// True once it ended on its own; never waits. A runner waiting for its prompt
+    /// should not have.
+    fn has_ended(&self) -> bool;
+
+    /// Everything it printed on stdout so far, read now without waiting (bounded). It
+    /// has no job yet: whatever is here came before its prompt.
+    fn stdout_so_far(&mut self) -> &[u8];
+
+    /// Gives it the job of `spec`: its prompt, then runs it to its end within the
+    /// job's timeout, counted from now.
+    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, RunOutput>;
+
+    /// Stops it unused, the way a timeout stops a runner (SIGTERM to its group,
+    /// `kill_grace`, SIGKILL; at once if it already ended).
+    fn discard(self: Box<Self>, kill_grace: Duration) -> BoxFuture<'static, ()>;
+}
+
 /// Real runner processes, each under its own supervisor (`process::spawn`): a pooled
 /// one when there is a pool (the daemon), else one forked per attempt (`run`, `ask`);
-/// and real API requests on one HTTP client, whose connections stay pooled for as
-/// long as this value lives (the daemon's: its whole life).
-#[derive(Default)]
+/// and real API requests on one HTTP client, shared by every clone, whose connections
+/// stay open for as long as it lives (the daemon's: its whole life, across reloads).
+#[derive(Clone)]
 pub struct Processes {
-    /// The daemon's supervisor pool, made at its start.
-    pub pool: Option<Arc<SupervisorPool>>,
-    /// The HTTP client of API runners, built on their first call.
-    pub api: ApiClient,
+    launcher: Launcher,
+    api: Arc<ApiClient>,
+}
+
+impl Default for Processes {
+    fn default() -> Self {
+        Processes::new(None)
+    }
+}
+
+impl Processes {
+    /// Runner processes under supervisors from `pool` (the daemon's), else forked per
+    /// attempt; this process's environment is read now, once.
+    pub fn new(pool: Option<Arc<SupervisorPool>>) -> Self {
+        Processes {
+            launcher: Launcher::new(pool),
+            api: Arc::default(),
+        }
+    }
+
+    /// Builds the HTTP client of API runners now (it reads the system's certificates),
+    /// so the first verdict does not pay for it.
+    pub fn warm_api(&self) {
+        self.api.warm();
+    }
+
+    /// An API runner's attempt: one request with the job's prompt, in no folder.
+    async fn call_api(
+        &self,
+        spec: &AttemptSpec<'_>,
+        api: &ApiSpec,
+        progress: &mut OnProgress<'_>,
+    ) -> AttemptOutput {
+        progress(Progress::Starting {
+            cwd: None,
+            prestarted: false,
+        });
+        let request = ApiRequest {
+            spec: api,
+            prompt: &spec.job.prompt,
+            timeout: spec.timeout(),
+            cap: spec.settings.config.output_cap_bytes,
+            stop: spec.stop,
+        };
+        let started = Instant::now();
+        let end = self.api.call(&request).await;
+        AttemptOutput::Api(ApiOutput {
+            end,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    async fn run_process(
+        &self,
+        spec: &AttemptSpec<'_>,
+        progress: &mut OnProgress<'_>,
+    ) -> RunOutput {
+        // A fresh folder lives until the attempt ends, then goes with its content.
+        let fresh;
+        let cwd = match spec.workdir {
+            Workdir::Job(dir) => dir,
+            Workdir::Fresh => match fresh_runner_folder(spec.settings) {
+                Ok(made) => {
+                    fresh = made;
+                    fresh.path()
+                }
+                Err(e) => {
+                    return RunOutput::not_started(
+                        RunEnd::SpawnFailed {
+                            kind: e.kind(),
+                            message: format!("cannot create a temp folder: {e}"),
+                        },
+                        Instant::now(),
+                    );
+                }
+            },
+        };
+        let argv = match prepared_argv(spec.settings, spec.job.mode, &spec.runner.argv) {
+            Ok(argv) => argv,
+            Err(e) => {
+                let end = RunEnd::SpawnFailed {
+                    kind: e.kind(),
+                    message: e.to_string(),
+                };
+                return RunOutput::not_started(end, Instant::now());
+            }
+        };
+        progress(Progress::Starting {
+            cwd: Some(cwd),
+            prestarted: false,
+        });
+        let invocation = build_invocation(&argv, &spec.job.prompt);
+        let run = RunSpec {
+            argv: &invocation.argv,
+            env: &spec.runner.env,
+            stdin: invocation.stdin.as_deref(),
+            cwd,
+            timeout: spec.timeout(),
+            kill_grace: spec.kill_grace(),
+            tag: spec.tag,
+            output_cap: spec.settings.config.output_cap_bytes,
+            stop: spec.stop,
+        };
+        spawn::run(&run, &self.launcher, |pgid| {
+            progress(Progress::Spawned { pgid })
+        })
+        .await
+    }
 }
 
 impl Spawner for Processes {
     fn run<'a>(
         &'a self,
-        spec: &'a RunSpec<'a>,
-        on_spawn: &'a mut (dyn FnMut(u32) + Send),
-    ) -> BoxFuture<'a, RunOutput> {
-        Box::pin(spawn::run(spec, self.pool.as_ref(), on_spawn))
+        spec: &'a AttemptSpec<'a>,
+        progress: &'a mut OnProgress<'_>,
+    ) -> BoxFuture<'a, AttemptOutput> {
+        Box::pin(async move {
+            match &spec.runner.api {
+                Some(api) => self.call_api(spec, api, progress).await,
+                None => self.run_process(spec, progress).await.into(),
+            }
+        })
     }
 
-    fn call_api<'a>(&'a self, request: &'a ApiRequest<'a>) -> BoxFuture<'a, CallEnd> {
-        Box::pin(self.api.call(request))
+    fn start_waiting<'a>(
+        &'a self,
+        spec: &'a WaitSpec<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
+        Box::pin(async move {
+            // The table refuses `prestart` on an API runner; this keeps the seam honest.
+            if spec.runner.api.is_some() {
+                return Err(RunEnd::SpawnFailed {
+                    kind: std::io::ErrorKind::Unsupported,
+                    message: "an API runner starts no process, so none can wait".into(),
+                });
+            }
+            // Pre-started copies are of default-table runners only.
+            let argv = match prepared_argv(spec.settings, Mode::Default, &spec.runner.argv) {
+                Ok(argv) => argv,
+                Err(e) => {
+                    tracing::warn!(runner = %spec.runner.name, "cannot pre-start: {e}");
+                    return Err(RunEnd::SpawnFailed {
+                        kind: e.kind(),
+                        message: e.to_string(),
+                    });
+                }
+            };
+            let start = StartSpec {
+                argv: &argv,
+                env: &spec.runner.env,
+                cwd: spec.cwd,
+                tag: spec.tag,
+                stdin_piped: true,
+                output_cap: spec.settings.config.output_cap_bytes,
+            };
+            let running = Running::start(&start, &self.launcher).await?;
+            Ok(Box::new(WaitingProcess { running }) as Box<dyn WaitingRunner>)
+        })
+    }
+}
+
+/// A runner process started ahead of its job (`process::spawn::Running`).
+struct WaitingProcess {
+    running: Running,
+}
+
+impl WaitingRunner for WaitingProcess {
+    fn pgid(&self) -> u32 {
+        self.running.pgid()
+    }
+
+    fn has_ended(&self) -> bool {
+        self.running.has_ended()
+    }
+
+    fn stdout_so_far(&mut self) -> &[u8] {
+        self.running.stdout_so_far()
+    }
+
+    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, RunOutput> {
+        Box::pin(async move {
+            let invocation = build_invocation(&spec.runner.argv, &spec.job.prompt);
+            let prompt = PromptSpec {
+                stdin: invocation.stdin.as_deref(),
+                timeout: spec.timeout(),
+                kill_grace: spec.kill_grace(),
+                stop: spec.stop,
+            };
+            self.running.finish(&prompt, Instant::now()).await
+        })
+    }
+
+    fn discard(self: Box<Self>, kill_grace: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(self.running.discard(kill_grace))
     }
 }

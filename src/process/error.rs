@@ -1,5 +1,5 @@
-//! The process layer's errors, each naming the program, path or pid it concerns;
-//! callers show them with `Display` (the texts are those logged and tested before).
+//! The process layer's errors, each naming the program, path or pid it concerns, with
+//! the OS error as its source; callers show them with `support::error::Chain`.
 
 use std::io;
 use std::path::PathBuf;
@@ -14,17 +14,17 @@ pub enum ProcessError {
     #[error("only on Linux")]
     NoZygoteHere,
     /// The zygote's socket pair could not be made.
-    #[error("socketpair: {0}")]
-    SocketPair(io::Error),
+    #[error("socketpair")]
+    SocketPair(#[source] io::Error),
     /// Forking the zygote failed.
-    #[error("fork: {0}")]
-    Fork(io::Error),
+    #[error("fork")]
+    Fork(#[source] io::Error),
     /// The zygote's socket could not be bounded in time; the zygote (this pid) was
     /// killed.
-    #[error("socket timeouts: {source}")]
+    #[error("socket timeouts")]
     SocketTimeouts { pid: i32, source: io::Error },
     /// A bounded helper command did not start.
-    #[error("cannot run `{} {args}`: {source}", program.display())]
+    #[error("cannot run `{} {args}`", program.display())]
     CannotRun {
         program: PathBuf,
         args: String,
@@ -38,7 +38,7 @@ pub enum ProcessError {
         seconds: u64,
     },
     /// Waiting for a bounded helper command (this pid) failed.
-    #[error("waiting for `{} {args}`: {source}", program.display())]
+    #[error("waiting for `{} {args}`", program.display())]
     Wait {
         program: PathBuf,
         args: String,

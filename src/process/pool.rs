@@ -114,7 +114,8 @@ impl SupervisorPool {
                 Err((true, e)) => {
                     tracing::warn!(
                         supervisor = lease.pid,
-                        "a pooled supervisor did not take a whole request ({e}); starting the attempt again on fresh pipes"
+                        "a pooled supervisor did not take a whole request ({e}); starting the attempt again on fresh pipes",
+                        e = crate::support::error::Chain(&e)
                     );
                     return Forked::Here { tried: true };
                 }
@@ -154,7 +155,8 @@ impl SupervisorPool {
         };
         tracing::warn!(
             zygote = helper.pid(),
-            "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on"
+            "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on",
+            e = crate::support::error::Chain(&e)
         );
         if let Some(helper) = guard.take() {
             helper.kill();

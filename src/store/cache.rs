@@ -3,6 +3,7 @@
 //! TTL.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -32,14 +33,14 @@ pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
     sha1_hex_full(text.as_bytes())
 }
 
-/// The cache of a state folder.
+/// The cache of a state folder. Clones share the count of stores.
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
     cfg: CacheConfig,
+    /// Entries stored so far: every `PRUNE_EVERY`th store prunes.
+    stores: Arc<AtomicU64>,
 }
-
-static STORES: AtomicU64 = AtomicU64::new(0);
 
 impl Cache {
     /// The cache, or `None` when `cache.ttl_seconds` is 0.
@@ -47,6 +48,7 @@ impl Cache {
         (cfg.ttl_seconds > 0.0).then(|| Cache {
             dir: state.cache(),
             cfg: cfg.clone(),
+            stores: Arc::default(),
         })
     }
 
@@ -91,7 +93,8 @@ impl Cache {
             tracing::error!("cannot store a cache entry: {e}");
             return;
         }
-        if STORES
+        if self
+            .stores
             .fetch_add(1, Ordering::Relaxed)
             .is_multiple_of(PRUNE_EVERY)
         {
@@ -178,5 +181,29 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    /// The count of stores is the cache's own: a cache opened after another one
+    /// stored prunes on its first store (a reload opens a new one).
+    #[test]
+    fn each_cache_counts_its_own_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let cfg = CacheConfig {
+            ttl_seconds: 100.0,
+            max_entries: 1,
+        };
+        let answer: Map<String, Value> = serde_json::from_str(r#"{"ok": true}"#).unwrap();
+        let first = Cache::open(&state, &cfg).unwrap();
+        first.put("a", "codex", &answer);
+        first.put("b", "codex", &answer);
+        assert_eq!(
+            std::fs::read_dir(&first.dir).unwrap().count(),
+            2,
+            "no prune yet"
+        );
+        let second = Cache::open(&state, &cfg).unwrap();
+        second.put("c", "codex", &answer);
+        assert_eq!(std::fs::read_dir(&second.dir).unwrap().count(), 1, "pruned");
     }
 }

@@ -13,39 +13,50 @@ use std::path::{Path, PathBuf};
 use crate::core::job_life::{
     ClaimRecord, FileIdentity, IllegalMove, Previous, RunnerRecord, Stage,
 };
+use crate::process::tag::new_tag;
 use crate::store::file_lock::{open_lock_file, try_lock_exclusive};
 use crate::store::state_dir::sync_dir;
 
 /// Why a claim could not be taken, saved or let go.
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {
-    #[error("cannot open claim {}: {source}", path.display())]
+    #[error("cannot open claim {}", path.display())]
     Open { path: PathBuf, source: io::Error },
     #[error("claim {} keeps being replaced; another judge is churning it", path.display())]
     Churning { path: PathBuf },
-    #[error("cannot read claim {}: {source}", path.display())]
+    #[error("cannot read claim {}", path.display())]
     Read { path: PathBuf, source: io::Error },
-    #[error("cannot save claim {}: {source}", path.display())]
+    #[error("cannot save claim {}", path.display())]
     Save { path: PathBuf, source: io::Error },
-    #[error("cannot remove claim {}: {source}", path.display())]
+    #[error("cannot remove claim {}", path.display())]
     Remove { path: PathBuf, source: io::Error },
-    #[error("claim {}: {source}", path.display())]
+    #[error("claim {}", path.display())]
     Move { path: PathBuf, source: IllegalMove },
-    #[error("claim {}: no job is running under it yet", path.display())]
-    NotStarted { path: PathBuf },
 }
 
-/// A held claim. Dropping it releases the lock but keeps the record.
-///
-/// The record is written only by `start_running` (this holder judges the job now) and
-/// the `core::job_life::Stage` moves after it, each saved as it is made; an illegal
-/// move is refused and nothing is saved. `release` ends the claim.
+/// A held claim under which this holder has recorded nothing yet: what an earlier
+/// holder left is still in the file. Dropping it releases the lock. `start_running`
+/// turns it into a `Started` claim; `release` ends it.
 #[derive(Debug)]
 pub struct Claim {
+    file: ClaimFile,
+}
+
+/// A held claim under which this holder judges the job: its record always exists.
+/// The `core::job_life::Stage` moves after `start_running` are each saved as they are
+/// made; an illegal move is refused and nothing is saved. Dropping it releases the
+/// lock but keeps the record (it then reads as an interruption); `release` ends it.
+#[derive(Debug)]
+pub struct Started {
+    file: ClaimFile,
+    record: ClaimRecord,
+}
+
+/// The locked claim file.
+#[derive(Debug)]
+struct ClaimFile {
     file: File,
     path: PathBuf,
-    /// What this holder has recorded; `None` until `start_running`.
-    record: Option<ClaimRecord>,
     fsync: bool,
     /// The file's length: only the lock holder writes it, so it is known without a stat.
     len: u64,
@@ -95,11 +106,12 @@ pub fn acquire(claims_dir: &Path, name: &OsStr, fsync: bool) -> Result<Acquired,
             }
         };
         let claim = Claim {
-            file,
-            path,
-            record: None,
-            fsync,
-            len,
+            file: ClaimFile {
+                file,
+                path,
+                fsync,
+                len,
+            },
         };
         return Ok(Acquired::Claimed { claim, previous });
     }
@@ -119,46 +131,52 @@ fn read_record(file: &mut File) -> io::Result<Previous> {
 }
 
 impl Claim {
-    /// What this holder has recorded (`None` before `start_running`).
-    pub fn record(&self) -> Option<&ClaimRecord> {
-        self.record.as_ref()
-    }
-
     /// This holder judges the job now: `Running`, with a fresh tag for its runners'
-    /// environment and the job file's identity. Nothing else of an earlier record stays.
+    /// environment and the job file's identity. Nothing else of an earlier record
+    /// stays. A record that could not be written is removed with the claim, so it
+    /// never reads as a crash.
     pub fn start_running(
-        &mut self,
+        self,
         interruptions: u32,
         job: FileIdentity,
-    ) -> Result<&ClaimRecord, ClaimError> {
-        self.record = Some(ClaimRecord {
-            stage: Stage::Running { runner: None },
-            interruptions,
-            owner_pid: std::process::id(),
-            tag: new_tag(),
-            job: Some(job),
-            claimed_at: crate::store::state_dir::now_unix(),
-            ..Default::default()
-        });
-        self.save()?;
-        self.running()
+    ) -> Result<Started, ClaimError> {
+        let mut started = Started {
+            file: self.file,
+            record: ClaimRecord {
+                stage: Stage::Running { runner: None },
+                interruptions,
+                owner_pid: std::process::id(),
+                tag: new_tag(),
+                job: Some(job),
+                claimed_at: crate::store::state_dir::now_unix(),
+                ..Default::default()
+            },
+        };
+        match started.save() {
+            Ok(()) => Ok(started),
+            Err(e) => {
+                let _ = started.file.remove();
+                Err(e)
+            }
+        }
     }
 
-    fn running(&self) -> Result<&ClaimRecord, ClaimError> {
-        self.record.as_ref().ok_or_else(|| ClaimError::NotStarted {
-            path: self.path.clone(),
-        })
+    /// Removes the claim file while still holding it, then lets go.
+    pub fn release(self) -> Result<(), ClaimError> {
+        self.file.remove()
+    }
+}
+
+impl Started {
+    /// What this holder has recorded.
+    pub fn record(&self) -> &ClaimRecord {
+        &self.record
     }
 
     /// Names the parsed job (for `status`).
     pub fn name_job(&mut self, id: &str, hook: &serde_json::Value) -> Result<(), ClaimError> {
-        let path = self.path.clone();
-        let record = self
-            .record
-            .as_mut()
-            .ok_or(ClaimError::NotStarted { path })?;
-        record.id = id.to_string();
-        record.hook = hook.clone();
+        self.record.id = id.to_string();
+        self.record.hook = hook.clone();
         self.save()
     }
 
@@ -189,7 +207,8 @@ impl Claim {
     /// `Publishing`, saved durably, so a later holder can finish or skip the rename.
     pub fn publishing(&mut self, temp: PathBuf, target: PathBuf) -> Result<(), ClaimError> {
         self.make(|stage| stage.publishing(temp, target))?;
-        self.save_durable()
+        self.save()?;
+        self.file.sync()
     }
 
     /// Makes one `Stage` move, or refuses it and changes nothing.
@@ -197,31 +216,58 @@ impl Claim {
         &mut self,
         step: impl FnOnce(&Stage) -> Result<Stage, IllegalMove>,
     ) -> Result<(), ClaimError> {
-        let path = self.path.clone();
-        let record = self
-            .record
-            .as_mut()
-            .ok_or_else(|| ClaimError::NotStarted { path: path.clone() })?;
-        record.stage = step(&record.stage).map_err(|source| ClaimError::Move { path, source })?;
+        let stage = step(&self.record.stage).map_err(|source| ClaimError::Move {
+            path: self.file.path.clone(),
+            source,
+        })?;
+        self.record.stage = stage;
         Ok(())
     }
 
-    /// Writes the record in place. Not synced: it only has to survive a process crash.
-    /// A shorter record is padded with spaces (valid trailing JSON white space) rather
-    /// than truncated, so a crash mid-save never leaves a torn-looking tail.
+    /// Writes the record in place (`ClaimFile::write`).
     fn save(&mut self) -> Result<(), ClaimError> {
+        let bytes = serde_json::to_vec(&self.record)
+            .map_err(io::Error::other)
+            .map_err(|e| self.file.save_error(e))?;
+        self.file.write(bytes)
+    }
+
+    /// Removes the claim file while still holding it, then lets go.
+    pub fn release(self) -> Result<(), ClaimError> {
+        self.file.remove()
+    }
+
+    /// The claim file's path.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+}
+
+impl ClaimFile {
+    /// Writes `bytes` in place. Not synced: it only has to survive a process crash. A
+    /// shorter record is padded with spaces (valid trailing JSON white space) rather
+    /// than truncated, so a crash mid-save never leaves a torn-looking tail.
+    fn write(&mut self, mut bytes: Vec<u8>) -> Result<(), ClaimError> {
         use std::os::unix::fs::FileExt;
-        let saved = (|| {
-            let mut bytes = serde_json::to_vec(&self.record).map_err(io::Error::other)?;
-            let old = usize::try_from(self.len).unwrap_or(usize::MAX);
-            if bytes.len() < old {
-                bytes.resize(old, b' ');
-            }
-            // Before the write: a failed one may still have grown the file this far.
-            self.len = self.len.max(bytes.len() as u64);
-            self.file.write_all_at(&bytes, 0)
-        })();
-        saved.map_err(|source| self.save_error(source))
+        let old = usize::try_from(self.len).unwrap_or(usize::MAX);
+        if bytes.len() < old {
+            bytes.resize(old, b' ');
+        }
+        // Before the write: a failed one may still have grown the file this far.
+        self.len = self.len.max(bytes.len() as u64);
+        self.file
+            .write_all_at(&bytes, 0)
+            .map_err(|e| self.save_error(e))
+    }
+
+    /// Makes what was written survive power loss (with `fsync` on).
+    fn sync(&self) -> Result<(), ClaimError> {
+        if self.fsync {
+            self.file.sync_data().map_err(|e| self.save_error(e))?;
+            sync_dir(self.path.parent().unwrap_or(Path::new(".")))
+                .map_err(|e| self.save_error(e))?;
+        }
+        Ok(())
     }
 
     fn save_error(&self, source: io::Error) -> ClaimError {
@@ -231,44 +277,13 @@ impl Claim {
         }
     }
 
-    /// Writes the record and makes it survive power loss.
-    fn save_durable(&mut self) -> Result<(), ClaimError> {
-        self.save()?;
-        if self.fsync {
-            self.file.sync_data().map_err(|e| self.save_error(e))?;
-            sync_dir(self.path.parent().unwrap_or(Path::new(".")))
-                .map_err(|e| self.save_error(e))?;
-        }
-        Ok(())
-    }
-
-    /// Removes the claim file while still holding it, then lets go.
-    pub fn release(self) -> Result<(), ClaimError> {
+    /// Removes the claim file while still holding it; the lock goes with `self`.
+    fn remove(self) -> Result<(), ClaimError> {
         std::fs::remove_file(&self.path).map_err(|source| ClaimError::Remove {
             path: self.path.clone(),
             source,
         })
     }
-
-    /// The claim file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// A tag unique to this claim holder.
-pub fn new_tag() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{}-{nanos:x}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 #[cfg(test)]
@@ -290,18 +305,17 @@ mod tests {
         }
     }
 
-    fn running(dir: &Path) -> Claim {
-        let (mut claim, _) = claimed(dir);
-        claim.start_running(0, identity()).unwrap();
-        claim
+    fn running(dir: &Path) -> Started {
+        let (claim, _) = claimed(dir);
+        claim.start_running(0, identity()).unwrap()
     }
 
     #[test]
     fn a_held_claim_is_busy_and_names_its_holder() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut claim, previous) = claimed(dir.path());
+        let (claim, previous) = claimed(dir.path());
         assert_eq!(previous, Previous::Nothing);
-        claim.start_running(0, identity()).unwrap();
+        let claim = claim.start_running(0, identity()).unwrap();
         let me = std::process::id();
         match acquire(dir.path(), OsStr::new("j.json"), false).unwrap() {
             Acquired::Busy { holder_pid } => assert_eq!(holder_pid, Some(me)),
@@ -330,12 +344,6 @@ mod tests {
     #[test]
     fn moves_are_saved_and_illegal_ones_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut fresh, _) = claimed(dir.path());
-        assert!(matches!(
-            fresh.requeue(),
-            Err(ClaimError::NotStarted { .. })
-        ));
-        drop(fresh);
         let mut claim = running(dir.path());
         claim.runner_started("codex", 42, Some(7)).unwrap();
         claim.publishing("/t".into(), "/v".into()).unwrap();
@@ -378,5 +386,26 @@ mod tests {
         std::fs::write(dir.path().join("j.json"), b"{\"state\":\"run").unwrap();
         let (_claim, previous) = claimed(dir.path());
         assert_eq!(previous, Previous::Torn);
+    }
+
+    /// A claim error says what it is about; its cause is its source, shown by the chain.
+    #[test]
+    fn an_error_names_the_claim_and_keeps_its_cause_as_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-folder");
+        let e = acquire(&missing, OsStr::new("j.json"), false).unwrap_err();
+        let path = missing.join("j.json");
+        assert_eq!(
+            e.to_string(),
+            format!("cannot open claim {}", path.display())
+        );
+        let cause = std::io::Error::from(std::io::ErrorKind::NotFound).kind();
+        assert!(matches!(&e, ClaimError::Open { source, .. } if source.kind() == cause));
+        let shown = crate::support::error::chain(&e);
+        assert!(
+            shown.starts_with(&format!("cannot open claim {}: ", path.display()))
+                && shown.len() > e.to_string().len() + 2,
+            "{shown}"
+        );
     }
 }

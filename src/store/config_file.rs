@@ -13,33 +13,35 @@ use crate::core::config::{
 use crate::core::config_key::Origin;
 use crate::core::runner_table::{OverrideError, RUNNERS_VAR, parse_override};
 use crate::core::safety::check_investigate_home;
+use crate::support::error::Chain;
 
 /// Why the settings could not be loaded; each names the file, flag or variable.
 #[derive(Debug, Error)]
 pub enum LoadError {
-    /// The config file named by flag, variable or XDG path cannot be read.
+    /// The config file named by flag, variable or XDG path cannot be read (its
+    /// cause stays in the message: the fix follows it).
     #[error(
-        "cannot read config file {}: {source}; fix the path or drop --config/{}",
+        "cannot read config file {}: {cause}; fix the path or drop --config/{}",
         path.display(),
         CONFIG_VAR
     )]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A `--set` flag that is not `KEY=VALUE`.
     #[error(transparent)]
     Set(#[from] SetError),
     /// The config (file or embedded default, with the `--set` keys) is refused; a key's
     /// problem names the file's line or the flag it came from.
-    #[error("{}", config_message(path.as_deref(), sets, source))]
+    #[error("{}", config_message(path.as_deref(), sets, problem))]
     Config {
         /// The file read; `None` for the embedded default.
         path: Option<PathBuf>,
         /// The `--set` flags applied over it.
         sets: Vec<String>,
         // Boxed: a refused runner's names make it the largest error by far.
-        source: Box<ConfigError>,
+        problem: Box<ConfigError>,
     },
     /// `CATSTACK_LLM_JUDGE_RUNNERS` is bad (`run` still judges the job; docs/reference.md,
     /// "Command line").
@@ -82,9 +84,9 @@ fn origin(path: Option<&Path>) -> String {
 
 /// A refused config: a key's problem where it came from (the file's line, the flag),
 /// else the source and the flags applied.
-fn config_message(path: Option<&Path>, sets: &[String], source: &ConfigError) -> String {
-    let ConfigError::Key(problem) = source else {
-        return format!("{}{}: {source}", origin(path), with_sets(sets));
+fn config_message(path: Option<&Path>, sets: &[String], refused: &ConfigError) -> String {
+    let ConfigError::Key(problem) = refused else {
+        return format!("{}{}: {}", origin(path), with_sets(sets), Chain(refused));
     };
     match &problem.origin {
         Origin::File { line: Some(line) } => format!("{} line {line}: {problem}", origin(path)),
@@ -143,9 +145,9 @@ pub fn load(sources: &Sources) -> Result<Settings, LoadError> {
     let config_path = config_path(sources);
     let file_text = match &config_path {
         Some(path) => Some(
-            std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+            std::fs::read_to_string(path).map_err(|cause| LoadError::Read {
                 path: path.clone(),
-                source,
+                cause,
             })?,
         ),
         None => None,
@@ -157,10 +159,10 @@ pub fn load(sources: &Sources) -> Result<Settings, LoadError> {
         .collect::<Result<Vec<_>, _>>()?;
     let config = parse_config_with(file_text.as_deref(), sets)
         .and_then(|config| check_home(&config, sources.var("HOME")).map(|()| config))
-        .map_err(|source| LoadError::Config {
+        .map_err(|refused| LoadError::Config {
             path: config_path.clone(),
             sets: sources.sets.clone(),
-            source: Box::new(source),
+            problem: Box::new(refused),
         })?;
     let runner_override = match sources.var(RUNNERS_VAR) {
         Some(text) => Some(parse_override(text)?),

@@ -31,15 +31,15 @@ pub enum LockError {
     Held { path: PathBuf, pid: Option<u32> },
     /// The lock file cannot be opened (or is a symlink).
     #[error(
-        "cannot open lock file {}: {source} (a symlink is never followed: remove it)",
+        "cannot open lock file {}: {cause} (a symlink is never followed: remove it)",
         path.display()
     )]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Our pid cannot be written into it.
-    #[error("cannot write lock file {}: {source}", path.display())]
+    #[error("cannot write lock file {}", path.display())]
     Write {
         path: PathBuf,
         source: std::io::Error,
@@ -94,9 +94,9 @@ pub fn holder(path: &Path) -> Option<u32> {
 }
 
 fn open(path: &Path) -> Result<File, LockError> {
-    open_lock_file(path).map_err(|source| LockError::Open {
+    open_lock_file(path).map_err(|cause| LockError::Open {
         path: path.to_path_buf(),
-        source,
+        cause,
     })
 }
 

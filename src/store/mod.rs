@@ -29,22 +29,22 @@ use state_dir::StateDir;
 /// The state folder cannot be created or used.
 #[derive(Debug, Error)]
 #[error(
-    "state folder {}: {source}; fix its permissions or pass --state-dir",
+    "state folder {}: {cause}; fix its permissions or pass --state-dir",
     path.display()
 )]
 pub struct StateError {
     /// The state folder.
     pub path: PathBuf,
-    /// Why (`state_dir::StateDir::create`'s error).
-    pub source: std::io::Error,
+    /// Why (`state_dir::StateDir::create`'s error); in the message, before its fix.
+    pub cause: std::io::Error,
 }
 
 /// Creates the state folder and starts judge.log; says why on failure.
 pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, StateError> {
     let state = StateDir::new(&settings.state_dir);
-    state.create().map_err(|source| StateError {
+    state.create().map_err(|cause| StateError {
         path: state.root.clone(),
-        source,
+        cause,
     })?;
     judge_log::init(&state.log(), settings.config.log_max_bytes, also_stderr);
     if settings.runner_override.is_some() {

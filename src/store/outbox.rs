@@ -144,13 +144,13 @@ fn recover_claims(dir: &Path, claim_dir: &OsStr) {
 #[derive(Debug, Error)]
 enum VerdictError {
     /// Not readable (a symlink, FIFO or I/O error).
-    #[error("{0}")]
+    #[error(transparent)]
     Read(#[from] std::io::Error),
     /// Valid JSON, but not an object.
     #[error("not a JSON object")]
     NotObject,
     /// Not JSON.
-    #[error("not valid JSON: {0}")]
+    #[error("not valid JSON")]
     NotJson(#[from] serde_json::Error),
 }
 
@@ -172,7 +172,7 @@ fn unreadable(path: &Path, name: &OsStr, error: &VerdictError) -> Value {
         "transcript": null,
         "outcome": "unchecked",
         "on_hit": null,
-        "reason": crate::core::verdict::clip("unreadable verdict file", &format!("{}: {error}", path.display())),
+        "reason": crate::core::verdict::clip("unreadable verdict file", &format!("{}: {}", path.display(), crate::support::error::Chain(&error))),
         "runner": null,
         "answer": null,
         "attempts": [],

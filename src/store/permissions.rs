@@ -9,7 +9,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum PermissionError {
     /// The folder cannot be looked at.
-    #[error("cannot stat {}: {source}", path.display())]
+    #[error("cannot stat {}", path.display())]
     Stat {
         path: PathBuf,
         source: std::io::Error,
@@ -48,22 +48,22 @@ pub enum PermissionError {
     /// An ACL whose bytes cannot be read.
     #[cfg(target_os = "linux")]
     #[error(
-        "cannot read the ACL of {0}: {source}; remove it with `setfacl -b {0}`",
+        "cannot read the ACL of {0}: {cause}; remove it with `setfacl -b {0}`",
         path.display()
     )]
     AclMalformed {
         path: PathBuf,
-        source: AclFormatError,
+        cause: AclFormatError,
     },
     /// The ACL attribute cannot be read.
     #[cfg(target_os = "linux")]
     #[error(
-        "cannot read the ACL of {0}: {source}; check the folder (`getfacl {0}`)",
+        "cannot read the ACL of {0}: {cause}; check the folder (`getfacl {0}`)",
         path.display()
     )]
     AclUnreadable {
         path: PathBuf,
-        source: rustix::io::Errno,
+        cause: rustix::io::Errno,
     },
 }
 
@@ -141,12 +141,11 @@ fn acl_writer(dir: &Path, xattr: &str, me: u32) -> Result<Option<String>, Permis
     match rustix::fs::lgetxattr(dir, xattr, &mut buf[..]) {
         Ok(len) => {
             let acl = buf.get(..len).unwrap_or_default();
-            acl_write_grant(acl, me)
-                .map_err(|source| PermissionError::AclMalformed { path, source })
+            acl_write_grant(acl, me).map_err(|cause| PermissionError::AclMalformed { path, cause })
         }
         // No ACL, or a filesystem without ACLs (or xattrs): the mode tells it all.
         Err(e) if e == Errno::NODATA || e == Errno::OPNOTSUPP || e == Errno::NOSYS => Ok(None),
-        Err(source) => Err(PermissionError::AclUnreadable { path, source }),
+        Err(cause) => Err(PermissionError::AclUnreadable { path, cause }),
     }
 }
 

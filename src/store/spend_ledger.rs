@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::core::spend::{Budget, DAY, SpendEntry, over_budget};
+use crate::core::spend::{Budget, CapReached, DAY, SpendEntry, over_budget};
 use crate::store::file_lock::{open_lock_file, try_lock_exclusive, try_lock_shared};
 use crate::store::state_dir::{NOFOLLOW, StateDir, now_unix, open_nofollow, publish};
 
@@ -122,11 +122,10 @@ impl SpendLedger {
         }
     }
 
-    /// Reserves the next runner run under `budget`, or says why the cap stops it
-    /// (`budget: ...`). The check and the reservation are one step, so this process
+    /// Reserves the next runner run under `budget`, or says why the cap stops it. The check and the reservation are one step, so this process
     /// never starts more runs than `max_runs_per_hour`; other processes' runs count
     /// once they end (they are in the file then).
-    pub fn reserve(&self, budget: &Budget) -> Result<Reservation<'_>, String> {
+    pub fn reserve(&self, budget: &Budget) -> Result<Reservation<'_>, CapReached> {
         let mut book = self.book();
         self.flush(&mut book, false);
         if !budget.is_unlimited() {

@@ -11,7 +11,7 @@ pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
 
 /// The async runtime could not start (a thread or descriptor limit).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot start the async runtime: {0}")]
+#[error("cannot start the async runtime")]
 pub struct RuntimeError(#[source] pub std::io::Error);
 
 /// A single-threaded async runtime for one-shot commands.

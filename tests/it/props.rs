@@ -3,6 +3,8 @@
 //! counts are moderate (the whole file runs in seconds on 2 cores); raise them with
 //! `PROPTEST_CASES=5000 cargo test --test it props::`.
 
+use std::io::ErrorKind;
+
 use crate::support::pinned::INVESTIGATE_CLAUDE;
 use crate::support::{investigate_claude, investigate_codex};
 use llm_judge::api::Runner;
@@ -298,10 +300,17 @@ proptest! {
 fn run_end() -> impl Strategy<Value = RunEnd> {
     prop_oneof![
         Just(RunEnd::NotInstalled),
-        (any::<String>(), any::<String>()).prop_map(|(kind, message)| RunEnd::SpawnFailed {
-            kind: kind.chars().take(40).collect(),
-            message
-        }),
+        (
+            prop::sample::select(
+                &[
+                    ErrorKind::NotFound,
+                    ErrorKind::PermissionDenied,
+                    ErrorKind::Other
+                ][..]
+            ),
+            any::<String>()
+        )
+            .prop_map(|(kind, message)| RunEnd::SpawnFailed { kind, message }),
         (0.001f64..=600.0).prop_map(|seconds| RunEnd::TimedOut { seconds }),
         prop::sample::select(&[0.1, 0.5, 1.0, 1.5, 60.0, 600.0, 0.30000000000000004][..])
             .prop_map(|seconds| RunEnd::TimedOut { seconds }),

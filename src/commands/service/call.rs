@@ -17,7 +17,7 @@ pub(crate) enum CallError {
     )]
     NotOnPath { program: &'static str },
     /// Any other spawn failure.
-    #[error("cannot run `{shown}`: {source}")]
+    #[error("cannot run `{shown}`")]
     Spawn {
         shown: String,
         source: std::io::Error,

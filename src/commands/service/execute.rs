@@ -12,23 +12,24 @@ use super::call::{Call, CallError, quiet, status};
 use super::plan::{Plan, Step};
 use crate::store::permissions::PermissionError;
 use crate::store::state_dir::StateDir;
+use crate::support::error::Chain;
 
 /// A step of a plan that failed; names the file or command and how to go on.
 #[derive(Debug, Error)]
 pub(crate) enum ExecuteError {
     /// The state folder cannot be created.
-    #[error("{source}; fix its permissions or pass --state-dir")]
-    StateDir { path: PathBuf, source: io::Error },
+    #[error("{cause}; fix its permissions or pass --state-dir")]
+    StateDir { path: PathBuf, cause: io::Error },
     /// The state folder is one the daemon would refuse.
     #[error(transparent)]
     Permission(#[from] PermissionError),
     /// A service file cannot be removed.
-    #[error("cannot remove {}: {source}; remove it by hand", path.display())]
-    Remove { path: PathBuf, source: io::Error },
+    #[error("cannot remove {}: {cause}; remove it by hand", path.display())]
+    Remove { path: PathBuf, cause: io::Error },
     /// A failed step followed by the plan's hint on where to look.
-    #[error("{source}\n{hint}")]
+    #[error("{}\n{hint}", Chain(&**step))]
     Hinted {
-        source: Box<ExecuteError>,
+        step: Box<ExecuteError>,
         hint: String,
     },
     /// A manager command that exited non-zero.
@@ -46,11 +47,11 @@ pub(crate) enum ExecuteError {
     #[error("{} has no parent folder", path.display())]
     NoParent { path: PathBuf },
     /// A target's folder cannot be created.
-    #[error("cannot create folder {}: {source}", dir.display())]
+    #[error("cannot create folder {}", dir.display())]
     CreateFolder { dir: PathBuf, source: io::Error },
     /// A service file cannot be written.
-    #[error("cannot write {}: {source}; check that folder's permissions", path.display())]
-    Write { path: PathBuf, source: io::Error },
+    #[error("cannot write {}: {cause}; check that folder's permissions", path.display())]
+    Write { path: PathBuf, cause: io::Error },
 }
 
 /// How often an unload is checked while waiting for launchd to let go.
@@ -63,9 +64,9 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), ExecuteError> {
         match step {
             Step::CreateStateDir(dir) => {
                 let state = StateDir::new(dir);
-                state.create().map_err(|source| ExecuteError::StateDir {
+                state.create().map_err(|cause| ExecuteError::StateDir {
                     path: dir.clone(),
-                    source,
+                    cause,
                 })?;
                 if let Some(warning) = crate::store::permissions::check_private(&state.root)? {
                     say!("warning: {warning}");
@@ -87,16 +88,16 @@ pub(crate) fn carry_out(plan: &Plan) -> Result<(), ExecuteError> {
                 );
             }
             Step::Remove(path) => {
-                std::fs::remove_file(path).map_err(|source| ExecuteError::Remove {
+                std::fs::remove_file(path).map_err(|cause| ExecuteError::Remove {
                     path: path.clone(),
-                    source,
+                    cause,
                 })?
             }
             Step::Run { call, hint } => {
                 if let Err(e) = run(call) {
                     return Err(match hint {
                         Some(hint) => ExecuteError::Hinted {
-                            source: Box::new(e),
+                            step: Box::new(e),
                             hint: hint.clone(),
                         },
                         None => e,
@@ -190,8 +191,8 @@ fn write_file(target: &Path, bytes: &[u8], mode: u32) -> Result<(), ExecuteError
     // The mode survives a restrictive umask: launchd refuses group/other-writable
     // plists but needs to read them.
     let written = crate::store::state_dir::publish_with_mode(target, bytes, mode);
-    written.map_err(|source| ExecuteError::Write {
+    written.map_err(|cause| ExecuteError::Write {
         path: target.to_path_buf(),
-        source,
+        cause,
     })
 }

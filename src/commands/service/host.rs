@@ -40,18 +40,18 @@ pub(crate) enum HostError {
     NoHome,
     /// The config path cannot be made absolute.
     #[error(
-        "cannot make the config path {} absolute ({source}); pass --config with an absolute path",
+        "cannot make the config path {} absolute ({cause}); pass --config with an absolute path",
         path.display()
     )]
     ConfigPath {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// This binary's path is unknown.
     #[error(
         "cannot find this binary's path ({0}); run llm-judge by its absolute path and try again"
     )]
-    NoBinary(#[source] std::io::Error),
+    NoBinary(std::io::Error),
     /// This binary was replaced or removed while running.
     #[error(
         "this binary ({}) was replaced or removed while running; run the installed llm-judge again",
@@ -168,7 +168,7 @@ pub(crate) fn linger(host: &Host) -> Linger {
     let answer = match quiet(&call) {
         Ok((status, out)) if status.success() => parse_linger(&out),
         Ok((_, out)) => Linger::Unknown(out.trim().to_string()),
-        Err(e) => Linger::Unknown(e.to_string()),
+        Err(e) => Linger::Unknown(crate::support::error::chain(&e)),
     };
     if let Linger::Unknown(_) = &answer
         && let Some(user) = &host.user
@@ -206,9 +206,9 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
     let bin = this_binary()?;
     let config = match &settings.config_path {
         Some(p) => Some(
-            std::path::absolute(p).map_err(|source| HostError::ConfigPath {
+            std::path::absolute(p).map_err(|cause| HostError::ConfigPath {
                 path: p.clone(),
-                source,
+                cause,
             })?,
         ),
         None => None,
@@ -229,7 +229,7 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
     let state_dir_error = if state.root.exists() {
         crate::store::permissions::check_private(&state.root)
             .err()
-            .map(|e| e.to_string())
+            .map(|e| crate::support::error::chain(&e))
     } else {
         None
     };

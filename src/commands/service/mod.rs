@@ -84,7 +84,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     let host = match Host::from_env() {
         Ok(host) => host,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             return e.exit_code();
         }
     };
@@ -99,7 +99,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            say_err!("llm-judge: {e}");
+            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
             EXIT_FAILURE
         }
     }

@@ -26,9 +26,6 @@ pub(crate) fn errno() -> libc::c_int {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-/// The environment variable that tags every process started for one claim.
-pub const TAG_VAR: &str = "LLM_JUDGE_TAG";
-
 /// Sends `signal` to a process group; a group that is already gone is fine.
 pub fn signal_group(pgid: u32, signal: Signal) {
     if let Some(pid) = to_pid(pgid) {

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use rustix::process::{Signal, kill_process, kill_process_group};
 
-use super::{TAG_VAR, is_alive, read_small, stat_field, to_pid};
+use super::{is_alive, read_small, stat_field, to_pid};
+use crate::process::tag::TAG_VAR;
 
 /// How long one process's `/proc` files may take to read.
 const READ_LIMIT: Duration = Duration::from_secs(2);

@@ -1,0 +1,153 @@
+//! A runner's environment (the judge's own, filtered, with the table's variables and
+//! our markers on top) and its program (resolved on `PATH`, absolute entries only).
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::core::runner_env::RunnerEnv;
+use crate::process::error::ProcessError;
+use crate::process::supervisor::Env;
+use crate::process::tag::TAG_VAR;
+
+/// Set in every runner's environment: hooks that see it must not enqueue jobs.
+pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
+/// Set to `/dev/null` in every runner's environment, so git finds no repository in the
+/// job's folder: codex runs `git status` there outside its sandbox, and a repository's
+/// own config and attributes (a `filter.<name>.clean` command, `.git/info/attributes`)
+/// would run commands. No git variable can switch off a filter it cannot name; with no
+/// repository there is nothing to run (docs/security.md, measured with codex 0.171).
+const GIT_DIR_VAR: &str = "GIT_DIR";
+
+/// The `inherited` environment with the runner table's own variables on top, plus
+/// the child marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings.
+pub(super) fn runner_env(
+    tag: &str,
+    table: &RunnerEnv,
+    inherited: &Arc<[CString]>,
+) -> std::io::Result<Env> {
+    let mut own = Vec::with_capacity(table.len() + 3);
+    // The table's check refused NUL bytes and our own names; a NUL here is skipped.
+    own.extend(
+        table
+            .iter()
+            .filter_map(|(key, value)| CString::new(format!("{key}={value}")).ok()),
+    );
+    let replacing = own.len();
+    for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
+        let pair = CString::new(format!("{key}={value}"));
+        own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
+    }
+    Ok(Env {
+        shared: inherited.clone(),
+        own,
+        replacing,
+    })
+}
+
+/// `vars` without the service manager's variables and our own markers, as `KEY=value`.
+pub(super) fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CString> {
+    vars.filter(|(key, _)| {
+        !key.to_str().is_some_and(|k| {
+            matches!(
+                k,
+                "NOTIFY_SOCKET"
+                    | "WATCHDOG_PID"
+                    | "WATCHDOG_USEC"
+                    | CHILD_VAR
+                    | TAG_VAR
+                    | GIT_DIR_VAR
+            ) || k.starts_with("LISTEN_")
+        })
+    })
+    .filter_map(|(key, value)| {
+        let mut pair = key.into_vec();
+        pair.push(b'=');
+        pair.extend_from_slice(value.as_bytes());
+        // The environment cannot hold a NUL byte; skip rather than fail if it did.
+        CString::new(pair).ok()
+    })
+    .collect()
+}
+
+/// The program to start, or `None` when it is not installed.
+pub fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        if !path.is_absolute() {
+            return None;
+        }
+        return is_executable(&path).then_some(path);
+    }
+    find_on_path(program.as_ref(), std::env::var_os("PATH").as_deref())
+}
+
+/// `program` on a `PATH` value, if it is there and executable. Only absolute entries:
+/// a relative one (`.`, `bin`) would be looked up in the judge's folder but could name
+/// a program inside the job's cwd.
+pub fn find_on_path(program: &std::ffi::OsStr, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runner_env_drops_service_and_marker_variables_and_adds_ours() {
+        let var = |k: &str, v: &[u8]| (OsString::from(k), OsString::from_vec(v.to_vec()));
+        let inherited = inherited_env(
+            [
+                var("PATH", b"/bin"),
+                var("NOTIFY_SOCKET", b"/run/x"),
+                var("LISTEN_FDS", b"2"),
+                var(CHILD_VAR, b"1"),
+                var(TAG_VAR, b"old"),
+                var("GIT_DIR", b"/home/u/repo/.git"),
+                var("RAW", b"\xff"),
+            ]
+            .into_iter(),
+        );
+        let names: Vec<&[u8]> = inherited.iter().map(|c| c.as_bytes()).collect();
+        assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
+        // The launcher's inherited environment, read when it was made, is shared as is.
+        let kept: Arc<[CString]> = Arc::from([CString::new("KEPT=1").unwrap()]);
+        let env = runner_env("t1", &RunnerEnv::new(), &kept).unwrap();
+        assert!(Arc::ptr_eq(&env.shared, &kept));
+        let tail: Vec<String> = env
+            .own
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                format!("{CHILD_VAR}=1"),
+                format!("{TAG_VAR}=t1"),
+                "GIT_DIR=/dev/null".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn programs_resolve_by_path_or_not_at_all() {
+        assert!(resolve_program("sh").is_some());
+        assert!(resolve_program("/bin/sh").is_some());
+        assert!(resolve_program("no-such-program-77").is_none());
+        assert!(resolve_program("/no/such/program").is_none());
+        let plain = tempfile::NamedTempFile::new().unwrap();
+        assert!(
+            resolve_program(plain.path().to_str().unwrap()).is_none(),
+            "not executable"
+        );
+    }
+}
