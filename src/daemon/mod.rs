@@ -104,11 +104,9 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     match runtime {
         Ok(rt) => {
             let processes = Processes::new(pool);
-            // Built now (it reads the system's certificates), not by the first verdict.
-            if [Mode::Default, Mode::Investigate]
-                .iter()
-                .any(|&mode| settings.table(mode).iter().any(|r| !r.is_cli()))
-            {
+            // Built now (it reads the system's certificates), not by the first verdict;
+            // only the default table may hold API runners.
+            if settings.table(Mode::Default).iter().any(|r| !r.is_cli()) {
                 processes.warm_api();
             }
             let prestart = Prestarting::new(processes, rt.handle().clone());
