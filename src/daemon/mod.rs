@@ -12,6 +12,7 @@ mod inbox_watch;
 mod inbox_watch;
 pub mod sd_notify;
 pub mod slots;
+mod uninstalled;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -257,7 +258,7 @@ impl Daemon {
             }
         };
         self.log_start();
-        self.warn_uninstalled();
+        uninstalled::warn_uninstalled(&self.base);
         self.read_codex_catalog();
         let mut catalog_refresh = tokio::time::interval_at(
             tokio::time::Instant::now() + codex_models::REFRESH_EVERY,
@@ -360,42 +361,6 @@ impl Daemon {
             state = %self.state.root.display(),
             isolation = crate::process::pid_ns::isolation().describe(), "daemon start"
         );
-    }
-
-    /// Warns about each table none of whose runners is installed: its jobs end unchecked.
-    fn warn_uninstalled(&self) {
-        let modes: &[Mode] = if self.base.runner_override.is_some() {
-            &[Mode::Default]
-        } else {
-            &[Mode::Default, Mode::Investigate]
-        };
-        for &mode in modes {
-            let table = self.base.table(mode);
-            let installed = table.iter().any(|r| match &r.api {
-                Some(api) => api.key_is_set(|var| std::env::var_os(var)),
-                None => r
-                    .argv
-                    .first()
-                    .is_some_and(|p| crate::process::spawn::resolve_program(p).is_some()),
-            });
-            if !installed {
-                let names: Vec<&str> = table
-                    .iter()
-                    .map(|r| r.argv.first().unwrap_or(&r.name).as_str())
-                    .collect();
-                let which = if self.base.runner_override.is_some() {
-                    crate::core::runner_table::RUNNERS_VAR.to_string()
-                } else {
-                    format!("{} table", mode.name())
-                };
-                tracing::warn!(
-                    "{which}: none of its runners ({}) is installed on the daemon's PATH (or, for \
-                     an API runner, has its key variable set), so its jobs end unchecked; install \
-                     one or fix PATH (or the key) in the service's environment",
-                    names.join(", ")
-                );
-            }
-        }
     }
 
     /// Opens the worker slots to jobs (once the first codex catalog read is over,
@@ -524,7 +489,7 @@ impl Daemon {
                 self.extras = self.extras_for(&self.base);
                 self.status_dirty = true;
                 tracing::info!(workers = self.workers(), "config reloaded");
-                self.warn_uninstalled();
+                uninstalled::warn_uninstalled(&self.base);
                 self.apply_codex_catalog(false);
                 self.read_codex_catalog();
             }

@@ -529,3 +529,19 @@ fn eval_runs_cases_on_an_api_runner() {
     assert_eq!(runner["correct"], 2, "{report}");
     assert_eq!(server.requests().len(), 3);
 }
+
+#[test]
+fn the_daemon_warns_at_start_when_no_api_runner_has_its_key() {
+    let w = World::new();
+    let config = w.config_file(
+        "c.toml",
+        &format!(
+            "[[runners.default]]\nname = \"haiku-api\"\napi = \"anthropic\"\nmodel = \"m\"\n\
+             api_key_env = \"{KEY_VAR}\"\n"
+        ),
+    );
+    let mut cmd = w.cli();
+    cmd.env_remove(KEY_VAR).arg("--config").arg(&config);
+    let _daemon = w.start_with(cmd);
+    w.wait_log("default table: none of its runners (haiku-api) is installed on the daemon's PATH or has its key variable set, so its jobs end unchecked; install one, fix PATH or set a key in the service's environment");
+}
