@@ -22,13 +22,13 @@
  *          stdout pipe and a report pipe over a Unix socket (SCM_RIGHTS) and reads the
  *          runner's output itself; the supervisor spawns the runner, reaps it, reads its
  *          own children and reports one byte
- *   spec   pooled, plus the rest of what SPEC.md asks of every job and the levels above
+ *   spec   pooled, plus the rest of what the contract (docs/reference.md) asks of every job and the levels above
  *          leave out: the four judge.log lines (job claimed, runner start and end, job
  *          finished; UTC timestamps, appended to judge.log and copied to stderr), the
  *          runner's stdin on /dev/null and its stderr read through a second pipe, its
  *          environment tagged with the attempt, and runner health read (health.json)
  *          before the attempt. Still no JSON parser, no timeouts, no error handling:
- *          the least any implementation of the SPEC does per job
+ *          the least any implementation of the contract does per job
  *
  * With DESIGN_FLOOR_RUSAGE=FILE, each worker and pooled supervisor appends
  * "worker|supervisor USER_US SYSTEM_US" (its own getrusage) to FILE as it ends

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The fsync ceiling: the most jobs per second a filesystem allows when every job makes
-the four fsyncs of llm-judge's durable publish (SPEC section 6, `fsync = true`), and
+the four fsyncs of llm-judge's durable publish (docs/reference.md, "State folder", `fsync = true`), and
 nothing else: no runner, no judge.
 
     python3 bench/fsync_ceiling.py [--root DIR] [--jobs 2000]

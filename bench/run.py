@@ -11,7 +11,7 @@ JSON line. Workloads (docs/performance.md explains each and the targets):
             same fake runner N times (the floor), with fsync on and off
   design    1,000 jobs, workers 2, in interleaved rounds: xargs, then bench/design_floor.c
             (the design's least work per job in plain C: spawn only; plus the queue files;
-            plus the per-attempt supervisor; pooled; plus the rest of the SPEC's per-job
+            plus the per-attempt supervisor; pooled; plus the rest of the contract's per-job
             work), then the daemon; ratios to xargs
   latency   jobs published one at a time (rename into jobs/) 100 ms apart: publish to
             runner start (the runner logs it), to verdict written (its temp file closed) and
@@ -604,12 +604,12 @@ def main():
         print(f"design   {300 if args.quick else 1000} jobs  workers 2, of the xargs floor: C spawn {{spawn:.2f}}; C + files fsync off "
               "{files_off:.2f} on {files_on:.2f}; C + files + supervisor off {super_off:.2f} on {super_on:.2f}; "
               "C + files + pooled supervisor off {pooled_off:.2f} on {pooled_on:.2f}; "
-              "C + the SPEC's per-job work off {spec_off:.2f} on {spec_on:.2f}; "
+              "C + the contract's per-job work off {spec_off:.2f} on {spec_on:.2f}; "
               "daemon off {daemon_off:.2f} on {daemon_on:.2f}".format(**r), flush=True)
         print("design   machine CPU per job: xargs {cpu_xargs:.2f} ms (at {floor_jps:.0f}/s); C spawn {cpu_spawn:.2f}; C + files off "
               "{cpu_files_off:.2f} on {cpu_files_on:.2f}; C + files + supervisor off {cpu_super_off:.2f} on "
               "{cpu_super_on:.2f}; C + files + pooled supervisor off {cpu_pooled_off:.2f} on {cpu_pooled_on:.2f}; "
-              "C + the SPEC's per-job work off {cpu_spec_off:.2f} on {cpu_spec_on:.2f}; daemon off {cpu_daemon_off:.2f} on {cpu_daemon_on:.2f}".format(**r), flush=True)
+              "C + the contract's per-job work off {cpu_spec_off:.2f} on {cpu_spec_on:.2f}; daemon off {cpu_daemon_off:.2f} on {cpu_daemon_on:.2f}".format(**r), flush=True)
     if "latency" in args.only:
         r = median_of(runs, lambda: latency(40 if args.quick else 200, 0.1))
         out["latency"] = r

@@ -333,7 +333,7 @@ class JudgeFiles:
 
 
 def without_prompt_slot(argv):
-    """The SPEC 4 stdin form: drop the `{prompt}` item and the `--` right before it."""
+    """The plain stdin form (docs/reference.md, "Runners"): drop the `{prompt}` item and the `--` right before it."""
     i = argv.index("{prompt}")
     assert argv[i - 1] == "--", argv
     return argv[: i - 1] + argv[i + 1:]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """User and system CPU per job, by thread kind, from /proc ticks: the daemon's slot
 threads and its other threads, its pooled supervisors and zygote; or, with `spec`, the C
-program doing the SPEC's per-job work (bench/design_floor.c): its worker processes and
+program doing the contract's per-job work (bench/design_floor.c): its worker processes and
 their pooled supervisors. Shows where the judge's CPU goes beyond that program's, split
 into user and system time (perf's sampling cannot split the kernel's share reliably on a
 VM without a PMU).

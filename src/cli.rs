@@ -1,4 +1,5 @@
-//! The command line (SPEC section 9): argument parsing and dispatch to `commands`.
+//! The command line (docs/reference.md, "Command line"): argument parsing and dispatch to
+//! `commands`.
 
 use std::path::PathBuf;
 

@@ -3,6 +3,7 @@
 //! One test per claim of issue 12; the lane's tests run one at a time so the start-up
 //! and request-size figures they record are not skewed by each other.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 #[path = "real_runners/install.rs"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drop-in for catstack's engine/hooks/llm-judge/judge.py (SPEC section 12).
+"""Drop-in for catstack's engine/hooks/llm-judge/judge.py (docs/reference.md, "The catstack drop-in").
 
 Hooks keep importing this file and calling enqueue(), drain() and the helpers; the
 judging moves to the llm-judge daemon. No model ever runs in the hook's process:
@@ -75,7 +75,7 @@ def state_root() -> str:
 
 
 def _escape(text: str) -> str:
-    # One event per line (SPEC 7): control characters are escaped.
+    # One event per line (docs/reference.md, "judge.log"): control characters are escaped.
     return "".join(ch if ch >= " " and ch != "\x7f" else json.dumps(ch)[1:-1] for ch in text)
 
 
@@ -163,7 +163,7 @@ def verdict_dir(transcript: str) -> str:
 
 
 def clip(label: str, detail: str) -> str:
-    """`<label>: <detail>` within 300 code points, keeping the end of the detail (SPEC 4)."""
+    """`<label>: <detail>` within 300 code points, keeping the end of the detail (docs/reference.md, "Runners")."""
     detail = (detail or "").strip()
     room = REASON_LIMIT - len(label) - 2
     if not detail or room <= 0:
@@ -222,7 +222,7 @@ def subagent_flags(payload: object) -> dict:
 
 
 def is_subagent_job(job: dict) -> bool:
-    """SPEC 12's rule: a subagent marker key, or a subagent transcript."""
+    """llm-judge's subagent rule (docs/reference.md, "The catstack drop-in"): a subagent marker key, or a subagent transcript."""
     if subagent_flags(job):
         return True
     return is_subagent_transcript(job.get("transcript"))
@@ -592,7 +592,7 @@ def _hit_rule(job: dict):
 
 
 def _decide(job: dict, answer: dict) -> tuple:
-    """(outcome, reason, on_hit or None) of an answer under the job's rule (SPEC 5)."""
+    """(outcome, reason, on_hit or None) of an answer under the job's rule (docs/reference.md, "Verdict file")."""
     kind, rule = _hit_rule(job)
     if kind == "any":
         hits = [key for key in rule if answer.get(key) is True]
@@ -606,7 +606,7 @@ def _decide(job: dict, answer: dict) -> tuple:
 
 
 def verdict(job: dict, result: dict) -> dict:
-    """The verdict of a job from an ask() result, by llm-judge's rules (SPEC 5: hit_if_any_true
+    """The verdict of a job from an ask() result, by llm-judge's rules (docs/reference.md, "Verdict file": hit_if_any_true
     first, then hit_if_all_true; only JSON true counts; reasons clipped to 300). The daemon's
     core/verdict.rs and this function are checked on the same cases (tests/fixtures/verdict_cases.json)."""
     answer = result.get("answer") if result.get("outcome") == "answered" else None
@@ -630,7 +630,7 @@ def verdict(job: dict, result: dict) -> dict:
 
 
 def bounded_timeout(timeout_seconds: object) -> float:
-    """A per-runner timeout as llm-judge applies it (SPEC 3), with this module's constants:
+    """A per-runner timeout as llm-judge applies it (docs/reference.md, "Job file"), with this module's constants:
     not a positive number gives TIMEOUT_SECONDS; above INVESTIGATE_TIMEOUT_CAP, the cap."""
     if not _is_seconds(timeout_seconds) or timeout_seconds <= 0:
         timeout_seconds = TIMEOUT_SECONDS

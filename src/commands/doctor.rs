@@ -42,7 +42,7 @@ impl Level {
     }
 }
 
-/// Whether a runner's login can be seen (SPEC 4 CLIs fail every job without one).
+/// Whether a runner's login can be seen (the runner CLIs fail every job without one).
 #[derive(Clone, Copy, PartialEq)]
 enum Login {
     Found,
@@ -306,7 +306,7 @@ fn version_of(path: &Path) -> String {
     }
 }
 
-/// Warns about each installed runner whose login is nowhere to be seen (SPEC 4 CLIs
+/// Warns about each installed runner whose login is nowhere to be seen (the runner CLIs
 /// fail every job then, after a second or so, with "Not logged in").
 fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) -> Login {
     let Some(name) = program.file_name().and_then(|n| n.to_str()) else {
@@ -426,10 +426,11 @@ fn check_state(state: &StateDir, report: &mut Report) {
 }
 
 /// Warns when the state folder catstack's hooks resolve differs from the daemon's.
-/// Hooks (judge.py, SPEC 12) use `CATSTACK_LLM_JUDGE_STATE_DIR`, else
-/// `~/.cache/catstack-llm-judge`, and never read the config. The daemon records its
-/// resolved folder and its own value of that variable in status.json, so a variable
-/// set on one side only (say in the service but not in the hooks' shell) shows up.
+/// Hooks (judge.py, docs/reference.md, "The catstack drop-in") use
+/// `CATSTACK_LLM_JUDGE_STATE_DIR`, else `~/.cache/catstack-llm-judge`, and never read the
+/// config. The daemon records its resolved folder and its own value of that variable in
+/// status.json, so a variable set on one side only (say in the service but not in the
+/// hooks' shell) shows up.
 fn check_hooks_state_dir(settings: &Settings, report: &mut Report) {
     let var = crate::core::config::STATE_DIR_VAR;
     let env = std::env::var(var).ok().filter(|v| !v.is_empty());

@@ -76,7 +76,8 @@ pub struct EnqueueArgs {
     /// Wait for the verdict (default 300 s), print it and remove it.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = DEFAULT_WAIT_SECONDS)]
     wait: Option<f64>,
-    /// Write the job even when it is a subagent job (SPEC 12), which is skipped by default.
+    /// Write the job even when it is a subagent job (catstack's rule), which is skipped by
+    /// default.
     #[arg(long)]
     allow_subagent: bool,
 }
@@ -103,7 +104,8 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
         }
     };
     // Helper agents fire hooks too; judging their turns costs runner calls and fills
-    // the parent's inbox with noise (catstack's rule, SPEC 12).
+    // the parent's inbox with noise (catstack's rule, docs/reference.md, "The catstack
+    // drop-in").
     if !args.allow_subagent
         && let Some(why) = subagent_reason(&job)
     {
@@ -378,7 +380,8 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
     })
 }
 
-/// Why the job is a subagent job (catstack's rule, SPEC 12), or `None`.
+/// Why the job is a subagent job (catstack's rule, docs/reference.md, "The catstack
+/// drop-in"), or `None`.
 pub fn subagent_reason(job: &Map<String, Value>) -> Option<String> {
     for key in ["agent_id", "isSidechain", "is_sidechain"] {
         if job.get(key).is_some_and(truthy) {

@@ -1,4 +1,4 @@
-//! One module per command of the command line (SPEC section 9).
+//! One module per command of the command line (docs/reference.md, "Command line").
 
 pub mod ask;
 pub mod doctor;

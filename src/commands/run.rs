@@ -114,8 +114,9 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
 }
 
 /// `run` when the config failed to load. A bad `CATSTACK_LLM_JUDGE_RUNNERS` still
-/// judges the job, as an `unchecked` judge error naming the variable (SPEC 9), so a
-/// hook's job is never left queued by a typo; any other config error is exit 2.
+/// judges the job, as an `unchecked` judge error naming the variable (docs/reference.md,
+/// "Command line"), so a hook's job is never left queued by a typo; any other config error
+/// is exit 2.
 pub fn config_failed(sources: &Sources, job_file: &Path, error: &LoadError) -> i32 {
     let LoadError::Override(bad) = error else {
         return EXIT_USAGE;

@@ -69,8 +69,8 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     }
 }
 
-/// The whole report as the JSON of SPEC section 9, plus `spend` (runs, tokens and
-/// cost per runner for the last hour and day, and the cap).
+/// The whole report as the JSON of docs/reference.md, "status --json", plus `spend` (runs,
+/// tokens and cost per runner for the last hour and day, and the cap).
 pub fn collect(state: &StateDir, budget: &Budget) -> Value {
     let now = now_unix();
     let holder = crate::store::daemon_lock::holder(&state.lock());

@@ -1,4 +1,4 @@
-//! Finding the answer in a runner's stdout (SPEC section 4). Pure.
+//! Finding the answer in a runner's stdout (docs/reference.md, "Runners"). Pure.
 
 use serde_json::{Map, Value};
 

@@ -1,5 +1,6 @@
-//! SPEC 4 "Codex model", the pure part: read a `codex debug models` catalog and pick the
-//! model a codex runner uses. No I/O; the process part lives in `codex_catalog`.
+//! The codex model choice (docs/reference.md, "Runners"), the pure part: read a `codex
+//! debug models` catalog and pick the model a codex runner uses. No I/O; the process part
+//! lives in `codex_catalog`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,5 +1,5 @@
-//! Configuration (SPEC section 8): every key, the embedded default with a file's text
-//! over it, and the checks. Pure: reading the file and the environment is
+//! Configuration (docs/reference.md, "Configuration"): every key, the embedded default with
+//! a file's text over it, and the checks. Pure: reading the file and the environment is
 //! `store::config_file`.
 
 use std::path::PathBuf;
@@ -89,7 +89,7 @@ impl ConfigError {
     }
 }
 
-/// Every config key (SPEC section 8).
+/// Every config key (docs/reference.md, "Configuration").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -121,7 +121,7 @@ pub struct Config {
     pub runners: Tables,
 }
 
-/// `[health]` (SPEC section 10).
+/// `[health]` (docs/reference.md, "Beyond catstack").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
@@ -130,7 +130,7 @@ pub struct HealthConfig {
     pub backoff_max_seconds: f64,
 }
 
-/// `[cache]` (SPEC section 10).
+/// `[cache]` (docs/reference.md, "Beyond catstack").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
@@ -174,7 +174,8 @@ pub struct Settings {
     /// The `CATSTACK_LLM_JUDGE_RUNNERS` table, which replaces both tables.
     pub runner_override: Option<Vec<Runner>>,
     /// Set by `run` when that variable is bad: every job gets this judge error
-    /// instead of running any runner (SPEC 9, as catstack's `judge.py run`).
+    /// instead of running any runner (docs/reference.md, "Command line", as catstack's
+    /// `judge.py run`).
     pub runner_error: Option<String>,
     /// `$XDG_RUNTIME_DIR` when it is a private folder of ours: runner folders go there.
     pub runtime_dir: Option<PathBuf>,

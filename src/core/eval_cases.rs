@@ -86,7 +86,7 @@ pub enum CaseError {
     #[error("line {line}: \"expect\" is {found}; give \"hit\" or \"clean\"")]
     BadExpect { line: usize, found: String },
     /// A job the job parser refuses (its reason, without `judge error: `).
-    #[error("line {line}: {problem}; fix it as in a job file (README \"Job file\")")]
+    #[error("line {line}: {problem}; fix it as in a job file (docs/reference.md, \"Job file\")")]
     BadJob { line: usize, problem: String },
     /// Two cases with one id: the wrongly judged ones are named by id.
     #[error("line {line}: id {id:?} is line {first}'s too; give each case its own \"id\"")]

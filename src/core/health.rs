@@ -1,8 +1,8 @@
-//! Runner health (SPEC section 10): a runner that is not installed, exits non-zero, or
-//! times out on 2 jobs in a row, is benched (moved to the end of its table) for a
-//! backoff that doubles up to a cap; an answer clears it. A runner benched because it
-//! was not installed is looked up again for every job and is back in its place as soon
-//! as it is found. The rules, pure; `store::health_store` keeps them in
+//! Runner health (docs/reference.md, "Beyond catstack"): a runner that is not installed,
+//! exits non-zero, or times out on 2 jobs in a row, is benched (moved to the end of its
+//! table) for a backoff that doubles up to a cap; an answer clears it. A runner benched
+//! because it was not installed is looked up again for every job and is back in its place
+//! as soon as it is found. The rules, pure; `store::health_store` keeps them in
 //! `<state>/health.json` under a lock, shared by the daemon, `run` and `ask`.
 
 use serde::{Deserialize, Serialize};

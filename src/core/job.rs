@@ -1,4 +1,4 @@
-//! Job files: parsing and validation (SPEC section 3). Pure: no I/O.
+//! Job files: parsing and validation (docs/reference.md, "Job file"). Pure: no I/O.
 
 // A bad job is rare: its error costs a copy of a few hundred bytes, not worth a Box.
 #![allow(clippy::result_large_err)]
@@ -27,7 +27,7 @@ impl Mode {
     }
 }
 
-/// The outcome rule of a job (SPEC section 5).
+/// The outcome rule of a job (docs/reference.md, "Verdict file").
 #[derive(Debug, Clone, PartialEq)]
 pub enum HitRule {
     /// `hit` when every key is JSON `true`.
@@ -315,7 +315,7 @@ fn mode_of(value: Option<&Value>) -> (Mode, Option<String>) {
     }
 }
 
-/// Applies SPEC section 3's timeout rules to a raw `timeout_seconds` value.
+/// Applies the timeout rules (docs/reference.md, "Job file") to a raw `timeout_seconds` value.
 pub fn timeout_of(value: Option<&Value>, rules: TimeoutRules) -> f64 {
     let Some(seconds) = value.and_then(Value::as_f64) else {
         return rules.default_seconds;

@@ -3,7 +3,8 @@
 //! (`hit_if_all_ture`), the typo that would otherwise drop a rule and make every
 //! answer a hit. Pure: no I/O.
 
-/// Every key the judge reads from a job (SPEC 3), in the order messages list them.
+/// Every key the judge reads from a job (docs/reference.md, "Job file"), in the order
+/// messages list them.
 pub const JOB_KEYS: [&str; 11] = [
     "prompt",
     "id",

@@ -1,4 +1,4 @@
-//! Runner tables, the override variable and argv building (SPEC section 4). Pure.
+//! Runner tables, the override variable and argv building (docs/reference.md, "Runners"). Pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,5 +1,5 @@
-//! The investigate safety invariant (SPEC section 4): an allowlist check of every
-//! investigate runner argv. Pure.
+//! The investigate safety invariant (docs/reference.md, "Investigate allowlist"): an
+//! allowlist check of every investigate runner argv. Pure.
 
 use std::path::Path;
 
@@ -16,7 +16,7 @@ const MUST_DENY: [&str; 4] = ["Write", "Edit", "NotebookEdit", "Bash"];
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error(
     "investigate runner {runner:?} is unsafe: {why}; investigate runners may only read \
-     (see README, \"Investigate safety\")"
+     (see docs/reference.md, \"Investigate allowlist\")"
 )]
 pub struct SafetyError {
     /// The runner's name.
@@ -155,7 +155,7 @@ pub fn check_investigate_table(runners: &[Runner]) -> Result<(), SafetyError> {
 }
 
 /// True when `runner` passes the investigate allowlist: only such a runner is ever
-/// given a job's own `cwd` (SPEC section 3), in either mode.
+/// given a job's own `cwd` (docs/reference.md, "Job file"), in either mode.
 pub fn is_read_only(runner: &Runner) -> bool {
     check_runner(runner).is_ok()
 }

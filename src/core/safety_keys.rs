@@ -6,7 +6,7 @@
 use crate::core::codex_slim::{CATALOG_ITEM, INSTRUCTIONS_ITEM};
 
 /// The `-c` values an investigate codex may carry (measured with codex 0.171.0 against
-/// a stand-in API: docs/performance.md, "A slim codex").
+/// a stand-in API: docs/performance.md, "What a verdict sends").
 pub const CODEX_CONFIG: [&str; 10] = [
     // No notification command.
     "notify=[]",
@@ -309,7 +309,7 @@ mod tests {
                     "--setting-sources",
                     "",
                     "--tools",
-                    "Read",
+                    "",
                     "--disallowedTools",
                     "Write",
                     "Edit",

@@ -70,7 +70,7 @@ pub fn totals_since<'a>(
     out
 }
 
-/// The spend cap; both keys optional (SPEC section 8 addition).
+/// The spend cap; both keys optional (docs/reference.md, "Configuration").
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Budget {
     /// Reported cost allowed in any 24 hours.

@@ -1,4 +1,5 @@
-//! Attempts, reason texts, outcomes and the verdict record (SPEC sections 4 and 5). Pure.
+//! Attempts, reason texts, outcomes and the verdict record (docs/reference.md, "Runners"
+//! and "Verdict file"). Pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -184,7 +185,7 @@ impl Outcome {
     }
 }
 
-/// One verdict file (SPEC section 5). Field order is the file's key order.
+/// One verdict file (docs/reference.md, "Verdict file"). Field order is the file's key order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub id: String,
@@ -290,7 +291,7 @@ pub struct Decision {
     pub on_hit: Option<String>,
 }
 
-/// Applies the rule of SPEC section 5 to an answer.
+/// Applies the outcome rule (docs/reference.md, "Verdict file") to an answer.
 pub fn decide(rule: &HitRule, answer: &Map<String, Value>) -> Decision {
     let is_true = |key: &str| answer.get(key) == Some(&Value::Bool(true));
     match rule {

@@ -1,7 +1,7 @@
-//! The daemon's side of SPEC 4 "Codex model": the login's catalog is read off the loop
-//! (a blocking, bounded `codex debug models`) at start, after SIGHUP and hourly, never
-//! per job; the tables jobs use are the loaded ones with the catalog applied, and each
-//! read's trimmed copy is kept for the codex runners that name it.
+//! The daemon's side of the codex model choice (docs/reference.md, "Runners"): the login's
+//! catalog is read off the loop (a blocking, bounded `codex debug models`) at start, after
+//! SIGHUP and hourly, never per job; the tables jobs use are the loaded ones with the
+//! catalog applied, and each read's trimmed copy is kept for the codex runners that name it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +14,8 @@ use crate::engine::codex_catalog::{self, CatalogReadError};
 
 use super::Daemon;
 
-/// How often the catalog is read again while the daemon runs (SPEC 4: at most hourly).
+/// How often the catalog is read again while the daemon runs (docs/reference.md, "Runners":
+/// at most hourly).
 pub const REFRESH_EVERY: Duration = Duration::from_secs(3600);
 
 /// What one catalog read found: `None` when no table has a codex runner that needs the

@@ -1,6 +1,6 @@
-//! The daemon (SPEC section 6): one per state folder, watches jobs/, judges on a
-//! bounded pool of worker slots (`slots`), oldest first, drains on SIGTERM/SIGINT,
-//! reloads on SIGHUP.
+//! The daemon (docs/reference.md, "Guarantees"): one per state folder, watches jobs/,
+//! judges on a bounded pool of worker slots (`slots`), oldest first, drains on
+//! SIGTERM/SIGINT, reloads on SIGHUP.
 
 pub mod codex_models;
 pub mod inbox;

@@ -1,9 +1,9 @@
-//! The worker slots (SPEC 6: at most `workers` jobs at once). Slots run on runtime
-//! threads of their own (one per CPU at most; more slots share them) and take the
-//! oldest waiting job themselves from the shared `Board`, so a job is claimed, judged
-//! and published on one thread, slots on different threads run side by side, and a
-//! busy backlog wakes the daemon loop at most once per status write
-//! (docs/architecture.md, "Worker slots").
+//! The worker slots (docs/reference.md, "Guarantees": at most `workers` jobs at once).
+//! Slots run on runtime threads of their own (one per CPU at most; more slots share them)
+//! and take the oldest waiting job themselves from the shared `Board`, so a job is claimed,
+//! judged and published on one thread, slots on different threads run side by side, and a
+//! busy backlog wakes the daemon loop at most once per status write (docs/architecture.md,
+//! "Worker slots").
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::{OsStr, OsString};

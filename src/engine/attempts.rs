@@ -29,8 +29,8 @@ use crate::store::spend_ledger::{Reservation, SpendLedger};
 use crate::store::state_dir::{StateDir, now_unix};
 use std::sync::Arc;
 
-/// What a judge may use beyond its runners (SPEC section 10; `ask` uses health only), and
-/// how it starts them.
+/// What a judge may use beyond its runners (docs/reference.md, "Beyond catstack"; `ask`
+/// uses health only), and how it starts them.
 #[derive(Clone)]
 pub struct Extras {
     /// Benched runners go last; attempts update it.
@@ -76,8 +76,9 @@ impl Extras {
     }
 }
 
-/// A job's entry in the answer cache (SPEC 10): a default-mode job's, when the cache
-/// is on. Investigate answers depend on files that change, so they are never kept.
+/// A job's entry in the answer cache (docs/reference.md, "Beyond catstack"): a default-mode
+/// job's, when the cache is on. Investigate answers depend on files that change, so they
+/// are never kept.
 pub struct CacheSlot<'a> {
     cache: &'a Cache,
     key: String,

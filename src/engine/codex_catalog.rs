@@ -1,6 +1,6 @@
-//! SPEC 4 "Codex model", the I/O part: read the login's catalog with a bounded
-//! `codex debug models` (and keep its trimmed copy for slim codex runners); the choice
-//! itself is `core::codex_model`, the trimming `core::codex_slim`.
+//! The codex model choice (docs/reference.md, "Runners"), the I/O part: read the login's
+//! catalog with a bounded `codex debug models` (and keep its trimmed copy for slim codex
+//! runners); the choice itself is `core::codex_model`, the trimming `core::codex_slim`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use crate::process::spawn::resolve_program;
 use crate::store::codex_files::keep_catalog;
 use crate::store::state_dir::StateDir;
 
-/// How long `codex debug models` may take (SPEC 4).
+/// How long `codex debug models` may take (docs/reference.md, "Runners").
 pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Why the login's catalog could not be read.

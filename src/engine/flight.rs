@@ -1,6 +1,6 @@
-//! Single-flight (SPEC section 10): a job identical to one already running (same
-//! mode, table, cwd and prompt) waits for that one's result instead of starting
-//! runners again.
+//! Single-flight (docs/reference.md, "Beyond catstack"): a job identical to one already
+//! running (same mode, table, cwd and prompt) waits for that one's result instead of
+//! starting runners again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

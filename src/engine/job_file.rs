@@ -164,7 +164,7 @@ fn read_bytes(
 
 /// True when the judge's own user owns the file. Another user's file in `jobs/` got
 /// there through a write grant the start-up check did not see (an ACL or a mode set
-/// later): it is not a job (SPEC 2: others must not plant jobs).
+/// later): it is not a job (docs/reference.md, "State folder": others must not plant jobs).
 pub fn owned_by_me(meta: &fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     meta.uid() == rustix::process::geteuid().as_raw()

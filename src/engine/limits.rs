@@ -1,4 +1,5 @@
-//! Per-runner `max_concurrent` (SPEC section 10): a semaphore per runner, across workers.
+//! Per-runner `max_concurrent` (docs/reference.md, "Beyond catstack"): a semaphore per
+//! runner, across workers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! Runners started ahead of their jobs (a default-table runner's `prestart = N`;
-//! docs/performance.md, "Pre-started claude"). Claude Code spends most of its start-up
+//! docs/tuning.md, "Pre-started runners"). Claude Code spends most of its start-up
 //! before it reads its prompt, so the daemon keeps up to N copies of such a runner
 //! waiting, each in a fresh private folder with its stdin held open, and a job takes one
 //! instead of spawning. The rules that keep this as safe as a fresh spawn:

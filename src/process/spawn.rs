@@ -1,4 +1,4 @@
-//! Running one runner process (SPEC section 4): its own process group, stdin from
+//! Running one runner process (docs/reference.md, "Runners"): its own process group, stdin from
 //! /dev/null or the prompt, capped concurrent reads of stdout and stderr, and the
 //! timeout sequence SIGTERM, grace, SIGKILL to the group.
 

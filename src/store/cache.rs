@@ -1,5 +1,6 @@
-//! The answer cache (SPEC section 10): `<state>/cache/<key>.json`, keyed by mode,
-//! runner table and prompt; default-mode answers only, reused within the TTL.
+//! The answer cache (docs/reference.md, "Beyond catstack"): `<state>/cache/<key>.json`,
+//! keyed by mode, runner table and prompt; default-mode answers only, reused within the
+//! TTL.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
-//! Claims (SPEC section 6): `claims/<job file name>`, held with an exclusive `flock`
-//! while a job is judged. The lock ends with its holder (crash included), so a claim
-//! file that can be locked is free, and its record tells the next holder what the
-//! last one left: runner processes to stop, interruptions so far, and whether its
+//! Claims (docs/reference.md, "Guarantees"): `claims/<job file name>`, held with an
+//! exclusive `flock` while a job is judged. The lock ends with its holder (crash included),
+//! so a claim file that can be locked is free, and its record tells the next holder what
+//! the last one left: runner processes to stop, interruptions so far, and whether its
 //! verdict was being published.
 
 use std::ffi::OsStr;

@@ -1,6 +1,7 @@
-//! Loading the settings (SPEC section 8): the config file named by flag, environment
-//! or XDG path is read and parsed over the embedded default (`core::config`), the
-//! override variable and the state folder come from flags and environment.
+//! Loading the settings (docs/reference.md, "Configuration"): the config file named by
+//! flag, environment or XDG path is read and parsed over the embedded default
+//! (`core::config`), the override variable and the state folder come from flags and
+//! environment.
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +41,8 @@ pub enum LoadError {
         // Boxed: a refused runner's names make it the largest error by far.
         source: Box<ConfigError>,
     },
-    /// `CATSTACK_LLM_JUDGE_RUNNERS` is bad (`run` still judges the job; SPEC 9).
+    /// `CATSTACK_LLM_JUDGE_RUNNERS` is bad (`run` still judges the job; docs/reference.md,
+    /// "Command line").
     #[error(transparent)]
     Override(#[from] OverrideError),
 }
@@ -167,7 +169,8 @@ pub fn load(sources: &Sources) -> Result<Settings, LoadError> {
     // Absolute, so paths in logs, claims and watcher events all agree.
     let state_dir = state_dir(sources, &config);
     let state_dir = std::path::absolute(&state_dir).unwrap_or(state_dir);
-    // Resolved once here; nothing inside it is ever followed (SPEC section 2).
+    // Resolved once here; nothing inside it is ever followed (docs/reference.md, "State
+    // folder").
     let state_dir = std::fs::canonicalize(&state_dir).unwrap_or(state_dir);
     Ok(Settings {
         config,

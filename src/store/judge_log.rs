@@ -1,6 +1,6 @@
-//! judge.log (SPEC section 7): one whole line per event, UTC timestamps, rotated by
-//! size to judge.log.1 .. judge.log.3 with the total capped. Written synchronously
-//! (no lossy background writer): a line logged before a crash is on disk.
+//! judge.log (docs/reference.md, "judge.log"): one whole line per event, UTC timestamps,
+//! rotated by size to judge.log.1 .. judge.log.3 with the total capped. Written
+//! synchronously (no lossy background writer): a line logged before a crash is on disk.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -157,7 +157,7 @@ fn without_time(line: &[u8]) -> &[u8] {
 
 /// One event as exactly one line: every control character inside it (a job id or a
 /// file name holding a newline, runner output) is escaped, so no value can forge a
-/// line (SPEC section 7). Only the final newline stays.
+/// line (docs/reference.md, "judge.log"). Only the final newline stays.
 pub fn one_line(event: &[u8]) -> Vec<u8> {
     // `from_utf8` checks a valid line a word at a time; the lossy pass goes byte by byte.
     let text = match std::str::from_utf8(event) {

@@ -1,7 +1,7 @@
-//! The state folder on disk (SPEC sections 2, 6, 7, 10): its layout and publish by
-//! rename, claims, the verdict outbox, the answer cache, runner health, the daemon
-//! lock, judge.log, the status record, the spend ledger, the permission checks and the
-//! judge's own files for codex.
+//! The state folder on disk (docs/reference.md: "State folder", "Guarantees", "judge.log",
+//! "Beyond catstack"): its layout and publish by rename, claims, the verdict outbox, the
+//! answer cache, runner health, the daemon lock, judge.log, the status record, the spend
+//! ledger, the permission checks and the judge's own files for codex.
 
 pub mod cache;
 pub mod claim;

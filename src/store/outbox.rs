@@ -53,7 +53,7 @@ fn forget_claim_dir(claim: &Path) {
 
 /// The verdict files of one folder, oldest first (mtime, then name), after putting
 /// back claims whose takers died. A symlink in place of the folder is refused, never
-/// followed (SPEC section 2); a missing folder has none.
+/// followed (docs/reference.md, "State folder"); a missing folder has none.
 pub fn pending(dir: &Path) -> io::Result<Vec<PathBuf>> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),

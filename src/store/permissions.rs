@@ -1,4 +1,4 @@
-//! Start-up checks of who may write the state folder (SPEC section 6).
+//! Start-up checks of who may write the state folder (docs/reference.md, "Guarantees").
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -37,7 +37,7 @@ use crate::store::state_dir::{NOFOLLOW, StateDir, now_unix, open_nofollow, publi
 
 /// Appends between two looks at whether the ledger needs compacting.
 const COMPACT_EVERY: u64 = 512;
-/// The budget line is logged at most this often (SPEC: not per job).
+/// The budget line is logged at most this often (docs/reference.md, "judge.log": not per job).
 const BUDGET_LOG_EVERY: Duration = Duration::from_secs(60);
 /// Runs kept in memory while `spend.lock` is taken; past it they are appended without
 /// the lock (a lock held through this many runs is no compaction of ours).

@@ -1,5 +1,5 @@
-//! The state folder (SPEC section 2) and publishing by rename: hidden temp file in
-//! the target folder, fsync, rename, fsync the folder.
+//! The state folder (docs/reference.md, "State folder") and publishing by rename: hidden
+//! temp file in the target folder, fsync, rename, fsync the folder.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
@@ -50,7 +50,7 @@ impl StateDir {
     /// The private parent of the runners' fresh temp folders: inside `runtime`
     /// (`Settings::runtime_dir`, the tmpfs of `$XDG_RUNTIME_DIR`: a folder there costs
     /// a tenth of one on disk) when there is one, else `<state>/tmp`. Either way never
-    /// a folder others can write (SPEC section 4).
+    /// a folder others can write (docs/reference.md, "Runners").
     pub fn runner_tmp(&self, runtime: Option<&Path>) -> PathBuf {
         match runtime {
             Some(runtime) => {
@@ -137,7 +137,7 @@ impl StateDir {
 }
 
 /// Creates a folder (and parents) with mode 0700; an existing one is fine, a
-/// symlink in its place is refused (SPEC section 2: never followed).
+/// symlink in its place is refused (docs/reference.md, "State folder": never followed).
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     // The usual case, once per job for claims/ and the verdict folder: one lstat.
     match fs::symlink_metadata(dir) {
@@ -161,7 +161,8 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// `open` flag that refuses a symlink in the last component (SPEC section 2).
+/// `open` flag that refuses a symlink in the last component (docs/reference.md, "State
+/// folder").
 pub const NOFOLLOW: i32 = libc::O_NOFOLLOW;
 
 /// Opens a file to read without following a symlink in its last component (that is
@@ -189,7 +190,7 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Makes sure `dir` is a real folder of ours with mode 0700, creating it if missing.
-/// A symlink in its place is refused, never followed (SPEC section 2).
+/// A symlink in its place is refused, never followed (docs/reference.md, "State folder").
 pub fn private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match fs::symlink_metadata(dir) {

@@ -28,7 +28,8 @@ pub struct StatusRecord {
     /// `CATSTACK_LLM_JUDGE_STATE_DIR` in the daemon's environment (non-empty), if set.
     #[serde(default)]
     pub state_dir_env: Option<String>,
-    /// The model each codex runner with `-m` is started with (SPEC 4 "Codex model").
+    /// The model each codex runner with `-m` is started with (docs/reference.md, "Runners",
+    /// the codex model).
     #[serde(default)]
     pub codex_models: Vec<crate::core::codex_model::ModelInUse>,
     /// Runners started ahead of their jobs, waiting now (`prestart`).

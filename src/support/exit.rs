@@ -1,4 +1,4 @@
-//! Exit codes (README "Commands") and writing a command's output to stdout.
+//! Exit codes (docs/reference.md, "Exit codes") and writing a command's output to stdout.
 
 /// `eprintln!` that never panics: a closed stderr loses the line, not the process.
 macro_rules! say_err {

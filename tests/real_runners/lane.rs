@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::install::clis;
 use super::standin::StandIn;
-use super::support::common::with_test_defaults;
+use super::support::with_test_defaults;
 use super::support::{BIN, wait_child, wait_until};
 
 /// The marker variable every runner inherits.

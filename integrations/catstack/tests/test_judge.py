@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of the catstack drop-in (integrations/catstack/judge.py, SPEC section 12).
+"""Tests of the catstack drop-in (integrations/catstack/judge.py; docs/reference.md, "The catstack drop-in").
 
 Run: LLM_JUDGE_BIN=target/debug/llm-judge python3 -m unittest discover -s integrations/catstack/tests -v
 Each test has its own temp HOME and state folder; every process it starts is reaped;

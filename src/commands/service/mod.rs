@@ -1,4 +1,4 @@
-//! `llm-judge service install / uninstall / status` (SPEC section 11).
+//! `llm-judge service install / uninstall / status` (docs/reference.md, "Service").
 //!
 //! Install and uninstall go in three steps, one module each:
 //! - `host`: read what the plan needs from this machine (environment, this binary's
@@ -35,7 +35,7 @@ use plan::{Plan, PlanError, linger_warning};
 use spec::Manager;
 use systemd::UNIT_NAME;
 
-/// `service` subcommands (SPEC section 11).
+/// `service` subcommands (docs/reference.md, "Service").
 #[derive(clap::Subcommand, Debug, Clone, Copy)]
 pub enum ServiceAction {
     /// Write the unit or plist for this user, then enable and start it.

@@ -232,7 +232,7 @@ mod tests {
             ] {
                 assert!(text.lines().any(|l| l == want), "{want} missing");
             }
-            // Hardening that would break the runners (SPEC section 11) stays out.
+            // Hardening that would break the runners (docs/reference.md, "Service") stays out.
             for banned in [
                 "ProtectHome=",
                 "PrivateTmp=",
