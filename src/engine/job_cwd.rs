@@ -68,7 +68,12 @@ const CWD_CHECK_LIMIT: Duration = Duration::from_secs(5);
 /// The cwd of `job`'s runners, checked once; a refusal is logged here, when the job is
 /// read, whatever answers it later (runners, the cache, an identical running job).
 pub async fn job_cwd(settings: &Settings, job: &Job) -> CwdChoice {
-    let cwd = choose_cwd_bounded(job.cwd.as_ref(), Fences::of(settings)).await;
+    let cwd = match &job.cwd {
+        // Only a path is checked against the fences: most jobs give none, and their
+        // fences (paths hashed from the settings) would be made for nothing.
+        Some(Value::String(_)) => choose_cwd_bounded(job.cwd.as_ref(), Fences::of(settings)).await,
+        other => choose_cwd(other.as_ref(), &Fences::default()),
+    };
     if let Some(why) = cwd.refusal() {
         tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
     }

@@ -39,6 +39,11 @@ pub fn try_lock_exclusive(file: &File) -> bool {
     flock(file, FlockOperation::NonBlockingLockExclusive).is_ok()
 }
 
+/// Lets go of a lock taken on `file` (one kept open for the next time).
+pub fn unlock(file: &File) {
+    let _ = flock(file, FlockOperation::Unlock);
+}
+
 /// Takes a shared lock without waiting; false when another holds it exclusively.
 pub fn try_lock_shared(file: &File) -> bool {
     flock(file, FlockOperation::NonBlockingLockShared).is_ok()

@@ -15,6 +15,12 @@
 //! file takes no lock; an unreadable file leaves the cap to the runs read before and
 //! this process's own (it fails open: a stuck ledger must not stop judging, and the cap
 //! bounds spend, it guards nothing).
+//!
+//! A ledger keeps `spend.lock` and `spend.jsonl` open between appends (an append is
+//! once per runner run): before each use it checks that the path still names the file
+//! it holds (a compaction replaces `spend.jsonl`; a removed `spend.lock` is made
+//! again) and opens the path again if not. So an append is a stat, the lock, a stat,
+//! the write and the unlock, without two creating opens that lock the state folder.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -26,7 +32,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::core::spend::{Budget, CapReached, DAY, SpendEntry, over_budget};
-use crate::store::file_lock::{open_lock_file, try_lock_exclusive, try_lock_shared};
+use crate::store::file_lock::{open_lock_file, try_lock_exclusive, try_lock_shared, unlock};
 use crate::store::state_dir::{NOFOLLOW, StateDir, now_unix, open_nofollow, publish};
 
 /// Appends between two looks at whether the ledger needs compacting.
@@ -60,6 +66,46 @@ struct Book {
     read_failed_logged: bool,
     append_failed_logged: bool,
     budget_logged_at: Option<Instant>,
+    /// `spend.lock` and `spend.jsonl` as last opened, with their identity.
+    lock_file: Option<Kept>,
+    ledger_file: Option<Kept>,
+}
+
+/// A file kept open, and the (device, inode) it had when opened.
+#[derive(Debug)]
+struct Kept {
+    file: File,
+    id: (u64, u64),
+}
+
+impl Kept {
+    /// `kept` when `path` still names its file (a regular one), else `open(path)`.
+    fn reuse_or_open<'a>(
+        kept: &'a mut Option<Kept>,
+        path: &Path,
+        open: impl FnOnce(&Path) -> std::io::Result<File>,
+    ) -> std::io::Result<&'a File> {
+        let on_disk = std::fs::symlink_metadata(path)
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map(|m| (m.dev(), m.ino()));
+        if kept.as_ref().is_none_or(|k| Some(k.id) != on_disk) {
+            *kept = None;
+            let file = open(path)?;
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(std::io::Error::other("not a regular file"));
+            }
+            *kept = Some(Kept {
+                id: (meta.dev(), meta.ino()),
+                file,
+            });
+        }
+        match kept {
+            Some(k) => Ok(&k.file),
+            None => Err(std::io::Error::other("no file")),
+        }
+    }
 }
 
 /// What this process has read of the ledger file.
@@ -186,12 +232,25 @@ impl SpendLedger {
         if book.pending.is_empty() {
             return;
         }
-        let lock = open_lock_file(&self.lock);
+        let mut lock_file = book.lock_file.take();
+        let lock = Kept::reuse_or_open(&mut lock_file, &self.lock, open_lock_file);
         let held = match &lock {
             Ok(file) if try_lock_shared(file) => None,
             Ok(_) => Some("another process holds it".to_string()),
             Err(e) => Some(e.to_string()),
         };
+        // Taken: released once this flush is done, whichever way it ends.
+        let unlock_after = match &lock {
+            Ok(file) if held.is_none() => Some(Unlock(file)),
+            _ => None,
+        };
+        self.flush_held(book, held, unlocked_ok);
+        drop(unlock_after);
+        book.lock_file = lock_file;
+    }
+
+    /// `flush` once the lock was tried: `held` says why it could not be had.
+    fn flush_held(&self, book: &mut Book, held: Option<String>, unlocked_ok: bool) {
         match held {
             None if book.lock_taken_logged => {
                 book.lock_taken_logged = false;
@@ -214,7 +273,7 @@ impl SpendLedger {
                 }
             }
         }
-        match append(&self.path, &book.pending) {
+        match append(&mut book.ledger_file, &self.path, &book.pending) {
             Ok(()) => {
                 book.pending.clear();
                 book.append_failed_logged = false;
@@ -309,23 +368,33 @@ impl Drop for SpendLedger {
     }
 }
 
-/// Appends `entries` as whole lines in one write to the ledger, a regular file: never
-/// a FIFO (opened without blocking) or a symlink.
-fn append(path: &Path, entries: &[SpendEntry]) -> std::io::Result<()> {
+/// Lets go of `spend.lock` when dropped.
+struct Unlock<'a>(&'a File);
+
+impl Drop for Unlock<'_> {
+    fn drop(&mut self) {
+        unlock(self.0);
+    }
+}
+
+/// Appends `entries` as whole lines in one write to the ledger (kept open in `kept`
+/// while `path` names it), a regular file: never a FIFO (opened without blocking) or
+/// a symlink.
+fn append(kept: &mut Option<Kept>, path: &Path, entries: &[SpendEntry]) -> std::io::Result<()> {
     let mut lines = Vec::new();
     for entry in entries {
         serde_json::to_writer(&mut lines, entry).map_err(std::io::Error::other)?;
         lines.push(b'\n');
     }
-    let mut file: File = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+    let open = |path: &Path| {
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+    };
+    let mut file = Kept::reuse_or_open(kept, path, open)?;
     // One write of whole lines: O_APPEND keeps lines of several writers whole.
     file.write_all(&lines)
 }

@@ -223,3 +223,78 @@ fn an_unlimited_budget_reads_nothing() {
     assert!(ledger.reserve(&Budget::default()).is_ok());
     assert!(ledger.reserve(&runs_cap(0)).is_err());
 }
+
+/// The kept `spend.lock` is let go after each append: a compaction (or any process
+/// of the user) can take it exclusively between two runs.
+#[test]
+fn a_kept_lock_is_let_go_after_each_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path());
+    let ledger = SpendLedger::open(&state);
+    record(&ledger, entry(now_unix(), "x"));
+    assert!(ledger.book().lock_file.is_some(), "kept for the next run");
+    let other = open_lock_file(&state.spend_lock()).unwrap();
+    assert!(try_lock_exclusive(&other), "not held between runs");
+}
+
+/// A `spend.lock` removed and made again is the one that counts: a run appends only
+/// under the lock file the path names, never under a kept, unlinked one.
+#[test]
+fn a_replaced_lock_file_is_opened_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path());
+    let ledger = std::sync::Arc::new(SpendLedger::open(&state));
+    record(&ledger, entry(now_unix(), "x"));
+    std::fs::remove_file(state.spend_lock()).unwrap();
+    let held = hold_lock(&state);
+    let l = ledger.clone();
+    bounded(move || record(&l, entry(now_unix(), "y")));
+    assert_eq!(
+        lines(&state),
+        1,
+        "kept in memory: the new lock file is held"
+    );
+    drop(held);
+    record(&ledger, entry(now_unix(), "z"));
+    assert_eq!(lines(&state), 3);
+}
+
+/// A ledger replaced under a kept file (compaction, or a user's `rm`) is opened
+/// again: no run is written into the unlinked file.
+#[test]
+fn a_replaced_ledger_file_is_opened_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path());
+    let ledger = SpendLedger::open(&state);
+    record(&ledger, entry(now_unix() - DAY - 10.0, "old"));
+    let _compacting = SpendLedger::open(&state);
+    assert_eq!(lines(&state), 0, "compacted");
+    record(&ledger, entry(now_unix(), "after compaction"));
+    assert_eq!(lines(&state), 1);
+    std::fs::remove_file(state.spend()).unwrap();
+    record(&ledger, entry(now_unix(), "after rm"));
+    assert_eq!(lines(&state), 1, "made again");
+    let names: Vec<String> = SpendLedger::unopened(&state)
+        .recent()
+        .into_iter()
+        .map(|e| e.runner)
+        .collect();
+    assert_eq!(names, ["after rm"]);
+}
+
+/// A symlink put in place of a kept ledger is not followed: the run stays in memory
+/// (counted by the cap) and the symlink's target is untouched.
+#[test]
+fn a_symlink_in_place_of_a_kept_ledger_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path());
+    let ledger = SpendLedger::open(&state);
+    record(&ledger, entry(now_unix(), "x"));
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, "").unwrap();
+    std::fs::remove_file(state.spend()).unwrap();
+    std::os::unix::fs::symlink(&target, state.spend()).unwrap();
+    record(&ledger, entry(now_unix(), "y"));
+    assert_eq!(std::fs::read(&target).unwrap(), b"");
+    assert!(ledger.reserve(&runs_cap(1)).is_err(), "kept and counted");
+}

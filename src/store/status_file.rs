@@ -79,6 +79,10 @@ struct TallyState {
     file: std::fs::File,
     /// Bytes written last time (a shorter write cuts the file to its length).
     written: usize,
+    /// The runner stats last written and their line: once a runner has a full window
+    /// of recent attempts its stats rarely change, and the line (JSON with floats) is
+    /// the largest part of a tally write, made once per verdict.
+    runners: Option<(BTreeMap<String, RunnerStats>, String)>,
 }
 
 /// What `status` reads from a tally.
@@ -147,6 +151,7 @@ impl Tally {
                 history: RunnerHistory::default(),
                 file,
                 written: 0,
+                runners: None,
             }),
         };
         tally.update(|_| ())?;
@@ -198,7 +203,15 @@ impl Tally {
         let mut guard = self.lock();
         change(&mut guard);
         let mut text = tally_line(self.pid, &guard.counts);
-        text.push_str(&runners_line(&guard.history.stats()));
+        let stats = guard.history.stats();
+        match &guard.runners {
+            Some((last, line)) if *last == stats => text.push_str(line),
+            _ => {
+                let line = runners_line(&stats);
+                text.push_str(&line);
+                guard.runners = Some((stats, line));
+            }
+        }
         guard.file.write_all_at(text.as_bytes(), 0)?;
         if text.len() < guard.written {
             guard.file.set_len(text.len() as u64)?;
@@ -246,7 +259,7 @@ fn parse_counts(bytes: &[u8]) -> Option<(u32, OutcomeCounts)> {
 }
 
 /// A runner's recent record.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunnerStats {
     pub attempts: usize,
     pub answered: usize,
@@ -279,12 +292,14 @@ impl RunnerHistory {
             .map(|(name, q)| {
                 let answered = q.iter().filter(|(ok, _)| *ok).count();
                 let mut ms: Vec<u64> = q.iter().map(|(_, ms)| *ms).collect();
-                ms.sort_unstable();
+                // The middle value without sorting them all: this runs per verdict.
+                let mid = ms.len() / 2;
+                let median = (!ms.is_empty()).then(|| *ms.select_nth_unstable(mid).1);
                 let stats = RunnerStats {
                     attempts: q.len(),
                     answered,
                     answer_rate: (!q.is_empty()).then(|| answered as f64 / q.len() as f64),
-                    median_seconds: ms.get(ms.len() / 2).map(|m| *m as f64 / 1000.0),
+                    median_seconds: median.map(|m| m as f64 / 1000.0),
                 };
                 (name.clone(), stats)
             })

@@ -1,8 +1,9 @@
-//! Bad input through the real binary and a running daemon (docs/reference.md: "State folder", "Job file", "Runners"): job
-//! files with duplicate keys, `NaN`, 100k-deep nesting, a multi-megabyte prompt,
-//! prompts that are runner flags; adversarial file names in `jobs/`. Every job file
-//! gets exactly one verdict (or is ignored, when its name says it is a producer's
-//! temp file), the daemon never dies, and a job after all of them is still judged.
+//! Bad input through the real binary and a running daemon (docs/reference.md: "State
+//! folder", "Job file", "Runners"): job files with duplicate keys, `NaN`, 100k-deep
+//! nesting, a multi-megabyte prompt, prompts that are runner flags; adversarial file names
+//! in `jobs/`. Every job file gets exactly one verdict (or is ignored, when its name says
+//! it is a producer's temp file), the daemon never dies, and a job after all of them is
+//! still judged.
 
 use crate::support::*;
 
@@ -361,13 +362,13 @@ fn adversarial_file_names_in_jobs_each_get_one_verdict_or_are_ignored() {
     still_serving(&w, &mut d, &mark);
 }
 
-/// docs/reference.md, "State folder", "Job file": a file name of up to 255 bytes is a legal job name, and every regular
-/// job file gets exactly one verdict. With a 250-byte name the verdict's hidden temp
-/// file (".<stem>.json.<pid>.<n>.tmp", about 265 bytes) exceeds NAME_MAX: the publish
-/// fails with ENAMETOOLONG, the job stays queued and is retried on every rescan, and
-/// never gets a verdict (after 3 tries the "interrupted 3 times" verdict fails to
-/// publish the same way). `drain` has the same limit for its ".<name>.draining-..."
-/// claim names.
+/// docs/reference.md, "State folder", "Job file": a file name of up to 255 bytes is a legal
+/// job name, and every regular job file gets exactly one verdict. With a 250-byte name the
+/// verdict's hidden temp file (".<stem>.json.<pid>.<n>.tmp", about 265 bytes) exceeds
+/// NAME_MAX: the publish fails with ENAMETOOLONG, the job stays queued and is retried on
+/// every rescan, and never gets a verdict (after 3 tries the "interrupted 3 times" verdict
+/// fails to publish the same way). `drain` has the same limit for its
+/// ".<name>.draining-..." claim names.
 #[test]
 fn a_250_byte_job_file_name_gets_one_verdict() {
     let w = World::new();
@@ -392,10 +393,10 @@ fn a_250_byte_job_file_name_gets_one_verdict() {
     still_serving(&w, &mut d, &mark);
 }
 
-/// docs/reference.md, "State folder": the verdict is `verdicts/<h>/<stem>.json`, and every job file gets exactly
-/// one verdict. Two non-UTF-8 job names whose lossy UTF-8 forms agree ("\xff.json"
-/// and "\xfe.json" both become "\u{fffd}.json") are two jobs, but the judge names
-/// verdicts by the lossy stem, so the second verdict replaces the first: one verdict
+/// docs/reference.md, "State folder": the verdict is `verdicts/<h>/<stem>.json`, and every
+/// job file gets exactly one verdict. Two non-UTF-8 job names whose lossy UTF-8 forms agree
+/// ("\xff.json" and "\xfe.json" both become "\u{fffd}.json") are two jobs, but the judge
+/// names verdicts by the lossy stem, so the second verdict replaces the first: one verdict
 /// is lost (and a drain returns one line for two jobs).
 #[test]
 fn two_non_utf8_names_with_the_same_lossy_stem_get_two_verdicts() {

@@ -1,5 +1,5 @@
-//! Integration tests of docs/reference.md, "Beyond catstack": runner health, answer cache, single-flight
-//! and per-runner limits, through `llm-judge run`, `status` and the daemon.
+//! Integration tests of docs/reference.md, "Beyond catstack": runner health, answer cache,
+//! single-flight and per-runner limits, through `llm-judge run`, `status` and the daemon.
 
 use crate::support::*;
 

@@ -1,10 +1,10 @@
-//! Escapees (docs/reference.md, "Runners": "after the job ends no process its runners started is left
-//! running, including those that moved to their own session"). Each fake leaves a
-//! descendant that calls `setsid` and clears its environment (so no tag and no
+//! Escapees (docs/reference.md, "Runners": "after the job ends no process its runners
+//! started is left running, including those that moved to their own session"). Each fake
+//! leaves a descendant that calls `setsid` and clears its environment (so no tag and no
 //! marker can find it), and writes its pid down; the test checks it is gone once its
-//! attempt ended: with another job running at the same time, through a daemon
-//! shutdown, after `llm-judge ask`, and in a chain of 40; and a runner that kills or
-//! stops its own supervisor.
+//! attempt ended: with another job running at the same time, through a daemon shutdown,
+//! after `llm-judge ask`, and in a chain of 40; and a runner that kills or stops its own
+//! supervisor.
 
 use crate::support::*;
 

@@ -223,8 +223,8 @@ fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
     assert_eq!(pids_in_file(&r.w.path("pids")).len(), 2);
 }
 
-/// docs/reference.md, "Runners": "after the job ends no process its runners started is left running,
-/// including those that moved to their own session". A descendant that also drops
+/// docs/reference.md, "Runners": "after the job ends no process its runners started is left
+/// running, including those that moved to their own session". A descendant that also drops
 /// its environment (so `LLM_JUDGE_TAG` is gone) escapes: the judge finds escaped
 /// descendants only by that tag (no child subreaper, no parent-chain walk).
 #[test]
@@ -242,10 +242,10 @@ fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
     assert_escapee_gone(&r.w.path("escaped.pids"), GONE);
 }
 
-/// The daemon is SIGKILLed while faulty runners run (one ignoring SIGTERM, one with
-/// 65 children, one with a setsid'd grandchild): their supervisors stop every one of
-/// them at once, and the next start judges those jobs again (docs/reference.md, "Runners": "also after a
-/// daemon crash"). The start-up tag search stays for a supervisor killed with it.
+/// The daemon is SIGKILLed while faulty runners run (one ignoring SIGTERM, one with 65
+/// children, one with a setsid'd grandchild): their supervisors stop every one of them at
+/// once, and the next start judges those jobs again (docs/reference.md, "Runners": "also
+/// after a daemon crash"). The start-up tag search stays for a supervisor killed with it.
 #[test]
 fn faulty_runners_of_a_killed_daemon_are_stopped_when_it_dies_and_judged_again() {
     let w = World::new();

@@ -1,8 +1,8 @@
-//! The CLI details catstack's judge.py callers rely on (issue 13; docs/reference.md, "Command line" and
-//! "The catstack drop-in"): `ask`'s outcome and `--prompt-file`, `enqueue`'s subagent rule and warnings,
-//! `run` with a bad runner variable, the temp-file grace of the start-up sweep, and
-//! doctor's state-folder check; `runners` (the drop-in's `runners()`) and `--set` (its
-//! module constants, issue 31).
+//! The CLI details catstack's judge.py callers rely on (issue 13; docs/reference.md,
+//! "Command line" and "The catstack drop-in"): `ask`'s outcome and `--prompt-file`,
+//! `enqueue`'s subagent rule and warnings, `run` with a bad runner variable, the temp-file
+//! grace of the start-up sweep, and doctor's state-folder check; `runners` (the drop-in's
+//! `runners()`) and `--set` (its module constants, issue 31).
 
 use crate::support::*;
 

@@ -1,7 +1,8 @@
-//! The attack review's findings (docs/reference.md: "State folder", "Job file", "Runners", "judge.log"), each through the
-//! binary: program lookup, symlinks in the state folder, forged log lines, a closed
-//! stdout, and a writable runner given a real folder. The allowlist bypasses are unit
-//! tests of `src/core/safety.rs` (with a property test against a commander-style parse);
+//! The attack review's findings (docs/reference.md: "State folder", "Job file",
+//! "Runners", "judge.log"), each through the binary: program lookup, symlinks in the
+//! state folder, forged log lines, a closed stdout, and a writable runner given a real
+//! folder. The allowlist bypasses are unit tests in `src/core/safety/` (`tests.rs`, and
+//! `claude_parser_props.rs`: a property test against a commander-style parse);
 //! escapees are in `escapees.rs`; temp folders in `core.rs`.
 
 use crate::support::*;

@@ -1,6 +1,6 @@
-//! Running as a service (docs/reference.md, "Service"): the rendered systemd unit and launchd plist,
-//! `llm-judge service install / uninstall / status` against recording fakes of
-//! `systemctl`, `loginctl` and `launchctl`, and the daemon's notify messages against a
+//! Running as a service (docs/reference.md, "Service"): the rendered systemd unit and
+//! launchd plist, `llm-judge service install / uninstall / status` against recording fakes
+//! of `systemctl`, `loginctl` and `launchctl`, and the daemon's notify messages against a
 //! datagram socket the test opens in place of systemd's `NOTIFY_SOCKET`.
 //!
 //! Self-contained: every test works in its own temp folder with its own HOME and

@@ -13,10 +13,11 @@ const EXITED: u8 = b'X';
 /// What the supervisor tells the judge on the report pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Report {
-    /// The runner started with this pid (also its process group id).
+    /// The runner started with this pid (also its process group id), as the judge
+    /// sees it: a namespace's init reads it from `/proc` when the runner is its only child.
     Spawned(i32),
-    /// The runner started with this pid inside the supervisor's PID namespace (the
-    /// judge looks up the pid it sees: `os::outer_pid_of_child`).
+    /// The runner started with this pid inside the supervisor's PID namespace, which
+    /// could not tell its outer pid (the judge looks it up: `os::outer_pid_of_child`).
     SpawnedInNamespace(i32),
     /// `posix_spawn` failed with this errno.
     SpawnFailed(i32),

@@ -79,10 +79,13 @@ fn sweep(runner: pid_t) -> bool {
     true
 }
 
-/// The sweep of a supervisor that is the init of its PID namespace: SIGKILL to every
-/// process in it (`kill(-1)` spares only us), reaping until none is left; a process
-/// forked while a round's kill went out is caught by the next round. Returns whether
-/// it ended with none left, and the runner's wait status.
+/// The sweep of a supervisor that is the init of its PID namespace: reaps what is
+/// dead, and while anything in the namespace still lives, SIGKILLs every process in
+/// it (`kill(-1)` spares only us) and looks again; a process forked while a kill went
+/// out is caught by the next one. Every process of the namespace descends from us, so
+/// once we have no child at all (`ECHILD`) it is empty: a runner that left nothing
+/// behind is reaped without any `kill(-1)`, which visits every process of the machine.
+/// Returns whether it ended with none left, and the runner's wait status.
 fn sweep_namespace(runner: pid_t) -> (bool, c_int) {
     let mut runner_status = 0;
     // Checked again here: outside a namespace, kill(-1) would reach the whole user.
@@ -94,14 +97,14 @@ fn sweep_namespace(runner: pid_t) -> (bool, c_int) {
         tv_nsec: 1_000_000,
     };
     for _ in 0..SWEEP_ROUNDS {
-        // Only here, as the namespace's init, is -1 "every process but us" of ours.
-        kill(-1);
         let mut status = 0;
         // SAFETY: plain system call, writing into `status`.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
         if pid == runner {
             runner_status = status;
         } else if pid == 0 {
+            // Only here, as the namespace's init, is -1 "every process but us" of ours.
+            kill(-1);
             // SAFETY: plain system call on a valid timespec.
             unsafe { libc::nanosleep(&pause, ptr::null_mut()) };
         } else if pid < 0 && errno() == libc::ECHILD {
@@ -119,7 +122,7 @@ fn kill(pid: pid_t) {
 }
 
 /// Parses space-separated pids; a cut-off last one (`truncated`) is left for the next round.
-fn parse_pids(text: &[u8], truncated: bool, pids: &mut [pid_t], skip: pid_t) -> usize {
+pub(super) fn parse_pids(text: &[u8], truncated: bool, pids: &mut [pid_t], skip: pid_t) -> usize {
     let mut count = 0;
     let mut value: pid_t = 0;
     let mut digits = false;
