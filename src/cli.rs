@@ -117,7 +117,7 @@ enum Command {
     Status(StatusArgs),
     /// Check runners, config, safety and the state folder; exit 1 when jobs could not be judged.
     #[command(
-        after_help = "Examples:\n  llm-judge doctor\n  llm-judge doctor --json | jq '.runners[] | select(.usable | not)'"
+        after_help = "Examples:\n  llm-judge doctor\n  llm-judge doctor --online\n  llm-judge doctor --json | jq '.runners[] | select(.usable | not)'"
     )]
     Doctor(commands::doctor::DoctorArgs),
     /// Install, remove or inspect the systemd user service or launchd agent.

@@ -23,6 +23,10 @@ pub struct DoctorArgs {
     /// Machine-readable JSON: {"ok", "findings": [{"level", "message"}], "runners": [...]}.
     #[arg(long)]
     pub json: bool,
+    /// Also ask each API runner's API once (a tiny request; it may cost a fraction of
+    /// a cent).
+    #[arg(long)]
+    pub online: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -133,7 +137,7 @@ pub fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
             p.display().to_string()
         });
     report.add(Level::Ok, format!("config: {source}"));
-    check_tables(settings, &mut report);
+    check_tables(settings, args.online, &mut report);
     check_isolation(&mut report);
     check_codex_models(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
@@ -213,7 +217,8 @@ fn check_isolation(report: &mut Report) {
     }
 }
 
-fn check_tables(settings: &Settings, report: &mut Report) {
+fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
+    let client = online.then(crate::process::api_call::ApiClient::default);
     if settings.runner_override.is_some() {
         report.add(
             Level::Warn,
@@ -223,6 +228,16 @@ fn check_tables(settings: &Settings, report: &mut Report) {
     for mode in [Mode::Default, Mode::Investigate] {
         let (mut found, mut usable) = (0, 0);
         for runner in settings.table(mode) {
+            if let Some(api) = &runner.api {
+                let rows = super::doctor_api::rows(mode.name(), &runner.name, api, client.as_ref());
+                for (warn, text) in rows.lines {
+                    report.add(if warn { Level::Warn } else { Level::Ok }, text);
+                }
+                report.runners.push(rows.record);
+                found += 1;
+                usable += usize::from(rows.usable);
+                continue;
+            }
             let (installed, login) = check_runner(mode, runner, report);
             found += usize::from(installed);
             usable += usize::from(installed && login != Login::Missing);
@@ -239,8 +254,8 @@ fn check_tables(settings: &Settings, report: &mut Report) {
             report.add(
                 Level::Fail,
                 format!(
-                    "{} table: no runner is usable (each one is missing or not logged in), \
-                     so its jobs end unchecked",
+                    "{} table: no runner is usable (each one is missing, not logged in, or \
+                     an API runner without its key), so its jobs end unchecked",
                     mode.name()
                 ),
             );

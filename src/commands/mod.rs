@@ -2,6 +2,7 @@
 
 pub mod ask;
 pub mod doctor;
+pub mod doctor_api;
 pub mod drain;
 pub mod enqueue;
 pub mod eval;

@@ -32,8 +32,20 @@ pub fn shipped(mode: Mode) -> i32 {
     }
 }
 
+/// API runners have no argv, so the override form cannot hold them: they are left out,
+/// with a note on stderr.
 fn print_table(table: &[Runner]) -> i32 {
-    let pairs: Vec<Value> = table.iter().map(|r| json!([r.name, r.argv])).collect();
+    for r in table.iter().filter(|r| !r.is_cli()) {
+        say_err!(
+            "llm-judge runners: {:?} is an API runner, left out (this list holds CLI runners only)",
+            r.name
+        );
+    }
+    let pairs: Vec<Value> = table
+        .iter()
+        .filter(|r| r.is_cli())
+        .map(|r| json!([r.name, r.argv]))
+        .collect();
     if print_stdout(&format!("{}\n", Value::Array(pairs))) {
         EXIT_OK
     } else {

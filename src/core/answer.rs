@@ -33,6 +33,12 @@ pub fn last_json_object(stdout: &str) -> Option<Map<String, Value>> {
     found
 }
 
+/// The answer in an API runner's reply: the whole text as one JSON object first (a
+/// model's JSON mode may spread it over several lines), else the rules for stdout.
+pub fn reply_object(reply: &str) -> Option<Map<String, Value>> {
+    parse_object(reply).or_else(|| last_json_object(reply))
+}
+
 /// What of a tail whose start the output cap dropped is whole lines: everything after
 /// its first newline (nothing without one). The first line lost its start, so it is
 /// never an answer, nor may a fence marker cut out of it open or close a fence.
@@ -134,6 +140,23 @@ mod tests {
             None,
             "fenced neither"
         );
+    }
+
+    #[test]
+    fn a_reply_is_tried_whole_first() {
+        let spread = "{\n  \"retracts\": false\n}";
+        assert_eq!(answer(spread), None, "the stdout rules do not read it");
+        assert_eq!(
+            reply_object(spread).map(Value::Object),
+            Some(json!({"retracts": false}))
+        );
+        assert_eq!(
+            reply_object("prose\n{\"a\": 1}\n").map(Value::Object),
+            Some(json!({"a": 1})),
+            "else the line rules"
+        );
+        assert_eq!(reply_object("[1, 2]"), None);
+        assert_eq!(reply_object(r#"{"type":"result","result":"x"}"#), None);
     }
 
     #[test]

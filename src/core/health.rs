@@ -51,16 +51,21 @@ pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
     match end {
         _ if answered => Sign::Answered,
         RunEnd::Exited { code } if *code != 0 => Sign::Failed,
+        RunEnd::RequestFailed => Sign::Failed,
         RunEnd::TimedOut { .. } => Sign::TimedOut,
-        RunEnd::NotInstalled => Sign::NotInstalled,
+        RunEnd::NotInstalled | RunEnd::NotConfigured { .. } => Sign::NotInstalled,
         _ => Sign::Neutral,
     }
 }
 
 /// The key of a runner: its name and a hash of its argv and its own environment (a
-/// changed argv or env starts fresh; a runner without env keeps its earlier key).
+/// changed argv or env starts fresh; a runner without env keeps its earlier key), or
+/// of an API runner's request identity (protocol, model, base URL, ...).
 pub fn key(runner: &Runner) -> String {
     let mut text = runner.argv.join("\0");
+    if let Some(api) = &runner.api {
+        text = api.identity().join("\0");
+    }
     if !runner.env.is_empty() {
         text.push_str("\0\0env");
         for item in crate::core::runner_env::identity(&runner.env) {
@@ -187,6 +192,23 @@ mod tests {
         );
         assert_eq!(sign_of(&RunEnd::Exited { code: 0 }, false), Sign::Neutral);
         assert_eq!(sign_of(&RunEnd::NotInstalled, false), Sign::NotInstalled);
+        let no_key = RunEnd::NotConfigured { var: "K".into() };
+        assert_eq!(
+            sign_of(&no_key, false),
+            Sign::NotInstalled,
+            "like not installed"
+        );
+        assert_eq!(
+            sign_of(&RunEnd::RequestFailed, false),
+            Sign::Failed,
+            "like exit 1"
+        );
+        assert_eq!(
+            sign_of(&RunEnd::Replied, false),
+            Sign::Neutral,
+            "like exit 0"
+        );
+        assert_eq!(sign_of(&RunEnd::Replied, true), Sign::Answered);
     }
 
     #[test]

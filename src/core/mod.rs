@@ -3,6 +3,8 @@
 //! and `eval`'s cases and statistics. No I/O.
 
 pub mod answer;
+pub mod api_protocol;
+pub mod api_runner;
 pub mod codex_model;
 pub mod codex_slim;
 pub mod config;
@@ -18,6 +20,7 @@ pub mod job_life;
 pub mod job_prefix;
 pub mod login;
 pub mod read_scope;
+pub mod runner_entry;
 pub mod runner_env;
 pub mod runner_table;
 pub mod safety;

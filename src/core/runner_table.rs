@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::core::api_runner::ApiSpec;
+use crate::core::runner_entry::RunnerEntry;
 use crate::core::runner_env::{EnvError, RunnerEnv, check_env};
 
 /// The argv item replaced by the prompt.
@@ -13,24 +15,67 @@ pub const RUNNERS_VAR: &str = "CATSTACK_LLM_JUDGE_RUNNERS";
 /// The largest single argv item Linux accepts (MAX_ARG_STRLEN minus the NUL).
 pub const MAX_ARG_BYTES: usize = 131_071;
 
-/// One runner: a name and an argv.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One runner: a name and an argv, or a name and a model API (`api`). A table entry
+/// is read through `core::runner_entry::RunnerEntry`, which checks which keys go with
+/// which kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RunnerEntry", into = "RunnerEntry")]
 pub struct Runner {
     /// Shown in attempts, verdicts and logs.
     pub name: String,
-    /// The program and its arguments; `{prompt}` marks the prompt.
+    /// The program and its arguments; `{prompt}` marks the prompt. Empty for an API
+    /// runner.
     pub argv: Vec<String>,
     /// At most this many copies at once across workers (section 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent: Option<u32>,
     /// Copies the daemon keeps started ahead of their jobs, each waiting for its prompt
     /// on stdin in a fresh private folder (default table only; `engine::prestart`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prestart: Option<u32>,
     /// Variables set for this runner on top of the runner environment (`core::runner_env`).
-    #[serde(default, skip_serializing_if = "RunnerEnv::is_empty")]
     pub env: RunnerEnv,
+    /// A runner that asks a model API over HTTP instead of starting a CLI.
+    pub api: Option<ApiSpec>,
+}
+
+impl Runner {
+    /// True for a runner that starts a process (it has an argv), false for an API runner.
+    pub fn is_cli(&self) -> bool {
+        self.api.is_none()
+    }
+}
+
+impl TryFrom<RunnerEntry> for Runner {
+    type Error = String;
+
+    /// The runner a table entry describes, once its keys fit its kind.
+    fn try_from(entry: RunnerEntry) -> Result<Runner, String> {
+        let api = entry.api_spec()?;
+        Ok(Runner {
+            name: entry.name,
+            argv: entry.argv.unwrap_or_default(),
+            max_concurrent: entry.max_concurrent,
+            prestart: entry.prestart,
+            env: entry.env,
+            api,
+        })
+    }
+}
+
+impl From<Runner> for RunnerEntry {
+    fn from(runner: Runner) -> RunnerEntry {
+        let mut entry = RunnerEntry {
+            name: runner.name,
+            argv: Some(runner.argv),
+            max_concurrent: runner.max_concurrent,
+            prestart: runner.prestart,
+            env: runner.env,
+            ..RunnerEntry::default()
+        };
+        if let Some(spec) = &runner.api {
+            entry.set_api(spec);
+        }
+        entry
+    }
 }
 
 #[cfg(test)]
@@ -43,6 +88,7 @@ impl Runner {
             max_concurrent: None,
             prestart: None,
             env: RunnerEnv::new(),
+            api: None,
         }
     }
 }
@@ -121,13 +167,17 @@ fn without_prompt_slot(argv: &[String]) -> Vec<String> {
 }
 
 /// A table as what identifies each runner, in order (cache and single-flight keys):
-/// `[name, argv]`, and `[name, argv, env]` for a runner with its own environment.
+/// `[name, argv]`, `[name, argv, env]` for a runner with its own environment, and
+/// `[name, [api=..., model=..., ...]]` for an API runner.
 pub fn table_identity(table: &[Runner]) -> Value {
     table
         .iter()
-        .map(|r| match r.env.is_empty() {
-            true => serde_json::json!([r.name, r.argv]),
-            false => serde_json::json!([r.name, r.argv, crate::core::runner_env::identity(&r.env)]),
+        .map(|r| match (&r.api, r.env.is_empty()) {
+            (Some(api), _) => serde_json::json!([r.name, api.identity()]),
+            (None, true) => serde_json::json!([r.name, r.argv]),
+            (None, false) => {
+                serde_json::json!([r.name, r.argv, crate::core::runner_env::identity(&r.env)])
+            }
         })
         .collect()
 }
@@ -243,6 +293,18 @@ pub enum TableError {
         runner: String,
         source: EnvError,
     },
+    /// An API runner in the investigate table: it only sees the prompt, so it cannot
+    /// read the files an investigate job asks about.
+    #[error(
+        "runners.{table}[{index}] ({runner:?}): an API runner cannot investigate: it gets \
+         only the prompt and cannot read, search or open files; put it in the default \
+         table, and use a CLI runner (codex, claude) for investigate"
+    )]
+    ApiInInvestigate {
+        table: String,
+        index: usize,
+        runner: String,
+    },
     /// `max_concurrent = 0`, which would never run.
     #[error(
         "runners.{table}[{index}] ({runner:?}): \"max_concurrent\" is 0; remove it or give 1 or more"
@@ -303,6 +365,7 @@ fn override_entry(index: usize, item: &Value) -> Result<Runner, OverrideProblem>
         max_concurrent: None,
         prestart: None,
         env: RunnerEnv::new(),
+        api: None,
     })
 }
 
@@ -335,6 +398,23 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
         if r.name.is_empty() {
             return Err(TableError::EmptyName { table, index });
         }
+        if r.max_concurrent == Some(0) {
+            return Err(TableError::NoConcurrency {
+                table,
+                index,
+                runner,
+            });
+        }
+        if r.api.is_some() {
+            if table == "investigate" {
+                return Err(TableError::ApiInInvestigate {
+                    table,
+                    index,
+                    runner,
+                });
+            }
+            continue;
+        }
         if r.argv.first().is_none_or(|p| p.is_empty()) {
             return Err(TableError::EmptyArgv {
                 table,
@@ -358,13 +438,6 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
                 source,
             });
         }
-        if r.max_concurrent == Some(0) {
-            return Err(TableError::NoConcurrency {
-                table,
-                index,
-                runner,
-            });
-        }
         if r.prestart.is_some_and(|n| n > 0) {
             if table != "default" {
                 return Err(TableError::PrestartOutsideDefault {
@@ -386,153 +459,5 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn prompt_fills_the_slot() {
-        let inv = build_invocation(&v(&["x", "--", "{prompt}"]), "--version");
-        assert_eq!(inv.argv, v(&["x", "--", "--version"]));
-        assert_eq!(inv.stdin, None);
-    }
-
-    #[test]
-    fn no_slot_means_stdin() {
-        let inv = build_invocation(&v(&["x", "-p"]), "hi");
-        assert_eq!(inv.argv, v(&["x", "-p"]));
-        assert_eq!(inv.stdin.as_deref(), Some("hi"));
-    }
-
-    #[test]
-    fn long_prompt_goes_to_stdin_without_the_dashes() {
-        let fits = "a".repeat(MAX_ARG_BYTES);
-        assert_eq!(
-            build_invocation(&v(&["x", "--", "{prompt}"]), &fits).stdin,
-            None
-        );
-        let long = "a".repeat(MAX_ARG_BYTES + 1);
-        let inv = build_invocation(&v(&["x", "-p", "--", "{prompt}"]), &long);
-        assert_eq!(inv.argv, v(&["x", "-p"]));
-        assert_eq!(inv.stdin.as_deref(), Some(long.as_str()));
-    }
-
-    #[test]
-    fn nul_prompt_goes_to_stdin() {
-        let inv = build_invocation(&v(&["x", "{prompt}"]), "a\0b");
-        assert_eq!(inv.argv, v(&["x"]));
-        assert_eq!(inv.stdin.as_deref(), Some("a\0b"));
-    }
-
-    #[test]
-    fn override_parses_pairs() {
-        let r = parse_override(r#"[["a", ["/bin/a", "{prompt}"]], ["b", ["b", ""]]]"#).unwrap();
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[1].argv, v(&["b", ""]));
-        assert_eq!(parse_override("[]").unwrap(), vec![]);
-    }
-
-    #[test]
-    fn bad_override_names_the_variable() {
-        for bad in [
-            "nope",
-            "{}",
-            "[1]",
-            r#"[["a"]]"#,
-            r#"[["a", []]]"#,
-            r#"[["a", ["x", 1]]]"#,
-            r#"[[1, ["x"]]]"#,
-            r#"[["a", ["{prompt}"]]]"#,
-            r#"[["a", ["bin/fake", "{prompt}"]]]"#,
-            r#"[["a", ["./fake"]]]"#,
-        ] {
-            let e = parse_override(bad).unwrap_err().to_string();
-            assert!(e.starts_with(RUNNERS_VAR), "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn table_check_names_the_problem() {
-        let r = |name: &str, argv: &[&str], mc| Runner {
-            max_concurrent: mc,
-            ..Runner::for_tests(name, argv)
-        };
-        assert!(check_table("default", &[r("a", &["x"], Some(2))]).is_ok());
-        assert!(
-            check_table("default", &[r("", &["x"], None)])
-                .unwrap_err()
-                .to_string()
-                .contains("name")
-        );
-        assert!(
-            check_table("default", &[r("a", &[], None)])
-                .unwrap_err()
-                .to_string()
-                .contains("argv")
-        );
-        assert!(
-            check_table("default", &[r("a", &["x"], Some(0))])
-                .unwrap_err()
-                .to_string()
-                .contains("max_concurrent")
-        );
-        for (argv, words) in [
-            (&["{prompt}"][..], "the first item must be the program"),
-            (&["--", "{prompt}"][..], "empty once a long prompt"),
-            (&["bin/claude", "{prompt}"][..], "relative path"),
-            (&["./claude"][..], "relative path"),
-        ] {
-            let e = check_table("default", &[r("a", argv, None)]).unwrap_err();
-            assert_eq!(e.to_string(), "runners.default[0] (\"a\")", "the entry");
-            let e = crate::support::error::chain(&e);
-            assert!(e.contains(words), "{argv:?}: {e}");
-        }
-        assert!(check_table("default", &[r("a", &["/bin/x", "--", "{prompt}"], None)]).is_ok());
-    }
-
-    #[test]
-    fn prestart_is_for_default_runners_with_the_prompt_on_stdin() {
-        let r = |argv: &[&str], prestart| Runner {
-            prestart,
-            ..Runner::for_tests("c", argv)
-        };
-        assert!(check_table("default", &[r(&["/bin/c", "-p"], Some(2))]).is_ok());
-        assert!(check_table("investigate", &[r(&["/bin/c", "--", "{prompt}"], Some(0))]).is_ok());
-        let e = check_table("investigate", &[r(&["/bin/c"], Some(1))]).unwrap_err();
-        assert!(e.to_string().contains("only for the default table"), "{e}");
-        let e = check_table("default", &[r(&["/bin/c", "--", "{prompt}"], Some(1))]).unwrap_err();
-        assert!(e.to_string().contains("needs the prompt on stdin"), "{e}");
-    }
-
-    #[test]
-    fn a_stream_json_runner_gets_the_prompt_as_one_user_message() {
-        for argv in [
-            v(&["claude", "-p", "--input-format", "stream-json"]),
-            v(&["claude", "-p", "--input-format=stream-json"]),
-        ] {
-            let inv = build_invocation(&argv, "is \"x\"\nright?");
-            assert_eq!(inv.argv, argv);
-            let line = inv.stdin.unwrap();
-            assert!(
-                line.ends_with('\n') && line.matches('\n').count() == 1,
-                "{line:?}"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            assert_eq!(
-                message,
-                serde_json::json!({"type": "user", "message": {"role": "user", "content": "is \"x\"\nright?"}})
-            );
-        }
-        let plain = v(&["claude", "-p", "--input-format", "text"]);
-        assert_eq!(build_invocation(&plain, "q").stdin.as_deref(), Some("q"));
-        let long = "x".repeat(MAX_ARG_BYTES + 1);
-        let slotted = v(&["claude", "--input-format", "stream-json", "--", "{prompt}"]);
-        let inv = build_invocation(&slotted, &long);
-        assert_eq!(inv.argv, v(&["claude", "--input-format", "stream-json"]));
-        let message: Value = serde_json::from_str(&inv.stdin.unwrap()).unwrap();
-        assert_eq!(message["message"]["content"], long.as_str());
-    }
-}
+#[path = "runner_table_tests.rs"]
+mod tests;

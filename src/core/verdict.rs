@@ -48,6 +48,14 @@ pub enum RunEnd {
     Exited { code: i32 },
     /// Shutdown stopped it (the job stays queued, so no verdict carries this).
     Stopped,
+    /// An API runner whose key variable is not set: nothing was sent (health counts
+    /// it as `not installed`).
+    NotConfigured { var: String },
+    /// An API request that got no reply to read (an error status, a transport
+    /// failure, a bad or oversized body): health counts it as a failed exit.
+    RequestFailed,
+    /// An API request that got a reply; its text went through the answer rules.
+    Replied,
 }
 
 /// What one finished runner gave: its attempt, and the answer when there is one.
@@ -113,19 +121,23 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
             None,
         ),
         RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
+        RunEnd::NotConfigured { var } => (format!("not configured: {var} is not set"), None),
+        RunEnd::RequestFailed => (clip("request failed", &detail()), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
-        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(reply) {
-            Some(obj) => ("answered".to_string(), Some(obj)),
-            None => {
-                let label = match stdout_cut {
-                    Some(cap) => format!(
-                        "no JSON object line in stdout (output cut to the last {cap} bytes)"
-                    ),
-                    None => "no JSON object line in stdout".to_string(),
-                };
-                (clip(&label, &detail()), None)
+        RunEnd::Exited { .. } | RunEnd::Replied => {
+            match crate::core::answer::last_json_object(reply) {
+                Some(obj) => ("answered".to_string(), Some(obj)),
+                None => {
+                    let label = match stdout_cut {
+                        Some(cap) => format!(
+                            "no JSON object line in stdout (output cut to the last {cap} bytes)"
+                        ),
+                        None => "no JSON object line in stdout".to_string(),
+                    };
+                    (clip(&label, &detail()), None)
+                }
             }
-        },
+        }
     };
     let (usage, refused_usage) = match envelope {
         Some(e) => (e.usage, e.refused_usage),

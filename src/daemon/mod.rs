@@ -12,6 +12,7 @@ mod inbox_watch;
 mod inbox_watch;
 pub mod sd_notify;
 pub mod slots;
+mod uninstalled;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -103,7 +104,13 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     let slots = SharedSlots::default();
     match runtime {
         Ok(rt) => {
-            let prestart = Prestarting::new(Processes::new(pool), rt.handle().clone());
+            let processes = Processes::new(pool);
+            // Built now (it reads the system's certificates), not by the first verdict;
+            // only the default table may hold API runners.
+            if settings.table(Mode::Default).iter().any(|r| !r.is_cli()) {
+                processes.warm_api();
+            }
+            let prestart = Prestarting::new(processes, rt.handle().clone());
             let daemon = Daemon::new(
                 settings,
                 sources,
@@ -251,7 +258,7 @@ impl Daemon {
             }
         };
         self.log_start();
-        self.warn_uninstalled();
+        uninstalled::warn_uninstalled(&self.base);
         self.read_codex_catalog();
         let mut catalog_refresh = tokio::time::interval_at(
             tokio::time::Instant::now() + codex_models::REFRESH_EVERY,
@@ -354,39 +361,6 @@ impl Daemon {
             state = %self.state.root.display(),
             isolation = crate::process::pid_ns::isolation().describe(), "daemon start"
         );
-    }
-
-    /// Warns about each table none of whose runners is installed: its jobs end unchecked.
-    fn warn_uninstalled(&self) {
-        let modes: &[Mode] = if self.base.runner_override.is_some() {
-            &[Mode::Default]
-        } else {
-            &[Mode::Default, Mode::Investigate]
-        };
-        for &mode in modes {
-            let table = self.base.table(mode);
-            let installed = table
-                .iter()
-                .filter_map(|r| r.argv.first())
-                .any(|p| crate::process::spawn::resolve_program(p).is_some());
-            if !installed {
-                let names: Vec<&str> = table
-                    .iter()
-                    .filter_map(|r| r.argv.first())
-                    .map(String::as_str)
-                    .collect();
-                let which = if self.base.runner_override.is_some() {
-                    crate::core::runner_table::RUNNERS_VAR.to_string()
-                } else {
-                    format!("{} table", mode.name())
-                };
-                tracing::warn!(
-                    "{which}: none of its runners ({}) is installed on the daemon's PATH, so its \
-                     jobs end unchecked; install one or fix PATH in the service's environment",
-                    names.join(", ")
-                );
-            }
-        }
     }
 
     /// Opens the worker slots to jobs (once the first codex catalog read is over,
@@ -515,7 +489,7 @@ impl Daemon {
                 self.extras = self.extras_for(&self.base);
                 self.status_dirty = true;
                 tracing::info!(workers = self.workers(), "config reloaded");
-                self.warn_uninstalled();
+                uninstalled::warn_uninstalled(&self.base);
                 self.apply_codex_catalog(false);
                 self.read_codex_catalog();
             }

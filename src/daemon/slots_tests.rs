@@ -6,7 +6,9 @@ use std::time::Duration;
 use super::*;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::lifecycle::LifecycleError;
-use crate::engine::spawner::{AttemptSpec, BoxFuture, OnProgress, Progress, Spawner};
+use crate::engine::spawner::{
+    AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner,
+};
 use crate::process::spawn::RunOutput;
 
 /// Answers yes once `parties` runners run at once (or after 60 s), recording
@@ -50,16 +52,16 @@ impl Spawner for Together {
         &'a self,
         _spec: &'a AttemptSpec<'a>,
         progress: &'a mut OnProgress<'_>,
-    ) -> BoxFuture<'a, RunOutput> {
+    ) -> BoxFuture<'a, AttemptOutput> {
         progress(Progress::Spawned { pgid: 0 });
         self.meet();
-        Box::pin(std::future::ready(RunOutput {
+        Box::pin(std::future::ready(AttemptOutput::Process(RunOutput {
             end: RunEnd::Exited { code: 0 },
             stdout: "{\"ok\": true}".into(),
             stderr: String::new(),
             stdout_cut: None,
             elapsed: Duration::ZERO,
-        }))
+        })))
     }
 }
 

@@ -12,10 +12,11 @@ use crate::core::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
+use crate::engine::api_attempt::judge_api;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
-use crate::engine::spawner::{AttemptSpec, Processes, Progress, Spawner, Workdir};
+use crate::engine::spawner::{AttemptOutput, AttemptSpec, Processes, Progress, Spawner, Workdir};
 use crate::process::spawn::{StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
@@ -159,7 +160,9 @@ pub async fn judge(
             slot = extras.limits.acquire(runner, &job.id) => slot,
         };
         let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
-        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }) = (cwd, &runner_cwd) {
+        if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }, true) =
+            (cwd, &runner_cwd, runner.is_cli())
+        {
             tracing::warn!(
                 id = %job.id, runner = %runner.name, cwd = %dir.display(),
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
@@ -214,9 +217,13 @@ fn reserve<'a>(
     Err(reason)
 }
 
-/// A run that started a process: it may have cost something and counts toward the cap.
+/// A run that started a process or sent a request: it may have cost something and
+/// counts toward the cap.
 fn started_a_process(end: &RunEnd) -> bool {
-    !matches!(end, RunEnd::NotInstalled | RunEnd::SpawnFailed { .. })
+    !matches!(
+        end,
+        RunEnd::NotInstalled | RunEnd::SpawnFailed { .. } | RunEnd::NotConfigured { .. }
+    )
 }
 
 /// What every attempt of one job shares.
@@ -267,31 +274,46 @@ async fn attempt_runner(
         tag,
         stop,
     };
+    // An API runner's start line names its protocol, model and base URL.
+    let api = runner.api.as_ref();
     let mut progress = |step: Progress<'_>| match step {
         Progress::Starting { cwd, prestarted } => tracing::info!(
             id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
             cwd = cwd.map(|dir| tracing::field::display(dir.display())),
-            prestarted = prestarted.then_some(true), "runner start"
+            prestarted = prestarted.then_some(true),
+            api = api.map(|a| a.protocol.name()),
+            model = api.map(|a| tracing::field::display(&a.model)),
+            base_url = api.map(|a| tracing::field::display(&a.base_url)), "runner start"
         ),
         Progress::Spawned { pgid } => on_spawn(&runner.name, pgid),
     };
-    let out = spawner.run(&spec, &mut progress).await;
-    let output = Output {
-        stdout: &out.stdout,
-        stderr: &out.stderr,
-        stdout_cut: out.stdout_cut,
-        format: output_format(&runner.argv),
+    let (judged, end, elapsed) = match spawner.run(&spec, &mut progress).await {
+        AttemptOutput::Process(out) => {
+            let output = Output {
+                stdout: &out.stdout,
+                stderr: &out.stderr,
+                stdout_cut: out.stdout_cut,
+                format: output_format(&runner.argv),
+            };
+            let judged = judge_attempt(&runner.name, &out.end, output);
+            (judged, out.end, out.elapsed)
+        }
+        AttemptOutput::Api(out) => {
+            let (judged, end) = judge_api(runner, &out.end);
+            (judged, end, out.elapsed)
+        }
     };
     let Judged {
         mut attempt,
         answer: found,
         refused_usage,
-    } = judge_attempt(&runner.name, &out.end, output);
+    } = judged;
     if let Some(why) = refused_usage {
         tracing::warn!(id = %job.id, runner = %runner.name, "usage the runner reported is not counted: {why}");
     }
-    attempt.elapsed_ms = Some(u64::try_from(out.elapsed.as_millis()).unwrap_or(u64::MAX));
-    attempt.cwd_refused = cwd_note(cwd);
+    attempt.elapsed_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+    // An API runner works in no folder: the job's cwd means nothing to it.
+    attempt.cwd_refused = runner.is_cli().then(|| cwd_note(cwd)).flatten();
     // Fields of a runner that reported no usage are left out of the line.
     let usage = attempt.usage.as_ref();
     tracing::info!(
@@ -302,7 +324,7 @@ async fn attempt_runner(
         output_tokens = usage.map(|u| u.output_tokens),
         cost_usd = usage.and_then(|u| u.cost_usd), "runner end"
     );
-    (attempt, found, out.end)
+    (attempt, found, end)
 }
 
 /// The note an attempt carries when the job's cwd was refused: why, clipped as reasons

@@ -210,3 +210,66 @@ async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
     assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
     assert_eq!(b.spawner.starts(), 1, "only the whole job ran a runner");
 }
+
+/// An API runner's attempt goes through the same seam as a process: a scripted 429
+/// falls back to the next API runner, whose JSON-mode reply spread over lines answers;
+/// the failure feeds runner health as a CLI's would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
+    use crate::core::api_protocol::CallEnd;
+    use crate::core::runner_table::Runner;
+    use crate::store::health_store::HealthStore;
+
+    let busy = CallEnd::Response {
+        status: 429,
+        retry_after: Some("7".into()),
+        body: br#"{"error": {"message": "slow down"}}"#.to_vec(),
+    };
+    let reply = json!({
+        "choices": [{"message": {"content": "{\n  \"ok\": true\n}"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 66, "completion_tokens": 9},
+    });
+    let answers = CallEnd::Response {
+        status: 200,
+        retry_after: None,
+        body: reply.to_string().into_bytes(),
+    };
+    let mut b = Bench::new(vec![Act::Api(busy), Act::Api(answers)]);
+    let api_runner = |name: &str, api: &str| -> Runner {
+        let entry = format!(
+            "name = \"{name}\"\napi = \"{api}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+        );
+        toml::from_str(&entry).expect("an API runner entry")
+    };
+    b.settings.runner_override = Some(vec![
+        api_runner("haiku-api", "anthropic"),
+        api_runner("local", "openai-chat"),
+    ]);
+    b.settings.config.health.enabled = true;
+    let extras = Extras {
+        health: HealthStore::open(&b.state, &b.settings.config.health),
+        ..b.extras()
+    };
+    let path = b.job("a", &question("p"));
+    let handled = bounded("handle", b.handle(&path, &extras, WorkerLink::default())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
+    let verdict = b.verdict("T", "a").expect("a verdict");
+    let attempts = &verdict["attempts"];
+    assert_eq!(
+        attempts[0]["reason"], "http 429: slow down (retry after 7 s)",
+        "{verdict}"
+    );
+    assert_eq!(
+        (&attempts[1]["runner"], &attempts[1]["reason"]),
+        (&json!("local"), &json!("answered"))
+    );
+    assert_eq!(attempts[1]["usage"]["input_tokens"], 66);
+    assert!(attempts[1].get("cwd_refused").is_none(), "{verdict}");
+    assert_eq!(
+        b.spawner.starts(),
+        2,
+        "both attempts went through the spawner"
+    );
+    let health = std::fs::read_to_string(b.state.health()).expect("health.json");
+    assert!(health.contains("http 429: slow down"), "{health}");
+}

@@ -1,9 +1,11 @@
 //! The job engine: one job file from claim to removal (`lifecycle`), the runner
-//! attempts in fallback order (`attempts`), single-flight, per-runner limits,
+//! attempts in fallback order (`attempts`, each through the one seam, `spawner`; an
+//! API runner's reply judged in `api_attempt`), single-flight, per-runner limits,
 //! recovery of what an interrupted holder left, the codex catalog lookup and the
 //! judge's files a codex argv names, runners
 //! started ahead of their jobs (`prestart`) and the folders runners work in.
 
+pub mod api_attempt;
 pub mod attempts;
 pub mod codex_argv;
 pub mod codex_catalog;

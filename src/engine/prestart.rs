@@ -36,9 +36,9 @@ use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
 use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
 use crate::engine::spawner::{
-    AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec, WaitingRunner, Workdir,
+    AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec, WaitingRunner,
+    Workdir,
 };
-use crate::process::spawn::RunOutput;
 
 /// A waiting runner older than this is replaced by a fresh one: the CLI on disk may have
 /// been updated, and its login may have expired, while it waited.
@@ -165,7 +165,7 @@ impl<S: Spawner + 'static> Spawner for Prestarting<S> {
         &'a self,
         spec: &'a AttemptSpec<'a>,
         progress: &'a mut OnProgress<'_>,
-    ) -> BoxFuture<'a, RunOutput> {
+    ) -> BoxFuture<'a, AttemptOutput> {
         Box::pin(self.run_attempt(spec, progress))
     }
 
@@ -204,7 +204,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         &self,
         spec: &AttemptSpec<'_>,
         progress: &mut OnProgress<'_>,
-    ) -> RunOutput {
+    ) -> AttemptOutput {
         let copy = match spec.workdir {
             Workdir::Fresh => self.take(spec.runner),
             Workdir::Job(_) => None,
@@ -229,7 +229,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         } = copy;
         let out = process.finish(spec).await;
         drop(folder);
-        out
+        out.into()
     }
 
     /// Keeps what `settings` asks for (at start and on reload; cheap when nothing

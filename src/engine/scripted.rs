@@ -1,6 +1,7 @@
 //! The lifecycle tests' stand-ins: a scripted spawner in place of runner processes
-//! (answers, hangs until its timeout or stop, and copies started ahead of their jobs
-//! that wait, die or print early) and a bench (a temp state folder, settings with one
+//! and model APIs (answers, hangs until its timeout or stop, an API runner's request
+//! ending as scripted, and copies started ahead of their jobs that wait, die or print
+//! early) and a bench (a temp state folder, settings with one
 //! scripted runner).
 
 use std::collections::VecDeque;
@@ -12,13 +13,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::core::api_protocol::CallEnd;
 use crate::core::config::Settings;
 use crate::core::job_life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Extras;
 use crate::engine::lifecycle::{Handled, WorkerLink, handle};
 use crate::engine::spawner::{
-    AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec, WaitingRunner,
+    ApiOutput, AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec,
+    WaitingRunner,
 };
 use crate::process::spawn::{RunOutput, stopped};
 use crate::store::claim::{self, Acquired};
@@ -30,6 +33,8 @@ pub enum Act {
     Answer(&'static str),
     /// Runs until its timeout or the stop signal, as a real runner that never answers.
     Hang,
+    /// An API runner's request that ended so (a reply, an error status, a timeout...).
+    Api(CallEnd),
 }
 
 /// What a scripted copy started ahead of its job does.
@@ -99,24 +104,30 @@ impl Scripted {
         self.copy_log.discarded.load(Ordering::SeqCst)
     }
 
-    async fn play(&self, spec: &AttemptSpec<'_>, progress: &mut OnProgress<'_>) -> RunOutput {
+    async fn play(&self, spec: &AttemptSpec<'_>, progress: &mut OnProgress<'_>) -> AttemptOutput {
         let act = self.acts.lock().ok().and_then(|mut a| a.pop_front());
         self.runs.fetch_add(1, Ordering::SeqCst);
         progress(Progress::Starting {
             cwd: None,
             prestarted: false,
         });
+        // A request starts no process: no process group to report.
+        if let Some(Act::Api(end)) = act {
+            self.started.notify_one();
+            let elapsed = Duration::ZERO;
+            return AttemptOutput::Api(ApiOutput { end, elapsed });
+        }
         // pgid 0 is no process group: recovery and health never signal it.
         progress(Progress::Spawned { pgid: 0 });
         self.started.notify_one();
         let (end, stdout) = match act {
             Some(Act::Answer(text)) => (RunEnd::Exited { code: 0 }, text.to_string()),
-            Some(Act::Hang) | None => tokio::select! {
+            Some(Act::Hang | Act::Api(_)) | None => tokio::select! {
                 () = tokio::time::sleep(spec.timeout()) => (RunEnd::TimedOut { seconds: spec.timeout().as_secs_f64() }, String::new()),
                 () = stopped(spec.stop) => (RunEnd::Stopped, String::new()),
             },
         };
-        answered(end, stdout)
+        answered(end, stdout).into()
     }
 }
 
@@ -135,7 +146,7 @@ impl Spawner for Scripted {
         &'a self,
         spec: &'a AttemptSpec<'a>,
         progress: &'a mut OnProgress<'_>,
-    ) -> BoxFuture<'a, RunOutput> {
+    ) -> BoxFuture<'a, AttemptOutput> {
         Box::pin(self.play(spec, progress))
     }
 

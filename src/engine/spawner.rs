@@ -1,9 +1,10 @@
 //! The seam between judging and starting runners: a `Spawner` runs one runner
 //! attempt (a runner of the table, a job's prompt, a folder, a timeout), not a
 //! process. Everything the engine starts goes through it: `Processes` starts runner
-//! processes (the daemon, `run`, `ask`, `eval`), `engine::prestart::Prestarting` wraps
-//! another spawner and gives a job a runner started ahead of it, and the in-process
-//! lifecycle tests plug in a scripted one, so the job logic runs without processes.
+//! processes and sends an API runner's one request (the daemon, `run`, `ask`, `eval`),
+//! `engine::prestart::Prestarting` wraps another spawner and gives a job a runner
+//! started ahead of it, and the in-process lifecycle tests plug in a scripted one, so
+//! the job logic runs without processes or servers.
 
 use std::future::Future;
 use std::path::Path;
@@ -11,12 +12,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::core::api_protocol::CallEnd;
+use crate::core::api_runner::ApiSpec;
 use crate::core::config::Settings;
 use crate::core::job::{Job, Mode};
 use crate::core::runner_table::{Runner, build_invocation};
 use crate::core::verdict::RunEnd;
 use crate::engine::codex_argv::prepared_argv;
 use crate::engine::runner_folder::fresh_runner_folder;
+use crate::process::api_call::{ApiClient, ApiRequest};
 use crate::process::pool::SupervisorPool;
 use crate::process::spawn::StopSignal;
 use crate::process::spawn::{self, Launcher, PromptSpec, RunOutput, RunSpec, Running, StartSpec};
@@ -61,6 +65,28 @@ impl AttemptSpec<'_> {
     }
 }
 
+/// How an attempt ended, as the seam reports it.
+#[derive(Debug)]
+pub enum AttemptOutput {
+    /// A runner process's end and output (a CLI runner).
+    Process(RunOutput),
+    /// An API runner's one request.
+    Api(ApiOutput),
+}
+
+/// How an API runner's request ended, and how long it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiOutput {
+    pub end: CallEnd,
+    pub elapsed: Duration,
+}
+
+impl From<RunOutput> for AttemptOutput {
+    fn from(out: RunOutput) -> Self {
+        AttemptOutput::Process(out)
+    }
+}
+
 /// What an attempt tells its caller as it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress<'p> {
@@ -92,12 +118,13 @@ pub struct WaitSpec<'a> {
 /// Runs runner attempts: the one way the engine starts a runner.
 pub trait Spawner: Send + Sync {
     /// Runs `spec` to its end, honouring its timeout and stop signal (ending
-    /// `TimedOut` / `Stopped`), and telling `progress` as it starts.
+    /// `TimedOut` / `Stopped`), and telling `progress` as it starts: a CLI runner's
+    /// process, or an API runner's request.
     fn run<'a>(
         &'a self,
         spec: &'a AttemptSpec<'a>,
         progress: &'a mut OnProgress<'_>,
-    ) -> BoxFuture<'a, RunOutput>;
+    ) -> BoxFuture<'a, AttemptOutput>;
 
     /// Starts `spec.runner` ahead of its job, waiting for its prompt (`prestart = N`);
     /// how its start ended when it could not. A kind that cannot wait says so.
@@ -120,7 +147,7 @@ impl<T: Spawner + ?Sized> Spawner for Arc<T> {
         &'a self,
         spec: &'a AttemptSpec<'a>,
         progress: &'a mut OnProgress<'_>,
-    ) -> BoxFuture<'a, RunOutput> {
+    ) -> BoxFuture<'a, AttemptOutput> {
         (**self).run(spec, progress)
     }
 
@@ -156,10 +183,13 @@ pub trait WaitingRunner: Send {
 }
 
 /// Real runner processes, each under its own supervisor (`process::spawn`): a pooled
-/// one when there is a pool (the daemon), else one forked per attempt (`run`, `ask`).
+/// one when there is a pool (the daemon), else one forked per attempt (`run`, `ask`);
+/// and real API requests on one HTTP client, shared by every clone, whose connections
+/// stay open for as long as it lives (the daemon's: its whole life, across reloads).
 #[derive(Clone)]
 pub struct Processes {
     launcher: Launcher,
+    api: Arc<ApiClient>,
 }
 
 impl Default for Processes {
@@ -174,7 +204,40 @@ impl Processes {
     pub fn new(pool: Option<Arc<SupervisorPool>>) -> Self {
         Processes {
             launcher: Launcher::new(pool),
+            api: Arc::default(),
         }
+    }
+
+    /// Builds the HTTP client of API runners now (it reads the system's certificates),
+    /// so the first verdict does not pay for it.
+    pub fn warm_api(&self) {
+        self.api.warm();
+    }
+
+    /// An API runner's attempt: one request with the job's prompt, in no folder.
+    async fn call_api(
+        &self,
+        spec: &AttemptSpec<'_>,
+        api: &ApiSpec,
+        progress: &mut OnProgress<'_>,
+    ) -> AttemptOutput {
+        progress(Progress::Starting {
+            cwd: None,
+            prestarted: false,
+        });
+        let request = ApiRequest {
+            spec: api,
+            prompt: &spec.job.prompt,
+            timeout: spec.timeout(),
+            cap: spec.settings.config.output_cap_bytes,
+            stop: spec.stop,
+        };
+        let started = Instant::now();
+        let end = self.api.call(&request).await;
+        AttemptOutput::Api(ApiOutput {
+            end,
+            elapsed: started.elapsed(),
+        })
     }
 
     async fn run_process(
@@ -240,8 +303,13 @@ impl Spawner for Processes {
         &'a self,
         spec: &'a AttemptSpec<'a>,
         progress: &'a mut OnProgress<'_>,
-    ) -> BoxFuture<'a, RunOutput> {
-        Box::pin(self.run_process(spec, progress))
+    ) -> BoxFuture<'a, AttemptOutput> {
+        Box::pin(async move {
+            match &spec.runner.api {
+                Some(api) => self.call_api(spec, api, progress).await,
+                None => self.run_process(spec, progress).await.into(),
+            }
+        })
     }
 
     fn start_waiting<'a>(
@@ -249,6 +317,13 @@ impl Spawner for Processes {
         spec: &'a WaitSpec<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
         Box::pin(async move {
+            // The table refuses `prestart` on an API runner; this keeps the seam honest.
+            if spec.runner.api.is_some() {
+                return Err(RunEnd::SpawnFailed {
+                    kind: std::io::ErrorKind::Unsupported,
+                    message: "an API runner starts no process, so none can wait".into(),
+                });
+            }
             // Pre-started copies are of default-table runners only.
             let argv = match prepared_argv(spec.settings, Mode::Default, &spec.runner.argv) {
                 Ok(argv) => argv,

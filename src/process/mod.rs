@@ -3,8 +3,11 @@
 //! file per platform), short bounded runs of an installed runner (`probe`), and the
 //! daemon's pool of supervisors with the zygote that forks them (`pool`, `zygote`,
 //! with `fd_passing`), each the init of its own PID namespace where the system
-//! allows (`pid_ns`). `tag` is the variable that marks a runner's processes. Errors are `ProcessError` (`error`).
+//! allows (`pid_ns`). `tag` is the variable that marks a runner's processes. Errors are
+//! `ProcessError` (`error`). An API runner's request is this layer's other edge
+//! (`api_call`): one HTTP exchange instead of a process.
 
+pub mod api_call;
 pub mod error;
 #[cfg(target_os = "linux")]
 mod fd_passing;

@@ -106,10 +106,12 @@ impl HealthStore {
     /// The table in trying order; a runner benched as not installed is looked up on
     /// `PATH` again (a few `stat`s, no process).
     pub fn order<'a>(&self, table: &'a [Runner]) -> Vec<&'a Runner> {
-        let installed = |r: &Runner| {
-            r.argv
+        let installed = |r: &Runner| match &r.api {
+            Some(api) => api.key_is_set(|var| std::env::var_os(var)),
+            None => r
+                .argv
                 .first()
-                .is_some_and(|program| resolve_program(program).is_some())
+                .is_some_and(|program| resolve_program(program).is_some()),
         };
         order(table, &self.load(), self.now(), installed)
     }

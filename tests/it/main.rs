@@ -9,6 +9,7 @@
 mod support;
 
 mod adversarial;
+mod api_runner;
 mod architecture;
 mod beyond;
 mod codex_files;
@@ -24,6 +25,7 @@ mod escapees;
 mod eval;
 mod faults;
 mod faults_memory;
+mod local_model;
 mod migration;
 mod operator;
 mod prestart;

@@ -770,6 +770,7 @@ fn runner(argv: Vec<String>) -> Runner {
         max_concurrent: None,
         prestart: None,
         env: Default::default(),
+        api: None,
     }
 }
 

@@ -1,0 +1,56 @@
+//! The daemon's start-up and reload warning for a table none of whose runners can run:
+//! no CLI runner installed on its PATH, no API runner with its key variable set. Its
+//! jobs would end unchecked.
+
+use crate::core::config::Settings;
+use crate::core::job::Mode;
+use crate::core::runner_table::{RUNNERS_VAR, Runner};
+
+/// Warns about each table none of whose runners is usable.
+pub(super) fn warn_uninstalled(settings: &Settings) {
+    let overridden = settings.runner_override.is_some();
+    let modes: &[Mode] = match overridden {
+        true => &[Mode::Default],
+        false => &[Mode::Default, Mode::Investigate],
+    };
+    for &mode in modes {
+        let table = settings.table(mode);
+        if table.iter().any(usable) {
+            continue;
+        }
+        let names: Vec<&str> = table
+            .iter()
+            .map(|r| r.argv.first().unwrap_or(&r.name).as_str())
+            .collect();
+        let which = match overridden {
+            true => RUNNERS_VAR.to_string(),
+            false => format!("{} table", mode.name()),
+        };
+        let (found, fix) = match table.iter().all(Runner::is_cli) {
+            true => (
+                "is installed on the daemon's PATH",
+                "install one or fix PATH",
+            ),
+            false => (
+                "is installed on the daemon's PATH or has its key variable set",
+                "install one, fix PATH or set a key",
+            ),
+        };
+        tracing::warn!(
+            "{which}: none of its runners ({}) {found}, so its jobs end unchecked; {fix} in \
+             the service's environment",
+            names.join(", ")
+        );
+    }
+}
+
+/// A CLI runner whose program is found, or an API runner whose key is set (or needs none).
+fn usable(runner: &Runner) -> bool {
+    match &runner.api {
+        Some(api) => api.key_is_set(|var| std::env::var_os(var)),
+        None => runner
+            .argv
+            .first()
+            .is_some_and(|p| crate::process::spawn::resolve_program(p).is_some()),
+    }
+}
