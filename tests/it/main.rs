@@ -29,6 +29,7 @@ mod operator;
 mod prestart;
 mod props;
 mod read_scope;
+mod runner_proc;
 mod safety_invariant;
 mod security;
 mod service;
