@@ -88,10 +88,11 @@ impl Isolation {
 
 /// What a PID namespace without its own `/proc` costs, and how to get one (doctor and
 /// the daemon's start warning).
-pub(crate) const HOST_PROC_HINT: &str = "mounting a /proc for runners was not allowed, so a \
+pub(crate) const HOST_PROC_HINT: &str = "mounting a /proc for runners was refused, so a \
      runner that looks itself up in /proc does not find itself (codex's sandbox then waits \
-     about 10 s before each command it runs); run llm-judge where it may mount (as root, or \
-     in a user namespace whose /proc is not partly hidden, as containers do)";
+     about 10 s before each command it runs); run llm-judge as root, or as a user outside \
+     a container (a container hides parts of its /proc, and the kernel then refuses a new \
+     one to a user namespace)";
 
 /// The isolation supervisors of this process get; the first call probes it.
 pub(crate) fn isolation() -> Isolation {
@@ -213,20 +214,20 @@ unsafe fn fork_as(_isolation: Isolation) -> io::Result<pid_t> {
     Ok(pid)
 }
 
-/// The first isolation whose child starts and reports back (with its own `/proc`
-/// first), else `Fork`.
+/// The first isolation whose child starts and reports back, else `Fork`. Each kind
+/// is tried with its own `/proc` first: a mount that is refused never moves a daemon
+/// that may create a PID namespace into a user namespace.
 #[cfg(target_os = "linux")]
 fn probe() -> Isolation {
-    [true, false]
-        .into_iter()
-        .flat_map(|own_proc| {
-            [
-                Isolation::PidNamespace { own_proc },
-                Isolation::UserAndPidNamespace { own_proc },
-            ]
-        })
-        .find(|&isolation| works(isolation))
-        .unwrap_or(Isolation::Fork)
+    [
+        Isolation::PidNamespace { own_proc: true },
+        Isolation::PidNamespace { own_proc: false },
+        Isolation::UserAndPidNamespace { own_proc: true },
+        Isolation::UserAndPidNamespace { own_proc: false },
+    ]
+    .into_iter()
+    .find(|&isolation| works(isolation))
+    .unwrap_or(Isolation::Fork)
 }
 
 #[cfg(not(target_os = "linux"))]
