@@ -21,6 +21,9 @@ use std::sync::OnceLock;
 
 use libc::pid_t;
 
+#[cfg(target_os = "linux")]
+use crate::support::failpoint;
+
 /// How this process forks supervisors (probed once per process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -226,6 +229,7 @@ fn probe() -> Isolation {
         Isolation::UserAndPidNamespace { own_proc: false },
     ]
     .into_iter()
+    .filter(|isolation| !(isolation.own_proc() && failpoint::proc_mount_refused()))
     .find(|&isolation| works(isolation))
     .unwrap_or(Isolation::Fork)
 }

@@ -104,3 +104,42 @@ fn a_runner_under_ask_finds_itself_in_its_proc() {
     }
     assert_eq!(proc_mounts(), host_mounts, "the test's own /proc changed");
 }
+
+/// Where mounting a `/proc` is refused (forced here by a test-build switch), the
+/// daemon keeps the PID namespace, says so once in judge.log and in `doctor`, and
+/// still judges: the runner then sees the host's `/proc`, as before.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_refused_proc_mount_falls_back_to_the_hosts_proc_with_one_warning() {
+    const REFUSE: &str = "LLM_JUDGE_REFUSE_PROC_MOUNT";
+    let w = World::new();
+    let doctor = w.command(&[]).env(REFUSE, "1").arg("doctor").output();
+    let doctor = String::from_utf8_lossy(&doctor.expect("doctor").stdout).to_string();
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("runner isolation:"))
+        .unwrap_or_else(|| panic!("{doctor}"));
+    if line.contains("plain fork") {
+        eprintln!("note: no PID namespace here ({line}); nothing to fall back from");
+        return;
+    }
+    assert!(
+        line.starts_with("warn") && line.contains("runners see the host's /proc"),
+        "{line}"
+    );
+    let mut cmd = w.command(&[w.runner("looker", LOOKS_ITSELF_UP)]);
+    cmd.env(REFUSE, "1");
+    let _d = w.start_with(cmd);
+    w.job("j", &json!({"prompt": "p"}));
+    wait_for("the verdict", NO_HANG, || w.verdicts().len() == 1);
+    let v = w.verdict("j");
+    assert_eq!(v["outcome"], "hit", "{v}\n{}", w.log());
+    assert_eq!(v["answer"]["found_itself"], false, "{v}");
+    let warnings = w.log_lines("runners see the host's /proc");
+    assert_eq!(
+        warnings.iter().filter(|l| l.contains("WARN")).count(),
+        1,
+        "{}",
+        w.log()
+    );
+}
