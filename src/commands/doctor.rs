@@ -198,9 +198,9 @@ pub fn config_failed(sources: &Sources, error: &LoadError, args: &DoctorArgs) ->
     report.finish()
 }
 
-/// Whether runners' supervisors get their own PID namespace (docs/security.md).
+/// Whether runners' supervisors get their own PID namespace and `/proc` (docs/security.md).
 fn check_isolation(report: &mut Report) {
-    use crate::process::pid_ns::{Isolation, isolation};
+    use crate::process::pid_ns::{HOST_PROC_HINT, Isolation, isolation};
     let found = isolation();
     let text = format!("runner isolation: {}", found.describe());
     if found == Isolation::Fork {
@@ -212,6 +212,8 @@ fn check_isolation(report: &mut Report) {
                  AppArmor profile that permits them for llm-judge) to close it"
             ),
         );
+    } else if found.host_proc_in_namespace() {
+        report.add(Level::Warn, format!("{text}; {HOST_PROC_HINT}"));
     } else {
         report.add(Level::Ok, text);
     }

@@ -8,20 +8,31 @@
 //! supervisor also gets a user namespace that maps only its own uid and gid, so files
 //! are accessed exactly as before. Where neither works (macOS, a system that forbids
 //! user namespaces) supervisors are plain forks, as before (docs/security.md).
+//!
+//! Where it may, the supervisor also gets a mount namespace of its own (a slave of the
+//! host's: mounts never travel back) with a fresh `/proc` on `/proc`, so the runner's
+//! `/proc` shows its own namespace: `/proc/self` is its pid there and `/proc/<pid>`
+//! names its own processes (codex's sandbox looks itself up there and stalls when it
+//! is missing). Where mounting is not allowed (a nested container), runners see the
+//! host's `/proc`, as before, and `doctor` and the daemon's start line say so.
 
 use std::io;
 use std::sync::OnceLock;
 
 use libc::pid_t;
 
+#[cfg(target_os = "linux")]
+use crate::support::failpoint;
+
 /// How this process forks supervisors (probed once per process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) enum Isolation {
-    /// A new PID namespace.
-    PidNamespace,
-    /// A new user namespace mapping our own ids, and a PID namespace in it.
-    UserAndPidNamespace,
+    /// A new PID namespace; `own_proc`: with a mount namespace and a fresh `/proc`.
+    PidNamespace { own_proc: bool },
+    /// A new user namespace mapping our own ids, and a PID namespace in it (`own_proc`
+    /// as above).
+    UserAndPidNamespace { own_proc: bool },
     /// A plain fork.
     Fork,
 }
@@ -30,12 +41,61 @@ impl Isolation {
     /// How `doctor` and the start line name it.
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            Isolation::PidNamespace => "pid namespace",
-            Isolation::UserAndPidNamespace => "user and pid namespace",
+            Isolation::PidNamespace { own_proc: true } => "pid namespace, own /proc",
+            Isolation::PidNamespace { own_proc: false } => {
+                "pid namespace (runners see the host's /proc)"
+            }
+            Isolation::UserAndPidNamespace { own_proc: true } => {
+                "user and pid namespace, own /proc"
+            }
+            Isolation::UserAndPidNamespace { own_proc: false } => {
+                "user and pid namespace (runners see the host's /proc)"
+            }
             Isolation::Fork => "none (plain fork: a runner can signal its supervisor)",
         }
     }
+
+    /// True when runners get a `/proc` of their own PID namespace.
+    pub(crate) fn own_proc(self) -> bool {
+        match self {
+            Isolation::PidNamespace { own_proc } | Isolation::UserAndPidNamespace { own_proc } => {
+                own_proc
+            }
+            Isolation::Fork => false,
+        }
+    }
+
+    /// True when runners are in a PID namespace but see the host's `/proc`: a runner
+    /// that looks itself up there (codex's sandbox) does not find itself.
+    pub(crate) fn host_proc_in_namespace(self) -> bool {
+        self != Isolation::Fork && !self.own_proc()
+    }
+
+    /// The `clone` flags for it; 0 for a plain fork.
+    #[cfg(target_os = "linux")]
+    fn clone_flags(self) -> libc::c_int {
+        let (namespaces, own_proc) = match self {
+            Isolation::PidNamespace { own_proc } => (libc::CLONE_NEWPID, own_proc),
+            Isolation::UserAndPidNamespace { own_proc } => {
+                (libc::CLONE_NEWUSER | libc::CLONE_NEWPID, own_proc)
+            }
+            Isolation::Fork => return 0,
+        };
+        if own_proc {
+            namespaces | libc::CLONE_NEWNS
+        } else {
+            namespaces
+        }
+    }
 }
+
+/// What a PID namespace without its own `/proc` costs, and how to get one (doctor and
+/// the daemon's start warning).
+pub(crate) const HOST_PROC_HINT: &str = "mounting a /proc for runners was refused, so a \
+     runner that looks itself up in /proc does not find itself (codex's sandbox then waits \
+     about 10 s before each command it runs); run llm-judge as root, or as a user outside \
+     a container (a container hides parts of its /proc, and the kernel then refuses a new \
+     one to a user namespace)";
 
 /// The isolation supervisors of this process get; the first call probes it.
 pub(crate) fn isolation() -> Isolation {
@@ -65,11 +125,7 @@ pub(crate) unsafe fn fork() -> io::Result<pid_t> {
 
 #[cfg(target_os = "linux")]
 unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
-    let flags = match isolation {
-        Isolation::PidNamespace => libc::CLONE_NEWPID,
-        Isolation::UserAndPidNamespace => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
-        Isolation::Fork => 0,
-    };
+    let flags = isolation.clone_flags();
     // SAFETY: the caller keeps fork's rules. A raw clone without CLONE_VM is a fork
     // that can take namespace flags; the child makes only raw system calls.
     let pid = unsafe {
@@ -83,13 +139,72 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
+    if pid != 0 {
+        return Ok(pid);
+    }
+    let user_ns = matches!(isolation, Isolation::UserAndPidNamespace { .. });
     // SAFETY: in the child, which may only make async-signal-safe calls: these are.
-    if pid == 0 && isolation == Isolation::UserAndPidNamespace && !unsafe { map_own_ids() } {
+    if user_ns && !unsafe { map_own_ids() } {
         // Unmapped, it would run as the overflow user: never start a runner so.
         // SAFETY: leaving the child without running anything of the parent's.
         unsafe { libc::_exit(126) };
     }
-    Ok(pid)
+    if flags & libc::CLONE_NEWNS != 0 {
+        // The probe made sure this works; should it fail now, the runner sees the
+        // host's /proc, as without a mount namespace, rather than losing the job.
+        // SAFETY: in the child, in its own mount namespace: raw system calls only.
+        let _ = unsafe { mount_own_proc() };
+    }
+    Ok(0)
+}
+
+/// In a fresh mount namespace: makes every mount a slave of the host's (so nothing
+/// mounted here reaches the host), then mounts a `/proc` of this PID namespace on
+/// `/proc`. False when either fails; the proc mount is not tried when the first does
+/// (it could propagate to the host). Async-signal-safe: raw system calls on literals.
+#[cfg(target_os = "linux")]
+unsafe fn mount_own_proc() -> bool {
+    let none = std::ptr::null();
+    // SAFETY: valid C string literals or null where mount(2) allows it; no data.
+    unsafe {
+        libc::mount(
+            none,
+            c"/".as_ptr(),
+            none,
+            libc::MS_SLAVE | libc::MS_REC,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) == 0
+    }
+}
+
+/// True when `/proc/self` names this process as its own PID namespace sees it, i.e. the
+/// `/proc` in front of it is this namespace's. Async-signal-safe.
+#[cfg(target_os = "linux")]
+fn sees_own_proc() -> bool {
+    let mut link = [0u8; 16];
+    // SAFETY: a C string literal and a buffer of the length passed.
+    let n = unsafe { libc::readlink(c"/proc/self".as_ptr(), link.as_mut_ptr().cast(), link.len()) };
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    usize::try_from(n).is_ok_and(|n| parse_pid(&link[..n]) == Some(me))
+}
+
+/// A decimal pid from bytes, without allocating.
+#[cfg(target_os = "linux")]
+fn parse_pid(digits: &[u8]) -> Option<pid_t> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0 as pid_t, |pid, &b| {
+        let digit = pid_t::from(b.checked_sub(b'0').filter(|d| *d < 10)?);
+        pid.checked_mul(10)?.checked_add(digit)
+    })
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -102,13 +217,21 @@ unsafe fn fork_as(_isolation: Isolation) -> io::Result<pid_t> {
     Ok(pid)
 }
 
-/// The first isolation whose child starts and reports back, else `Fork`.
+/// The first isolation whose child starts and reports back, else `Fork`. Each kind
+/// is tried with its own `/proc` first: a mount that is refused never moves a daemon
+/// that may create a PID namespace into a user namespace.
 #[cfg(target_os = "linux")]
 fn probe() -> Isolation {
-    [Isolation::PidNamespace, Isolation::UserAndPidNamespace]
-        .into_iter()
-        .find(|&isolation| works(isolation))
-        .unwrap_or(Isolation::Fork)
+    [
+        Isolation::PidNamespace { own_proc: true },
+        Isolation::PidNamespace { own_proc: false },
+        Isolation::UserAndPidNamespace { own_proc: true },
+        Isolation::UserAndPidNamespace { own_proc: false },
+    ]
+    .into_iter()
+    .filter(|isolation| !(isolation.own_proc() && failpoint::proc_mount_refused()))
+    .find(|&isolation| works(isolation))
+    .unwrap_or(Isolation::Fork)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -117,7 +240,8 @@ fn probe() -> Isolation {
 }
 
 /// Forks one child isolated so; true when it got as far as writing a byte back (its
-/// id maps written). Read through a pipe: the zygote ignores SIGCHLD, so no status.
+/// id maps written, and, for `own_proc`, its `/proc` its own). Read through a pipe:
+/// the zygote ignores SIGCHLD, so no status.
 #[cfg(target_os = "linux")]
 fn works(isolation: Isolation) -> bool {
     let mut fds = [0; 2];
@@ -126,12 +250,14 @@ fn works(isolation: Isolation) -> bool {
         return false;
     }
     let [read_end, write_end] = fds;
-    // SAFETY: the child only writes a byte and exits.
+    // SAFETY: the child only checks its /proc, writes a byte and exits.
     let child = unsafe { fork_as(isolation) };
     if let Ok(0) = child {
         // SAFETY: async-signal-safe calls in the child.
         unsafe {
-            libc::write(write_end, b"1".as_ptr().cast(), 1);
+            if !isolation.own_proc() || sees_own_proc() {
+                libc::write(write_end, b"1".as_ptr().cast(), 1);
+            }
             libc::_exit(0);
         }
     }
@@ -197,5 +323,19 @@ unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
         let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
         libc::close(fd);
         n == bytes.len() as isize
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_parse_from_link_bytes() {
+        assert_eq!(parse_pid(b"1"), Some(1));
+        assert_eq!(parse_pid(b"40213"), Some(40213));
+        for bad in [&b""[..], b"self", b"12a", b"99999999999"] {
+            assert_eq!(parse_pid(bad), None, "{bad:?}");
+        }
     }
 }

@@ -45,6 +45,8 @@ impl Zygote {
         if thread_count() != Some(1) {
             return Err(ProcessError::NotSingleThreaded);
         }
+        // Probed here, once: the zygote inherits the answer the daemon logs.
+        let _ = crate::process::pid_ns::isolation();
         let (ours, theirs) = UnixStream::pair().map_err(ProcessError::SocketPair)?;
         // SAFETY: the process is single-threaded here (checked above), so the child
         // may run ordinary code.

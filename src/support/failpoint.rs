@@ -1,6 +1,7 @@
 //! Crash points for the crash-matrix tests (cargo feature `failpoints`, never in a
 //! release build): with `LLM_JUDGE_FAILPOINT=<name>` the process SIGKILLs itself on
-//! reaching that point, exactly as a `kill -9` there would.
+//! reaching that point, exactly as a `kill -9` there would. Also a hung path and a
+//! refused `/proc` mount, for the tests of those.
 
 /// Every crash point, in the order a job (then a drain) reaches them.
 #[cfg(feature = "failpoints")]
@@ -32,6 +33,20 @@ pub fn hang_on(path: &std::path::Path) {
     if std::env::var_os("LLM_JUDGE_HANG_PATH").is_some_and(|p| p == path.as_os_str()) {
         std::thread::sleep(std::time::Duration::from_secs(3600));
     }
+}
+
+/// True when `LLM_JUDGE_REFUSE_PROC_MOUNT` is set: supervisors are then isolated as
+/// where mounting a `/proc` for runners is refused (a container), for the tests.
+#[cfg(feature = "failpoints")]
+pub fn proc_mount_refused() -> bool {
+    std::env::var_os("LLM_JUDGE_REFUSE_PROC_MOUNT").is_some()
+}
+
+/// False: failpoints are compiled out.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn proc_mount_refused() -> bool {
+    false
 }
 
 /// Does nothing: failpoints are compiled out.

@@ -16,14 +16,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// The fake runner: records its args (NUL-separated) and stdin under `rec/`, keyed
-/// by its pid, then answers. Its argv puts a flag and `--` before the prompt.
+/// by its pid and PID namespace, then answers. Its argv puts a flag and `--` before the prompt.
 fn recording_runner(w: &World) -> Value {
     let script = w.path("bin/rec.sh");
     fs::create_dir_all(w.path("rec")).unwrap();
     fs::write(
         &script,
         format!(
-            "read -r p _ </proc/self/stat\nR={}/rec/$p\nprintf '%s\\0' \"$@\" > $R.argv\ncat > $R.stdin\necho '{{\"ok\": true}}'\n",
+            "read -r p _ </proc/self/stat\nR={}/rec/$p-$(stat -Lc %i /proc/self/ns/pid)\nprintf '%s\\0' \"$@\" > $R.argv\ncat > $R.stdin\necho '{{\"ok\": true}}'\n",
             w.path("").display()
         ),
     )

@@ -666,7 +666,7 @@ fn a_runner_that_ignores_sigterm_and_leaves_a_setsid_grandchild_does_not_hang_th
     let stubborn = format!(
         "trap '' TERM\n\
          hostpid > '{}'\n\
-         setsid sh -c 'read -r p _ </proc/self/stat; echo $p > \"{}\"; exec sleep 300' &\n\
+         setsid sh -c 'read -r p _ </proc/self/stat; echo $p@$(stat -Lc %i /proc/self/ns/pid) > \"{}\"; exec sleep 300' &\n\
          while :; do sleep 1; done\n",
         s(&runner_pid),
         s(&grandchild_pid)

@@ -21,7 +21,7 @@ fn runner(w: &World) -> Value {
     w.runner(
         "r",
         &format!(
-            "hostpid >> $W/pids\nsetsid sh -c 'read -r p _ </proc/self/stat; echo $p >> '$W'/pids; exec sleep 300' &\n{}",
+            "hostpid >> $W/pids\nsetsid sh -c 'read -r p _ </proc/self/stat; echo $p@$(stat -Lc %i /proc/self/ns/pid) >> '$W'/pids; exec sleep 300' &\n{}",
             answer(r#"{"ok": true}"#)
         ),
     )

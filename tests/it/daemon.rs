@@ -184,7 +184,7 @@ fn blocking_runner(w: &World) -> Value {
         &format!(
             "if [ -e $W/answer ]; then {}; exit 0; fi\n\
              hostpid >> $W/runner.pids\n\
-             setsid sh -c 'read -r p _ </proc/self/stat; echo $p >> '$W'/grandchild.pids; exec sleep 300' &\n\
+             setsid sh -c 'read -r p _ </proc/self/stat; echo $p@$(stat -Lc %i /proc/self/ns/pid) >> '$W'/grandchild.pids; exec sleep 300' &\n\
              exec sleep 300",
             answer(r#"{"ok": true}"#)
         ),

@@ -457,11 +457,7 @@ fn ctrl_c_during_eval_prints_the_report_of_the_finished_runs_and_exits_130() {
         "{}",
         out.stderr
     );
-    let pid: u32 = fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = read_pid(&pid_file);
     assert!(
         wait_until(within(NO_HANG), || !is_running(pid)),
         "the slow runner {pid} outlived eval"

@@ -20,7 +20,7 @@ const TOKEN: &str = "sleep 3019";
 /// Shell that starts an escapee writing its pid to `$W/<file>` and waits until it has.
 fn escape(file: &str) -> String {
     format!(
-        "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/{file}; exec {TOKEN}\" </dev/null >/dev/null 2>&1 &\n\
+        "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p@\\$(stat -Lc %i /proc/self/ns/pid) >> $W/{file}; exec {TOKEN}\" </dev/null >/dev/null 2>&1 &\n\
          i=0; while [ ! -s $W/{file} ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n"
     )
 }
@@ -127,7 +127,7 @@ fn a_chain_of_forty_escapees_is_stopped() {
     std::fs::write(
         &link,
         format!(
-            "n=$1; read -r p _ </proc/self/stat; echo $p >> {w}/chain.pids\n\
+            "n=$1; read -r p _ </proc/self/stat; echo $p@$(stat -Lc %i /proc/self/ns/pid) >> {w}/chain.pids\n\
              if [ \"$n\" -lt 40 ]; then setsid env -i /bin/sh {l} $((n+1)) </dev/null >/dev/null 2>&1 & else touch {w}/chain.done; fi\n\
              exec {TOKEN}\n",
             w = w.path("").display(),

@@ -112,27 +112,27 @@ const FORKS_FIFTY: &str = "hostpid >> $W/pids\n\
     i=0\n\
     while [ $i -lt 25 ]; do sleep 300 & outerpid $! >> $W/pids; (trap '' TERM; exec sleep 300) & outerpid $! >> $W/pids; i=$((i+1)); done\n\
     j=0\n\
-    while [ $j -lt 5 ]; do sh -c 'read -r p _ </proc/self/stat; for k in 1 2; do sh -c \"read -r q _ </proc/self/stat; echo \\$q >> '$W'/pids; echo up >> '$W'/forks_fifty.up; exec sleep 300\" & done; echo $p >> '$W'/pids; echo up >> '$W'/forks_fifty.up; wait' & j=$((j+1)); done\n\
+    while [ $j -lt 5 ]; do sh -c 'read -r p _ </proc/self/stat; for k in 1 2; do sh -c \"read -r q _ </proc/self/stat; echo \\$q@\\$(stat -Lc %i /proc/self/ns/pid) >> '$W'/pids; echo up >> '$W'/forks_fifty.up; exec sleep 300\" & done; echo $p@$(stat -Lc %i /proc/self/ns/pid) >> '$W'/pids; echo up >> '$W'/forks_fifty.up; wait' & j=$((j+1)); done\n\
     n=0; while [ \"$(cat $W/forks_fifty.up 2>/dev/null | wc -l)\" -lt 15 ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done\n\
     touch $W/forks_fifty.ready\n\
     wait";
 
 /// A grandchild in its own session (setsid), holding the runner's stdout; the runner hangs.
 const SETSID_GRANDCHILD_HANGS: &str = "hostpid >> $W/pids\n\
-    setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/setsid_hangs.up; exec sleep 300\" &\n\
+    setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p@\\$(stat -Lc %i /proc/self/ns/pid) >> $W/pids; touch $W/setsid_hangs.up; exec sleep 300\" &\n\
     sleep 300 & outerpid $! >> $W/pids\n\
     n=0; while [ ! -e $W/setsid_hangs.up ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done\n\
     touch $W/setsid_hangs.ready\n\
     wait";
 
 /// The runner answers and exits at once; its setsid'd grandchild keeps stdout open.
-const SETSID_GRANDCHILD_HOLDS_PIPE: &str = "setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/ready.$$; exec sleep 300\" &\n\
+const SETSID_GRANDCHILD_HOLDS_PIPE: &str = "setsid sh -c \"read -r p _ </proc/self/stat; echo \\$p@\\$(stat -Lc %i /proc/self/ns/pid) >> $W/pids; touch $W/ready.$$; exec sleep 300\" &\n\
     i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
     echo '{\"ok\": true}'";
 
 /// The runner answers and exits; a double-forked daemon (own session, re-parented to
 /// init, stdio closed) stays behind.
-const DAEMONIZED_GRANDCHILD: &str = "setsid sh -c \"sh -c 'read -r p _ </proc/self/stat; echo \\$p >> $W/pids; touch $W/ready.$$; exec sleep 300' </dev/null >/dev/null 2>&1 &\" </dev/null >/dev/null 2>&1\n\
+const DAEMONIZED_GRANDCHILD: &str = "setsid sh -c \"sh -c 'read -r p _ </proc/self/stat; echo \\$p@\\$(stat -Lc %i /proc/self/ns/pid) >> $W/pids; touch $W/ready.$$; exec sleep 300' </dev/null >/dev/null 2>&1 &\" </dev/null >/dev/null 2>&1\n\
     i=0; while [ ! -e $W/ready.$$ ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
     echo '{\"ok\": true}'";
 
@@ -229,7 +229,7 @@ fn a_runner_that_closes_its_output_and_runs_past_the_timeout_is_stopped() {
 /// descendants only by that tag (no child subreaper, no parent-chain walk).
 #[test]
 fn a_setsid_descendant_that_clears_its_environment_is_stopped_too() {
-    let body = "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
+    let body = "setsid env -i /bin/sh -c \"read -r p _ </proc/self/stat; echo \\$p@\\$(stat -Lc %i /proc/self/ns/pid) >> $W/escaped.pids; exec sleep 3017\" </dev/null >/dev/null 2>&1 &\n\
         i=0; while [ ! -s $W/escaped.pids ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done\n\
         echo '{\"ok\": true}'";
     let r = run_fault(

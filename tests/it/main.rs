@@ -31,6 +31,7 @@ mod operator;
 mod prestart;
 mod props;
 mod read_scope;
+mod runner_proc;
 mod safety_invariant;
 mod security;
 mod service;

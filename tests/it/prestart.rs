@@ -11,16 +11,17 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-/// A fake Claude Code in stream-json mode: records its host pid, folder and folder
-/// listing as it starts (before any job), then reads one stdin line and answers with
-/// its pid in a `result` event.
+/// A fake Claude Code in stream-json mode: records its pid (as `hostpid` writes it),
+/// folder and folder listing as it starts (before any job), then reads one stdin line
+/// and answers with that pid in a `result` event.
 const FAKE_CLAUDE: &str = r#"read -r P _ < /proc/self/stat
+P=$P@$(stat -Lc %i /proc/self/ns/pid)
 echo "$P $(pwd) [$(ls -A)]" >> "$W/starts"
 read -r line
 printf '%s\n' "$line" > "$W/stdin.$P"
 echo "$P" >> "$W/answered"
 echo '{"type":"system","subtype":"init","cwd":"x","session_id":"s"}'
-echo "{\"type\":\"result\",\"session_id\":\"s\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{\\\"ok\\\": true, \\\"pid\\\": $P}\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"
+echo "{\"type\":\"result\",\"session_id\":\"s\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{\\\"ok\\\": true, \\\"pid\\\": \\\"$P\\\"}\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"
 "#;
 
 /// A world whose config's default table is the fake claude with `prestart = 1`.
@@ -48,19 +49,31 @@ fn start(w: &World) -> Daemon {
     w.start_with(cmd)
 }
 
-/// The started runners so far: (host pid, folder, folder listing at start).
-fn starts(w: &World) -> Vec<(u32, PathBuf, String)> {
+/// The started runners so far: (recorded pid, folder, folder listing at start). The
+/// pid is the runner's own record (`<pid>@<namespace>`), which its answer repeats;
+/// [`host`] gives the host pid.
+fn starts(w: &World) -> Vec<(String, PathBuf, String)> {
     w.read("starts")
         .lines()
         .filter_map(|l| {
             let (pid, rest) = l.split_once(' ')?;
             let (dir, listing) = rest.rsplit_once(' ')?;
-            Some((pid.parse().ok()?, PathBuf::from(dir), listing.to_string()))
+            Some((pid.to_string(), PathBuf::from(dir), listing.to_string()))
         })
         .collect()
 }
 
-fn wait_starts(w: &World, n: usize) -> Vec<(u32, PathBuf, String)> {
+/// The host pid of a recorded runner now ([`GONE`] once it has ended).
+fn host(recorded: &str) -> u32 {
+    pids_in(recorded).first().copied().unwrap_or(GONE)
+}
+
+/// The recorded pid a verdict's answer carries ("" when none).
+fn answered_by(v: &Value) -> String {
+    v["answer"]["pid"].as_str().unwrap_or_default().to_string()
+}
+
+fn wait_starts(w: &World, n: usize) -> Vec<(String, PathBuf, String)> {
     wait_for(&format!("{n} pre-started runners"), NO_HANG, || {
         starts(w).len() >= n
     });
@@ -111,7 +124,10 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
         listing1, "[]",
         "its folder was empty: no job data before its job"
     );
-    assert!(is_running(p1) && dir1.exists(), "it waits, in its folder");
+    assert!(
+        is_running(host(&p1)) && dir1.exists(),
+        "it waits, in its folder"
+    );
     assert!(!w.path(&format!("stdin.{p1}")).exists(), "no prompt yet");
     w.wait_log("runner pre-started");
     wait_for("status to show the waiting runner", NO_HANG, || {
@@ -139,7 +155,7 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
     assert_ne!(dir2, dir1);
     assert_eq!(listing2, "[]");
     wait_for("the first runner and its folder gone", NO_HANG, || {
-        !is_running(p1) && !dir1.exists()
+        !is_running(host(&p1)) && !dir1.exists()
     });
     w.job("b", &job("b?"));
     let v = wait_verdict(&w, "b");
@@ -155,7 +171,7 @@ fn a_waiting_runner_takes_one_job_and_a_fresh_one_replaces_it() {
     let (p3, dir3, _) = third[2].clone();
     daemon.signal("TERM");
     assert!(daemon.wait_exit(NO_HANG).success(), "{}", daemon.stderr());
-    assert!(!is_running(p3), "the waiting runner was stopped");
+    assert!(!is_running(host(&p3)), "the waiting runner was stopped");
     assert!(!dir3.exists(), "its folder was removed");
     assert!(
         w.log().contains("pre-started runner stopped"),
@@ -190,7 +206,9 @@ fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
     let w = world();
     let _daemon = start(&w);
     let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
-    let killed = Command::new("kill").args(["-9", &p1.to_string()]).status();
+    let killed = Command::new("kill")
+        .args(["-9", &host(&p1).to_string()])
+        .status();
     assert!(killed.is_ok_and(|s| s.success()));
     // The next rescan finds it ended; none is started again until a job asks.
     w.wait_log("it ended while waiting");
@@ -205,8 +223,8 @@ fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
         Some(1),
         "no failed attempt: {v}"
     );
-    let p2 = v["answer"]["pid"].as_u64().unwrap_or(0) as u32;
-    assert!(p2 != p1 && p2 != 0, "{v}");
+    let p2 = answered_by(&v);
+    assert!(p2 != p1 && !p2.is_empty(), "{v}");
     assert!(
         !w.log().contains("prestarted=true"),
         "the job spawned its own runner: {}",
@@ -214,10 +232,13 @@ fn a_runner_that_died_while_waiting_is_replaced_and_never_counts_as_failing() {
     );
     // The job asked for the runner: a copy waits again and takes the next job.
     let again = wait_starts(&w, 3);
-    let p3 = again.iter().map(|s| s.0).find(|p| *p != p1 && *p != p2);
+    let p3 = again
+        .into_iter()
+        .map(|s| s.0)
+        .find(|p| *p != p1 && *p != p2);
     w.job("b", &job("b?"));
     let v = wait_verdict(&w, "b");
-    assert_eq!(v["answer"]["pid"].as_u64(), p3.map(u64::from), "{v}");
+    assert_eq!(Some(answered_by(&v)), p3, "{v}");
 }
 
 #[test]
@@ -233,7 +254,7 @@ fn a_reload_that_drops_prestart_stops_the_waiting_runner() {
     .unwrap();
     daemon.signal("HUP");
     wait_for("the waiting runner stopped on reload", NO_HANG, || {
-        !is_running(p1) && !dir1.exists()
+        !is_running(host(&p1)) && !dir1.exists()
     });
     // Jobs now spawn their runner: it starts with the job, not before.
     w.job("a", &job("a?"));
@@ -267,7 +288,7 @@ fn a_daemon_killed_with_sigkill_takes_its_waiting_runner_along() {
     daemon.kill9();
     // Its supervisor's report pipe broke: the supervisor stops the runner's group.
     wait_for("the waiting runner gone with its daemon", NO_HANG, || {
-        !is_running(p1)
+        !is_running(host(&p1))
     });
     // Something a copy started that escaped its supervisor carries the copy's tag: the
     // next start's sweep stops it.
@@ -324,8 +345,11 @@ fn output_a_waiting_runner_printed_before_its_prompt_never_answers_a_job() {
         v["answer"].get("stale").is_none(),
         "the early answer won: {v}"
     );
-    let p2 = v["answer"]["pid"].as_u64().unwrap_or(0) as u32;
-    assert!(p2 != p1 && p2 != 0, "the job's own runner answered: {v}");
+    let p2 = answered_by(&v);
+    assert!(
+        p2 != p1 && !p2.is_empty(),
+        "the job's own runner answered: {v}"
+    );
     assert_eq!(
         v["attempts"].as_array().map(Vec::len),
         Some(1),
@@ -336,7 +360,7 @@ fn output_a_waiting_runner_printed_before_its_prompt_never_answers_a_job() {
         "the early copy never got the prompt"
     );
     wait_for("the early copy and its folder gone", NO_HANG, || {
-        !is_running(p1) && !dir1.exists()
+        !is_running(host(&p1)) && !dir1.exists()
     });
     let log = w.log();
     assert!(

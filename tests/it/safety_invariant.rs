@@ -282,7 +282,7 @@ fn install_recording_fake(w: &World, name: &str) -> String {
         &format!(
             "[ -n \"$FAKE_PROBE\" ] && exit 0\n\
              read -r p _ </proc/self/stat\n\
-             R={rec}/{name}.$p\n\
+             R={rec}/{name}.$p-$(stat -Lc %i /proc/self/ns/pid)\n\
              printf '%s\\0' \"$@\" > $R.argv\n\
              cat > $R.stdin\n\
              pwd > $R.pwd\n\

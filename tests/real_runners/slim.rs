@@ -181,15 +181,26 @@ fn slim_investigate_codex_sends_at_most_6_kb_and_its_shell_reads_but_never_write
     );
     let results = tool_results_text(&reqs);
     eprintln!("codex under the daemon, tool results: {results}");
-    assert!(!results.is_empty(), "codex ran no tool call: {v}");
-    // Known (docs/security.md, "Not defended"): in the supervisor's PID namespace the
-    // runner sees the host's /proc, codex's bubblewrap preflight cannot find its child
-    // there, and each shell command waits out codex's 10 s yield with no output.
-    record(&format!(
-        "codex investigate shell under the daemon: read worked {}, write refused {}",
+    // The runner's /proc is its PID namespace's (src/process/pid_ns.rs), so codex's
+    // bubblewrap preflight finds its child there; with the host's /proc each command
+    // waited out codex's 10 s yield with no output.
+    assert!(
         results.contains("CANARY-readme-inside"),
-        results.contains("Read-only file system")
+        "under the daemon, a read inside the cwd did not work: {results}"
+    );
+    assert!(
+        results.contains("Read-only file system"),
+        "under the daemon, the write did not fail in the sandbox: {results}"
+    );
+    // A bound, not a speed: two stalled commands alone would take 20 s.
+    let elapsed = v["attempts"][0]["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
+    record(&format!(
+        "codex investigate under the daemon, three tool calls: attempt {elapsed} ms"
     ));
+    assert!(
+        elapsed < 15_000,
+        "codex's attempt took {elapsed} ms of its 60 s timeout: its commands stalled? {v}"
+    );
     assert!(!inside.exists(), "codex wrote {}", inside.display());
     assert!(!outside.exists(), "codex wrote {}", outside.display());
 }

@@ -11,24 +11,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{NO_HANG, World, nul_items, s, wait_child};
+use super::{NO_HANG, PID_FUNCTIONS, World, nul_items, s, wait_child};
 
 /// Set in a fake program's environment to make it exit 0 at once (the probe of
 /// [`install_exe`]).
 pub const PROBE_VAR: &str = "FAKE_PROBE";
-
-/// Shell functions for fake runners. A runner runs in its supervisor's PID namespace,
-/// where `$$`, `$!` and `$PPID` are pids inside it; these print the pids the tests see
-/// (read from `/proc/self/stat` and `NSpid`, in the shell itself: no fork). Call them
-/// with a redirect, never inside `$(...)`, which forks: `hostpid >> $W/pids`,
-/// `outerpid $! >> $W/pids`, `parentpid >> $W/parents`.
-pub const PID_FUNCTIONS: &str = "hostpid() { read -r _p _ < /proc/self/stat; echo \"$_p\"; }\n\
-parentpid() { read -r _ _ _ _pp _ < /proc/self/stat; echo \"$_pp\"; }\n\
-outerpid() { read -r _me _ < /proc/self/stat; for _c in $(cat /proc/$_me/task/$_me/children 2>/dev/null); do \
-while read -r _k _a _b; do [ \"$_k\" = NSpid: ] && [ \"${_b:-$_a}\" = \"$1\" ] && echo \"$_c\"; done 2>/dev/null < /proc/$_c/status; done; }\n";
-
-/// The same as `hostpid`, for a `sh -c '...'` line that has no functions: sets `$p`.
-pub const READ_HOST_PID: &str = "read -r p _ </proc/self/stat";
 
 /// Shell that prints one answer line.
 pub fn answer(json_line: &str) -> String {

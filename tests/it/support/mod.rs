@@ -8,6 +8,7 @@
 //! - `tables`: runner tables for the override variable and config files;
 //! - `pinned`: the shipped runner argv, written out independently of the source;
 //! - `procs`: processes through `/proc`, per-test marks, and reapers;
+//! - `ns_pids`: pids a fake runner wrote from inside its PID namespace, as host pids;
 //! - `wait`: the one bounded wait;
 //! - `one_job`: one job through `llm-judge run` with one fake runner, within a bound;
 //! - `rss`: a judge's peak memory, measured through GNU time;
@@ -18,6 +19,7 @@
 
 mod fakes;
 mod launch;
+mod ns_pids;
 mod one_job;
 pub mod pinned;
 mod procs;
@@ -29,6 +31,7 @@ mod world;
 
 pub use fakes::*;
 pub use launch::*;
+pub use ns_pids::*;
 pub use one_job::*;
 pub use procs::*;
 pub use rng::*;

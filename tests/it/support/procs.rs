@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{BIN, NO_HANG, wait_until, within};
+use super::{BIN, NO_HANG, resolve_pids, wait_until, within};
 
 /// The variable that marks every process a test's judge started.
 pub const MARK_VAR: &str = "RELIABILITY_MARK";
@@ -122,14 +122,13 @@ pub fn assert_escapee_gone(pids: &Path, limit: Duration) {
     );
 }
 
-/// Pids in a text (one or more per line), in order.
+/// Host pids of the pids in a text (one or more per line, as `hostpid` writes them),
+/// in order; one that is gone gives [`GONE`].
 pub fn pids_in(text: &str) -> Vec<u32> {
-    text.split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect()
+    resolve_pids(text)
 }
 
-/// Pids written to a file (one or more per line), in order; none when it is missing.
+/// Pids written to a file (as [`pids_in`]), in order; none when it is missing.
 pub fn pids_in_file(path: &Path) -> Vec<u32> {
     pids_in(&fs::read_to_string(path).unwrap_or_default())
 }
