@@ -18,6 +18,7 @@
 
 use std::io;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use libc::pid_t;
 
@@ -112,6 +113,16 @@ pub(crate) fn is_namespace_init() -> bool {
     rustix::process::getpid().is_init()
 }
 
+/// Set in a supervisor that mounted a `/proc` of its own PID namespace: its `/proc`
+/// numbers processes as the namespace does, not as the judge does.
+static OWN_PROC: AtomicBool = AtomicBool::new(false);
+
+/// True in a supervisor whose `/proc` is its namespace's own (`mount_own_proc`), so
+/// pids read from it are inner pids. Async-signal-safe.
+pub(crate) fn has_own_proc() -> bool {
+    OWN_PROC.load(Ordering::Relaxed)
+}
+
 /// Forks like `fork(2)`, the child isolated as `isolation()` says; 0 in the child.
 /// The probe (and the id maps the child writes) is settled in the parent first.
 ///
@@ -153,7 +164,9 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
         // The probe made sure this works; should it fail now, the runner sees the
         // host's /proc, as without a mount namespace, rather than losing the job.
         // SAFETY: in the child, in its own mount namespace: raw system calls only.
-        let _ = unsafe { mount_own_proc() };
+        if unsafe { mount_own_proc() } {
+            OWN_PROC.store(true, Ordering::Relaxed);
+        }
     }
     Ok(0)
 }

@@ -11,7 +11,7 @@ use super::sweep::{parse_pids, sweep_and_reap, wait_for_exit};
 use super::{Command, SupervisorFds};
 use crate::process::os::become_subreaper;
 use crate::process::os::forked::{close_fds_except, settle_signals};
-use crate::process::pid_ns::is_namespace_init;
+use crate::process::pid_ns::{has_own_proc, is_namespace_init};
 
 /// Everything a supervisor needs for one attempt.
 pub(super) struct Child<'a> {
@@ -65,7 +65,8 @@ impl<'a> Child<'a> {
             }
         };
         let spawned = if is_namespace_init() {
-            match only_child() {
+            // A /proc of our own numbers the runner as we do: the judge maps it.
+            match (!has_own_proc()).then(only_child).flatten() {
                 Some(outer) => Report::Spawned(outer),
                 None => Report::SpawnedInNamespace(pid),
             }
