@@ -48,6 +48,9 @@ pub enum RunEnd {
     Exited { code: i32 },
     /// Shutdown stopped it (the job stays queued, so no verdict carries this).
     Stopped,
+    /// It printed its final event (`core::usage::FinalWatch`): its answer is complete,
+    /// and it is let go without waiting for its exit (read as an exit 0).
+    FinalEvent,
 }
 
 /// What one finished runner gave: its attempt, and the answer when there is one.
@@ -114,18 +117,20 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
         ),
         RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
-        RunEnd::Exited { .. } => match crate::core::answer::last_json_object(reply) {
-            Some(obj) => ("answered".to_string(), Some(obj)),
-            None => {
-                let label = match stdout_cut {
-                    Some(cap) => format!(
-                        "no JSON object line in stdout (output cut to the last {cap} bytes)"
-                    ),
-                    None => "no JSON object line in stdout".to_string(),
-                };
-                (clip(&label, &detail()), None)
+        RunEnd::Exited { .. } | RunEnd::FinalEvent => {
+            match crate::core::answer::last_json_object(reply) {
+                Some(obj) => ("answered".to_string(), Some(obj)),
+                None => {
+                    let label = match stdout_cut {
+                        Some(cap) => format!(
+                            "no JSON object line in stdout (output cut to the last {cap} bytes)"
+                        ),
+                        None => "no JSON object line in stdout".to_string(),
+                    };
+                    (clip(&label, &detail()), None)
+                }
             }
-        },
+        }
     };
     let (usage, refused_usage) = match envelope {
         Some(e) => (e.usage, e.refused_usage),

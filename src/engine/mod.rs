@@ -7,6 +7,7 @@
 pub mod attempts;
 pub mod codex_argv;
 pub mod codex_catalog;
+pub mod endings;
 pub mod events;
 pub mod flight;
 pub mod job_cwd;
@@ -14,6 +15,7 @@ pub mod job_file;
 pub mod lifecycle;
 pub mod limits;
 pub mod prestart;
+pub mod prestart_rules;
 pub mod recovery;
 pub mod runner_folder;
 pub mod spawner;
