@@ -8,12 +8,12 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::task::JoinHandle;
 
 use crate::engine::runner_folder::RunnerFolder;
-use crate::engine::spawner::BoxFuture;
 use crate::process::spawn::RunOutput;
 
 /// The tasks stopping runners that answered before they exited, by job tag.
@@ -52,20 +52,21 @@ impl Endings {
     }
 }
 
+/// The stop of a runner let go after its final event.
+pub type Stop = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// An attempt's output, and, when its runner gave its final event before it exited,
 /// the stop of that runner (`process::spawn::Finished::lingering`).
 pub struct Ended {
     pub output: RunOutput,
-    pub rest: Option<BoxFuture<'static, ()>>,
+    pub rest: Option<Stop>,
 }
 
 impl From<crate::process::spawn::Finished> for Ended {
     fn from(finished: crate::process::spawn::Finished) -> Self {
         Ended {
             output: finished.output,
-            rest: finished
-                .lingering
-                .map(|l| Box::pin(l.stop()) as BoxFuture<'static, ()>),
+            rest: finished.lingering.map(|l| Box::pin(l.stop()) as Stop),
         }
     }
 }

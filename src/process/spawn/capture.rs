@@ -112,10 +112,11 @@ impl Lines {
             }
             if ends {
                 let text = String::from_utf8_lossy(&self.line);
-                if !self.overlong && self.watch.is_final(&text) {
-                    if let Some(seen) = self.seen.take() {
-                        let _ = seen.send(());
-                    }
+                if !self.overlong
+                    && self.watch.is_final(&text)
+                    && let Some(seen) = self.seen.take()
+                {
+                    let _ = seen.send(());
                 }
                 self.line.clear();
                 self.overlong = false;
