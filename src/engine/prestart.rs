@@ -427,10 +427,12 @@ impl<S: Spawner + 'static> Prestarting<S> {
                     .filter(|k: &&Waiting| k.runner == w.runner)
                     .count();
                 let wanted = inner.copies_wanted(&w.runner);
-                match () {
-                    () if have < wanted => kept.push(w),
-                    () if wanted > 0 => surplus.push(w),
-                    () => other.push(w),
+                if have < wanted {
+                    kept.push(w);
+                } else if wanted > 0 {
+                    surplus.push(w);
+                } else {
+                    other.push(w);
                 }
             }
             inner.waiting = kept;
@@ -439,6 +441,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
                     self.start_missing(&mut inner, &settings, &runner, n);
                     format!("no longer wanted: jobs take {} first now", runner.name)
                 }
+                None if inner.candidates.is_empty() => "no longer wanted".into(),
                 None => "no longer wanted: runner health benches every runner with prestart".into(),
             };
             (other, surplus, why)
