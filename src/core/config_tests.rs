@@ -68,8 +68,8 @@ fn shipped_default_argv_are_pinned() {
     let prestart: Vec<Option<u32>> = c.runners.default.iter().map(|r| r.prestart).collect();
     assert_eq!(
         prestart,
-        [Some(1), None, None],
-        "only claude is pre-started"
+        [Some(1), Some(1), None],
+        "claude and codex may wait (the first health does not bench does)"
     );
     let env: Vec<Vec<String>> = c
         .runners

@@ -126,12 +126,26 @@ pub fn order<'a>(
     now: f64,
     installed: impl Fn(&Runner) -> bool,
 ) -> Vec<&'a Runner> {
+    standing(table, health, now, installed)
+        .into_iter()
+        .map(|(runner, _)| runner)
+        .collect()
+}
+
+/// The table in trying order (`order`), each runner with whether it is benched.
+pub fn standing<'a>(
+    table: &'a [Runner],
+    health: &HealthFile,
+    now: f64,
+    installed: impl Fn(&Runner) -> bool,
+) -> Vec<(&'a Runner, bool)> {
     let benched = |r: &Runner| {
         health
             .get(&key(r))
             .is_some_and(|h| h.benched_until > now && !(h.not_installed && installed(r)))
     };
-    let (late, early): (Vec<&Runner>, Vec<&Runner>) = table.iter().partition(|r| benched(r));
+    let (late, early): (Vec<_>, Vec<_>) =
+        table.iter().map(|r| (r, benched(r))).partition(|(_, b)| *b);
     early.into_iter().chain(late).collect()
 }
 

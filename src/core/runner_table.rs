@@ -145,10 +145,29 @@ pub fn takes_stream_json(argv: &[String]) -> bool {
             .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
 }
 
-/// True when the prompt never goes in the argv: a runner that can be started before
-/// its job (`prestart`).
+/// True when the prompt never goes in the argv.
 pub fn prompt_on_stdin(argv: &[String]) -> bool {
     !argv.iter().any(|a| a == PROMPT_SLOT)
+}
+
+/// The argv of a copy started ahead of its job (`prestart`), or `None` when the runner
+/// cannot wait for its prompt: an argv without `{prompt}` gets its prompt on stdin as
+/// it is; `codex exec` reads its prompt from stdin when the prompt item is `-`, so a
+/// codex argv ending in `{prompt}` waits with `-` there. The prompt then goes on stdin
+/// as `stdin_payload` of this argv makes it, and stdin closes.
+pub fn waiting_argv(argv: &[String]) -> Option<Vec<String>> {
+    if prompt_on_stdin(argv) {
+        return Some(argv.to_vec());
+    }
+    let (last, rest) = argv.split_last()?;
+    let program = argv.first()?.rsplit('/').next()?;
+    let codex_exec = program == "codex" && rest.iter().any(|a| a == "exec");
+    let one_slot_at_the_end = last == PROMPT_SLOT && prompt_on_stdin(rest);
+    (codex_exec && one_slot_at_the_end).then(|| {
+        let mut waiting = rest.to_vec();
+        waiting.push("-".into());
+        waiting
+    })
 }
 
 /// Drops each `{prompt}` item and a `--` right before it.
@@ -278,7 +297,8 @@ pub enum TableError {
     /// `prestart` with the prompt in the argv, which is unknown before the job.
     #[error(
         "runners.{table}[{index}] ({runner:?}): \"prestart\" needs the prompt on stdin; \
-         remove the \"{{prompt}}\" item (and the \"--\" before it) or remove \"prestart\""
+         remove the \"{{prompt}}\" item (and the \"--\" before it), or remove \"prestart\" \
+         (only a codex exec argv may keep \"{{prompt}}\" as its last item: it waits with \"-\" there)"
     )]
     PrestartWithPromptSlot {
         table: String,
@@ -446,7 +466,7 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
                     runner,
                 });
             }
-            if !prompt_on_stdin(&r.argv) {
+            if waiting_argv(&r.argv).is_none() {
                 return Err(TableError::PrestartWithPromptSlot {
                     table,
                     index,

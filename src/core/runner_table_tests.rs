@@ -118,6 +118,40 @@ fn prestart_is_for_default_runners_with_the_prompt_on_stdin() {
     assert!(e.to_string().contains("only for the default table"), "{e}");
     let e = check_table("default", &[r(&["/bin/c", "--", "{prompt}"], Some(1))]).unwrap_err();
     assert!(e.to_string().contains("needs the prompt on stdin"), "{e}");
+    let codex = r(
+        &["/opt/bin/codex", "exec", "--json", "--", "{prompt}"],
+        Some(1),
+    );
+    assert!(check_table("default", &[codex]).is_ok());
+    for argv in [
+        &["codex", "exec", "--", "{prompt}", "--json"][..],
+        &["codex", "--", "{prompt}"],
+        &["codex", "exec", "{prompt}", "--", "{prompt}"],
+        &["codexx", "exec", "--", "{prompt}"],
+    ] {
+        assert!(
+            check_table("default", &[r(argv, Some(1))]).is_err(),
+            "{argv:?}"
+        );
+    }
+}
+
+#[test]
+fn a_waiting_copy_runs_the_argv_without_its_prompt() {
+    let claude = v(&["claude", "-p", "--input-format", "stream-json"]);
+    assert_eq!(waiting_argv(&claude), Some(claude.clone()));
+    let codex = v(&["codex", "exec", "--json", "--", "{prompt}"]);
+    let waiting = waiting_argv(&codex).unwrap();
+    assert_eq!(waiting, v(&["codex", "exec", "--json", "--", "-"]));
+    assert_eq!(
+        stdin_payload(&waiting, "is \"x\" right?"),
+        "is \"x\" right?",
+        "the prompt as it is"
+    );
+    assert_eq!(
+        waiting_argv(&v(&["cursor-agent", "-p", "--", "{prompt}"])),
+        None
+    );
 }
 
 #[test]

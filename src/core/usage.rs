@@ -304,6 +304,32 @@ fn codex_events(stdout: &str) -> Option<Envelope> {
     })
 }
 
+/// Watches a runner's stdout, one whole line at a time, for the event after which its
+/// answer can no longer change: Claude Code's `result` event with no error. The CLI
+/// only cleans up after it (measured: its exit came 40-100 ms later with Claude Code
+/// 2.1.328), so the answer is taken there. A failed result (`is_error`, a `subtype`
+/// other than `success`) is never final: the exit status tells it apart. codex's
+/// stream has no such event: usage is summed over its turns, and a turn's end is not
+/// known to be the last, so codex is read until it exits.
+#[derive(Debug, Clone)]
+pub struct FinalWatch;
+
+impl FinalWatch {
+    /// A watch for output in `format`; none for a format without a final event.
+    pub fn new(format: OutputFormat) -> Option<FinalWatch> {
+        (format == OutputFormat::ClaudeEvents).then_some(FinalWatch)
+    }
+
+    /// Reads one whole line (without its newline); true when it is the final event.
+    pub fn is_final(&mut self, line: &str) -> bool {
+        object(line).is_some_and(|event| {
+            is_claude_event(&event)
+                && kind(&event) == "result"
+                && result_event(&event).error.is_none()
+        })
+    }
+}
+
 fn kind(event: &Map<String, Value>) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
 }

@@ -302,3 +302,24 @@ fn usage_adds_tokens_and_reported_costs() {
     assert_eq!(sum.cost_usd, Some(0.5));
     assert_eq!(sum.output_tokens, 15);
 }
+
+#[test]
+fn the_final_event_is_a_claude_result_without_an_error() {
+    assert!(FinalWatch::new(Plain).is_none());
+    assert!(
+        FinalWatch::new(CodexEvents).is_none(),
+        "codex is read to its exit"
+    );
+    let mut watch = FinalWatch::new(ClaudeEvents).unwrap();
+    let err = r#"{"type":"result","subtype":"success","is_error":true,"result":"Not logged in","session_id":"s"}"#;
+    let max = r#"{"type":"result","subtype":"error_max_turns","session_id":"s"}"#;
+    let bare = r#"{"type":"result","ok":true}"#;
+    for line in
+        CLAUDE_INIT
+            .lines()
+            .chain([CLAUDE_ASSISTANT, "{\"ok\": true}", err, max, bare, "", "x"])
+    {
+        assert!(!watch.is_final(line), "{line}");
+    }
+    assert!(watch.is_final(CLAUDE_OK));
+}

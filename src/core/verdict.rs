@@ -56,6 +56,9 @@ pub enum RunEnd {
     RequestFailed,
     /// An API request that got a reply; its text went through the answer rules.
     Replied,
+    /// It printed its final event (`core::usage::FinalWatch`): its answer is complete,
+    /// and it is let go without waiting for its exit (read as an exit 0).
+    FinalEvent,
 }
 
 /// What one finished runner gave: its attempt, and the answer when there is one.
@@ -124,7 +127,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
         RunEnd::NotConfigured { var } => (format!("not configured: {var} is not set"), None),
         RunEnd::RequestFailed => (clip("request failed", &detail()), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
-        RunEnd::Exited { .. } | RunEnd::Replied => {
+        RunEnd::Exited { .. } | RunEnd::Replied | RunEnd::FinalEvent => {
             match crate::core::answer::last_json_object(reply) {
                 Some(obj) => ("answered".to_string(), Some(obj)),
                 None => {

@@ -306,3 +306,12 @@ fn the_shared_verdict_cases_hold() {
         assert_eq!(got, case["verdict"], "{name}");
     }
 }
+
+#[test]
+fn a_runner_let_go_at_its_final_event_is_read_as_an_exit_0() {
+    let (a, answer) = judged(&RunEnd::FinalEvent, "{\"x\":true}", "");
+    assert!(a.ok && answer.is_some());
+    assert_eq!(a.reason, "answered");
+    let (a, _) = judged(&RunEnd::FinalEvent, "prose", "");
+    assert_eq!(a.reason, "no JSON object line in stdout: prose");
+}

@@ -236,6 +236,7 @@ impl Daemon {
             flights,
             spawner: self.extras.spawner.clone(),
             spend: self.extras.spend.clone(),
+            endings: self.extras.endings.clone(),
             ..Extras::for_state(settings, &self.state)
         }
     }
@@ -391,7 +392,8 @@ impl Daemon {
             });
         lock_slots(&self.slots).grow(open, &self.board);
         if !self.draining {
-            self.prestart.configure(&self.settings, self.workers());
+            self.prestart
+                .configure(&self.settings, self.workers(), self.extras.health.as_ref());
         }
     }
 

@@ -13,6 +13,7 @@ use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
 use crate::engine::api_attempt::judge_api;
+use crate::engine::endings::Endings;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
@@ -41,6 +42,10 @@ pub struct Extras {
     pub spawner: Arc<dyn Spawner>,
     /// Records each runner run and holds jobs to the spend cap (daemon and `run`).
     pub spend: Option<Arc<SpendLedger>>,
+    /// Runners let go after their final event, stopped while the job publishes its
+    /// verdict and waited for before its claim goes (daemon and `run`); without it,
+    /// each is stopped before its attempt ends (`ask`, `eval`).
+    pub endings: Option<Arc<Endings>>,
 }
 
 impl Default for Extras {
@@ -52,6 +57,7 @@ impl Default for Extras {
             flights: None,
             spawner: Arc::new(Processes::default()),
             spend: None,
+            endings: None,
         }
     }
 }
@@ -64,6 +70,7 @@ impl Extras {
             health: HealthStore::open(state, &c.health),
             cache: Cache::open(state, &c.cache),
             spend: Some(Arc::new(SpendLedger::open(state))),
+            endings: Some(Arc::default()),
             ..Extras::default()
         }
     }
@@ -142,6 +149,7 @@ pub async fn judge(
         tag,
         stop,
         spawner: extras.spawner.as_ref(),
+        endings: extras.endings.as_deref(),
     };
     for runner in ordered {
         // Reserved before each runner start (and before waiting for its slot, so a
@@ -233,6 +241,7 @@ struct AttemptContext<'a> {
     tag: &'a str,
     stop: Option<&'a StopSignal>,
     spawner: &'a dyn Spawner,
+    endings: Option<&'a Endings>,
 }
 
 /// Only a runner that passes the investigate allowlist gets the job's own folder: any
@@ -261,6 +270,7 @@ async fn attempt_runner(
         tag,
         stop,
         spawner,
+        endings,
     } = *context;
     let workdir = match cwd {
         CwdChoice::Given(path) => Workdir::Job(path),
@@ -273,6 +283,7 @@ async fn attempt_runner(
         workdir,
         tag,
         stop,
+        endings,
     };
     // An API runner's start line names its protocol, model and base URL.
     let api = runner.api.as_ref();

@@ -188,7 +188,10 @@ async fn handle_claimed(
     let started = Instant::now();
     let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
         Ok(verdict) => verdict,
-        Err(exit) => return end_started(claim, exit),
+        Err(exit) => {
+            extras.spawner.job_ended(&claim.record().tag);
+            return end_started(claim, exit);
+        }
     };
     remove_judged_job(path, claim.record().job)?;
     crate::support::failpoint::crash("job_removed");
@@ -410,6 +413,13 @@ async fn judge_claimed(
         events.send(JobEvent::PublishFailed { outcome });
     }
     published?;
+    // The verdict is out: the copy of a runner started ahead of jobs that this job
+    // took is replaced now, and runners still exiting after their final event are
+    // waited for while the claim still covers them.
+    extras.spawner.job_ended(&tag);
+    if let Some(endings) = &extras.endings {
+        endings.settle(&tag).await;
+    }
     Ok(verdict)
 }
 

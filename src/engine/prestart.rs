@@ -1,8 +1,12 @@
 //! Runners started ahead of their jobs (a default-table runner's `prestart = N`;
-//! docs/tuning.md, "Pre-started runners"). Claude Code spends most of its start-up
-//! before it reads its prompt, so the daemon keeps up to N copies of such a runner
-//! waiting, each in a fresh private folder with its stdin held open, and a job takes one
-//! instead of spawning. The rules that keep this as safe as a fresh spawn:
+//! docs/tuning.md, "Pre-started runners"). Claude Code and codex spend most of their
+//! start-up before they read their prompt, so the daemon keeps up to N copies of the
+//! runner jobs take first (the first with `prestart` that runner health does not bench,
+//! `prestart_rules::waiting_for`) waiting, each in a fresh private folder with its stdin
+//! held open (codex started with `-` for its prompt), and a job takes one instead of
+//! spawning. A taken copy's replacement starts once that job's verdict is published
+//! (`Spawner::job_ended`), so it never competes with the job for the CPU. The rules that
+//! keep this as safe as a fresh spawn:
 //! - a waiting runner has no job data: its argv is the table's (the prompt never goes
 //!   there), its folder is fresh and empty, and its prompt is written only by the job
 //!   that takes it, whose timeout starts then;
@@ -34,11 +38,14 @@ use tokio::sync::Notify;
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
+use crate::engine::endings::let_go;
+use crate::engine::prestart_rules::{early_output_problem, waiting_for, wanted};
 use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
 use crate::engine::spawner::{
     AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec, WaitingRunner,
     Workdir,
 };
+use crate::store::health_store::HealthStore;
 
 /// A waiting runner older than this is replaced by a fresh one: the CLI on disk may have
 /// been updated, and its login may have expired, while it waited.
@@ -81,9 +88,17 @@ struct Tasks {
 
 #[derive(Default)]
 struct Inner {
-    /// What to keep waiting: each runner and how many copies.
-    wanted: Vec<(Runner, usize)>,
+    /// The runners that may have copies waiting, and how many (`prestart_rules::wanted`).
+    candidates: Vec<(Runner, usize)>,
+    /// The one of them whose copies wait now (`prestart_rules::waiting_for`), chosen
+    /// again before each start.
+    target: Option<(Runner, usize)>,
+    /// The daemon's runner health: the trying order the target follows.
+    health: Option<HealthStore>,
     waiting: Vec<Waiting>,
+    /// Copies taken by jobs whose verdict is not published yet, with the job's tag:
+    /// they count as waiting until `job_ended`, so the replacement starts after it.
+    lent: Vec<(Runner, String)>,
     /// Copies being started, per runner.
     starting: Vec<Runner>,
     /// Runners whose copy could not start or ended on its own while waiting (a CLI
@@ -144,22 +159,6 @@ fn shown_tag(tag: &str) -> String {
     }
 }
 
-/// How many copies of each runner of `settings`' default table to keep waiting:
-/// `prestart`, at most `workers`; none under the override variable.
-pub fn wanted(settings: &Settings, workers: usize) -> Vec<(Runner, usize)> {
-    if settings.runner_override.is_some() {
-        return Vec::new();
-    }
-    settings
-        .table(Mode::Default)
-        .iter()
-        .filter_map(|r| {
-            let n = usize::try_from(r.prestart?).ok()?.min(workers);
-            (n > 0).then(|| (r.clone(), n))
-        })
-        .collect()
-}
-
 impl<S: Spawner + 'static> Spawner for Prestarting<S> {
     fn run<'a>(
         &'a self,
@@ -174,6 +173,11 @@ impl<S: Spawner + 'static> Spawner for Prestarting<S> {
         spec: &'a WaitSpec<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, crate::core::verdict::RunEnd>> {
         self.shared.spawner.start_waiting(spec)
+    }
+
+    fn job_ended(&self, tag: &str) {
+        Prestarting::job_ended(self, tag);
+        self.shared.spawner.job_ended(tag);
     }
 }
 
@@ -206,7 +210,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         progress: &mut OnProgress<'_>,
     ) -> AttemptOutput {
         let copy = match spec.workdir {
-            Workdir::Fresh => self.take(spec.runner),
+            Workdir::Fresh => self.take(spec.runner, spec.tag),
             Workdir::Job(_) => None,
         };
         let Some(mut copy) = copy else {
@@ -227,58 +231,57 @@ impl<S: Spawner + 'static> Prestarting<S> {
         let Waiting {
             process, folder, ..
         } = copy;
-        let out = process.finish(spec).await;
-        drop(folder);
-        out.into()
+        let ended = process.finish(spec).await;
+        let_go(ended, Some(folder), spec.endings, spec.tag)
+            .await
+            .into()
     }
 
     /// Keeps what `settings` asks for (at start and on reload; cheap when nothing
-    /// changed): stops waiting runners it no longer wants, starts the missing ones.
-    pub fn configure(&self, settings: &Arc<Settings>, workers: usize) {
-        let unwanted = {
+    /// changed), following `health`'s trying order: stops waiting runners it no longer
+    /// wants, starts the missing ones.
+    pub fn configure(
+        &self,
+        settings: &Arc<Settings>,
+        workers: usize,
+        health: Option<&HealthStore>,
+    ) {
+        {
             let mut inner = self.lock();
             let same = |(s, w): &(Arc<Settings>, usize)| Arc::ptr_eq(s, settings) && *w == workers;
             if inner.closed || inner.settings.as_ref().is_some_and(same) {
                 return;
             }
-            inner.wanted = wanted(settings, workers);
+            inner.candidates = wanted(settings, workers);
             inner.settings = Some((settings.clone(), workers));
+            inner.health = health.cloned();
             inner.refused.clear();
-            let mut kept = Vec::new();
-            let mut unwanted = Vec::new();
-            for w in std::mem::take(&mut inner.waiting) {
-                let allowed = inner.copies_wanted(&w.runner);
-                let have = kept
-                    .iter()
-                    .filter(|k: &&Waiting| k.runner == w.runner)
-                    .count();
-                if have < allowed {
-                    kept.push(w);
-                } else {
-                    unwanted.push(w);
-                }
-            }
-            inner.waiting = kept;
-            unwanted
-        };
-        self.discard_all(unwanted, "no longer wanted");
+        }
         self.fill();
     }
 
-    /// A waiting copy of `runner`, if one is ready; then starts its replacement. One that
-    /// ended while waiting is discarded, one that printed before its prompt refused,
-    /// and `None` says: spawn one for this job.
-    fn take(&self, runner: &Runner) -> Option<Waiting> {
+    /// A waiting copy of `runner` for the job tagged `tag`, if one is ready; its
+    /// replacement waits for `job_ended`. One that ended while waiting is discarded,
+    /// one that printed before its prompt refused, and `None` says: spawn one for
+    /// this job.
+    fn take(&self, runner: &Runner, tag: &str) -> Option<Waiting> {
         let taken = {
             let mut inner = self.lock();
             inner.dormant.retain(|r| r != runner);
             let index = inner.waiting.iter().position(|w| w.runner == *runner);
             index.map(|i| inner.waiting.swap_remove(i))
         };
-        let usable = taken.and_then(|copy| self.usable(copy));
-        // After the checks: a refused runner gets no replacement.
+        let usable = taken.and_then(|copy| self.usable(copy))?;
+        self.lock().lent.push((runner.clone(), tag.to_string()));
+        Some(usable)
+    }
+
+    /// The job tagged `tag` is over (its verdict published): the copies it took are
+    /// replaced now, and the runner whose copies wait is chosen again (the job's
+    /// attempts may have benched one).
+    pub fn job_ended(&self, tag: &str) {
+        self.lock().lent.retain(|(_, t)| t != tag);
         self.fill();
-        usable
     }
 
     /// `copy`, unless it ended while waiting or printed before its prompt (then it is
@@ -406,26 +409,68 @@ impl<S: Spawner + 'static> Prestarting<S> {
         self.lock().waiting.len()
     }
 
-    /// Starts copies until each wanted runner has its count waiting or starting.
+    /// Chooses the runner whose copies wait (health may have moved one), stops the
+    /// copies of any other and those past its count, and starts copies until it has
+    /// its count waiting, starting or lent to a job still running.
     fn fill(&self) {
-        let mut inner = self.lock();
-        if inner.closed {
+        let (other, surplus, why) = {
+            let mut inner = self.lock();
+            if inner.closed {
+                return;
+            }
+            let Some((settings, _)) = inner.settings.clone() else {
+                return;
+            };
+            inner.target = inner.choose_target(&settings);
+            let (mut kept, mut other, mut surplus) = (Vec::new(), Vec::new(), Vec::new());
+            for w in std::mem::take(&mut inner.waiting) {
+                let have = kept
+                    .iter()
+                    .filter(|k: &&Waiting| k.runner == w.runner)
+                    .count();
+                let wanted = inner.copies_wanted(&w.runner);
+                if have < wanted {
+                    kept.push(w);
+                } else if wanted > 0 {
+                    surplus.push(w);
+                } else {
+                    other.push(w);
+                }
+            }
+            inner.waiting = kept;
+            let why = match inner.target.clone() {
+                Some((runner, n)) => {
+                    self.start_missing(&mut inner, &settings, &runner, n);
+                    format!("no longer wanted: jobs take {} first now", runner.name)
+                }
+                None if inner.candidates.is_empty() => "no longer wanted".into(),
+                None => "no longer wanted: runner health benches every runner with prestart".into(),
+            };
+            (other, surplus, why)
+        };
+        self.discard_all(other, &why);
+        self.discard_all(surplus, "no longer wanted");
+    }
+
+    /// Starts copies of `runner` until `n` wait, start or are lent; none for a runner
+    /// whose copy died while waiting (until a job asks for it) or broke the protocol.
+    fn start_missing(
+        &self,
+        inner: &mut Inner,
+        settings: &Arc<Settings>,
+        runner: &Runner,
+        n: usize,
+    ) {
+        if inner.dormant.contains(runner) || inner.refused.contains(runner) {
             return;
         }
-        let Some((settings, _)) = inner.settings.clone() else {
-            return;
-        };
-        for (runner, n) in inner.wanted.clone() {
-            if inner.dormant.contains(&runner) || inner.refused.contains(&runner) {
-                continue;
-            }
-            let have = inner.waiting.iter().filter(|w| w.runner == runner).count()
-                + inner.starting.iter().filter(|r| **r == runner).count();
-            for _ in have..n {
-                inner.starting.push(runner.clone());
-                let (this, runner, settings) = (self.clone(), runner.clone(), settings.clone());
-                self.spawn(async move { this.start_one(runner, settings).await });
-            }
+        let have = inner.waiting.iter().filter(|w| w.runner == *runner).count()
+            + inner.starting.iter().filter(|r| *r == runner).count()
+            + inner.lent.iter().filter(|(r, _)| r == runner).count();
+        for _ in have..n {
+            inner.starting.push(runner.clone());
+            let (this, runner, settings) = (self.clone(), runner.clone(), settings.clone());
+            self.spawn(async move { this.start_one(runner, settings).await });
         }
     }
 
@@ -515,11 +560,22 @@ impl<S: Spawner + 'static> Prestarting<S> {
 }
 
 impl Inner {
+    /// How many copies of `runner` to keep: the target's count, else none.
     fn copies_wanted(&self, runner: &Runner) -> usize {
-        self.wanted
-            .iter()
-            .find(|(r, _)| r == runner)
-            .map_or(0, |(_, n)| *n)
+        match &self.target {
+            Some((target, n)) if target == runner => *n,
+            _ => 0,
+        }
+    }
+
+    /// The runner whose copies should wait under `settings` and the current health.
+    fn choose_target(&self, settings: &Settings) -> Option<(Runner, usize)> {
+        let table = settings.table(Mode::Default);
+        let standing = match &self.health {
+            Some(health) => health.standing(table),
+            None => table.iter().map(|r| (r, false)).collect(),
+        };
+        waiting_for(&standing, &self.candidates)
     }
 
     fn kill_grace(&self) -> Duration {
@@ -528,108 +584,5 @@ impl Inner {
             .as_ref()
             .map_or(5.0, |(s, _)| s.config.kill_grace_seconds);
         Duration::from_secs_f64(seconds)
-    }
-}
-
-/// Why a waiting copy's stdout before its prompt breaks the protocol, if it does: only
-/// whole lines that are the CLI's own `system` events (JSON objects with `"type":
-/// "system"`) or blank may come before the prompt; a line still being written counts
-/// against it too (it could become anything), and so does more than the cap.
-fn early_output_problem(early: &[u8]) -> Option<String> {
-    if early.is_empty() {
-        return None;
-    }
-    if early.len() > crate::process::spawn::EARLY_OUTPUT_CAP {
-        return Some(format!(
-            "printed more than {} bytes before its prompt",
-            crate::process::spawn::EARLY_OUTPUT_CAP
-        ));
-    }
-    let text = String::from_utf8_lossy(early);
-    let mut lines = text.split_inclusive('\n');
-    let offending = lines.find(|line| {
-        let whole = line.ends_with('\n');
-        let line = line.trim();
-        !whole || (!line.is_empty() && !is_system_event(line))
-    })?;
-    let shown: String = offending.trim().chars().take(80).collect();
-    Some(format!("printed {shown:?} before its prompt"))
-}
-
-/// A CLI start-up event line: a JSON object whose `type` is `system`.
-fn is_system_event(line: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(line)
-        .is_ok_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("system"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_whole_system_events_may_come_before_the_prompt() {
-        let fine = [
-            "",
-            "{\"type\":\"system\",\"subtype\":\"ui_invalidate\"}\n",
-            "{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"/x\"}\n\n{\"type\": \"system\"}\n",
-        ];
-        for early in fine {
-            assert_eq!(early_output_problem(early.as_bytes()), None, "{early:?}");
-        }
-        let broken = [
-            "{\"type\":\"result\",\"result\":\"{\\\"ok\\\": true}\"}\n",
-            "{\"type\":\"system\"}\n{\"bug\": true}\n",
-            "Warning: banner\n",
-            "{\"type\":\"system\"",
-            "{\"type\":\"assistant\"}\n",
-            "[1]\n",
-        ];
-        for early in broken {
-            let why = early_output_problem(early.as_bytes());
-            assert!(
-                why.as_deref()
-                    .is_some_and(|w| w.contains("before its prompt")),
-                "{early:?}"
-            );
-        }
-        let flood = "{\"type\":\"system\"}\n".repeat(5000);
-        assert!(
-            early_output_problem(flood.as_bytes())
-                .unwrap()
-                .contains("more than")
-        );
-    }
-
-    fn settings_with(table: Vec<Runner>) -> Settings {
-        let mut s = Settings::for_tests("/nonexistent".into(), "x");
-        s.config.runners.default = table;
-        s.runner_override = None;
-        s
-    }
-
-    #[test]
-    fn only_prestart_runners_are_wanted_and_at_most_workers_of_each() {
-        let plain = Runner::for_tests("plain", &["/bin/a"]);
-        let two = Runner {
-            prestart: Some(2),
-            ..Runner::for_tests("two", &["/bin/b"])
-        };
-        let off = Runner {
-            prestart: Some(0),
-            ..Runner::for_tests("off", &["/bin/c"])
-        };
-        let s = settings_with(vec![plain, two.clone(), off]);
-        assert_eq!(wanted(&s, 4), vec![(two.clone(), 2)]);
-        assert_eq!(wanted(&s, 1), vec![(two, 1)]);
-    }
-
-    #[test]
-    fn the_override_variable_wants_none() {
-        let mut s = settings_with(vec![Runner {
-            prestart: Some(1),
-            ..Runner::for_tests("p", &["/bin/p"])
-        }]);
-        s.runner_override = Some(Vec::new());
-        assert!(wanted(&s, 4).is_empty());
     }
 }

@@ -23,7 +23,7 @@ async fn prestarting(acts: Vec<Act>, copies: Vec<CopyAct>) -> (Bench, Prestartin
         ..Runner::for_tests("scripted", &["scripted"])
     }];
     let pre = Prestarting::new(b.spawner.clone(), tokio::runtime::Handle::current());
-    pre.configure(&Arc::new(b.settings.clone()), 1);
+    pre.configure(&Arc::new(b.settings.clone()), 1, None);
     bounded("the first copy's start", pre.idle()).await;
     (b, pre)
 }
@@ -123,4 +123,31 @@ async fn early_output_discards_the_copy_and_the_job_spawns_its_own() {
     assert_eq!(b.spawner.copies_discarded(), 1);
     assert_eq!(pre.waiting(), 0);
     assert_eq!(b.spawner.copies_started(), 1, "not pre-started again");
+}
+
+/// Issue 42 item 5: the copy a job took is replaced only once the job's verdict is
+/// published, so the replacement's start never competes with the job. The copy given
+/// the job waits, before it answers, until no copy is starting: a replacement started
+/// when the copy was taken would start (and see no verdict) first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replacement_starts_after_the_verdict_is_published() {
+    let copies = vec![
+        CopyAct::Waits("{\"ok\": true, \"copy\": 1}"),
+        CopyAct::Waits("{\"ok\": true, \"copy\": 2}"),
+    ];
+    let (b, pre) = prestarting(Vec::new(), copies).await;
+    let idle = pre.clone();
+    b.spawner.before_answer(Arc::new(move || {
+        let idle = idle.clone();
+        Box::pin(async move { idle.idle().await })
+    }));
+    let v = judge_with(&b, &pre, "a").await;
+    assert_eq!(v["answer"]["copy"], 1, "{v}");
+    bounded("the replacement's start", pre.idle()).await;
+    assert_eq!(
+        b.spawner.verdicts_at_copy_starts(),
+        [0, 1],
+        "the first copy before any verdict, its replacement after the job's"
+    );
+    assert_eq!(pre.waiting(), 1, "a fresh copy waits again");
 }

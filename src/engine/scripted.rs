@@ -18,6 +18,7 @@ use crate::core::config::Settings;
 use crate::core::job_life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Extras;
+use crate::engine::endings::Ended;
 use crate::engine::lifecycle::{Handled, WorkerLink, handle};
 use crate::engine::spawner::{
     ApiOutput, AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec,
@@ -65,7 +66,14 @@ pub struct Scripted {
 pub struct CopyLog {
     prompts: Mutex<Vec<String>>,
     discarded: AtomicUsize,
+    /// For each copy started, how many verdicts of transcript `T` were published then.
+    verdicts_at_start: Mutex<Vec<usize>>,
+    /// Awaited by a waiting copy given a job before it answers.
+    before_answer: Mutex<Option<BeforeAnswer>>,
 }
+
+/// What a copy given a job waits for before it answers (`Scripted::before_answer`).
+pub type BeforeAnswer = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 
 impl Scripted {
     pub fn new(acts: Vec<Act>) -> Arc<Self> {
@@ -102,6 +110,22 @@ impl Scripted {
     /// Copies stopped unused.
     pub fn copies_discarded(&self) -> usize {
         self.copy_log.discarded.load(Ordering::SeqCst)
+    }
+
+    /// For each copy started, how many verdicts of transcript `T` were published then.
+    pub fn verdicts_at_copy_starts(&self) -> Vec<usize> {
+        self.copy_log
+            .verdicts_at_start
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default()
+    }
+
+    /// Makes every copy given a job await `hook` before it answers.
+    pub fn before_answer(&self, hook: BeforeAnswer) {
+        if let Ok(mut slot) = self.copy_log.before_answer.lock() {
+            *slot = Some(hook);
+        }
     }
 
     async fn play(&self, spec: &AttemptSpec<'_>, progress: &mut OnProgress<'_>) -> AttemptOutput {
@@ -152,9 +176,14 @@ impl Spawner for Scripted {
 
     fn start_waiting<'a>(
         &'a self,
-        _spec: &'a WaitSpec<'a>,
+        spec: &'a WaitSpec<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
         self.copies_started.fetch_add(1, Ordering::SeqCst);
+        let verdicts = StateDir::new(&spec.settings.state_dir).verdict_dir("T");
+        let published = std::fs::read_dir(verdicts).map_or(0, |d| d.count());
+        if let Ok(mut starts) = self.copy_log.verdicts_at_start.lock() {
+            starts.push(published);
+        }
         let act = self.copies.lock().ok().and_then(|mut c| c.pop_front());
         let copy = act.map(|act| ScriptedCopy {
             early: match &act {
@@ -193,10 +222,11 @@ impl WaitingRunner for ScriptedCopy {
         &self.early
     }
 
-    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, RunOutput> {
+    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, Ended> {
         if let Ok(mut prompts) = self.log.prompts.lock() {
             prompts.push(spec.job.prompt.clone());
         }
+        let hook = self.log.before_answer.lock().ok().and_then(|h| h.clone());
         let out = match self.act {
             CopyAct::Waits(text) => answered(RunEnd::Exited { code: 0 }, text.to_string()),
             // A copy that died or printed early is never given a job.
@@ -204,7 +234,15 @@ impl WaitingRunner for ScriptedCopy {
                 answered(RunEnd::Exited { code: -9 }, String::new())
             }
         };
-        Box::pin(std::future::ready(out))
+        Box::pin(async move {
+            if let Some(hook) = hook {
+                hook().await;
+            }
+            Ended {
+                output: out,
+                rest: None,
+            }
+        })
     }
 
     fn discard(self: Box<Self>, _kill_grace: Duration) -> BoxFuture<'static, ()> {

@@ -16,9 +16,11 @@ use crate::core::api_protocol::CallEnd;
 use crate::core::api_runner::ApiSpec;
 use crate::core::config::Settings;
 use crate::core::job::{Job, Mode};
-use crate::core::runner_table::{Runner, build_invocation};
+use crate::core::runner_table::{Runner, build_invocation, stdin_payload, waiting_argv};
+use crate::core::usage::output_format;
 use crate::core::verdict::RunEnd;
 use crate::engine::codex_argv::prepared_argv;
+use crate::engine::endings::{Ended, Endings, let_go};
 use crate::engine::runner_folder::fresh_runner_folder;
 use crate::process::api_call::{ApiClient, ApiRequest};
 use crate::process::pool::SupervisorPool;
@@ -51,6 +53,9 @@ pub struct AttemptSpec<'a> {
     pub tag: &'a str,
     /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
     pub stop: Option<&'a StopSignal>,
+    /// Where a runner that gave its final event before it exited is let go, under
+    /// `tag`; without it, such a runner is stopped before the attempt ends.
+    pub endings: Option<&'a Endings>,
 }
 
 impl AttemptSpec<'_> {
@@ -140,6 +145,13 @@ pub trait Spawner: Send + Sync {
             })
         })
     }
+
+    /// The job tagged `tag` is over: its verdict is published (or it ended without
+    /// one). A runner started ahead of its jobs that the job took is replaced now, so
+    /// the replacement's start never slows the verdict.
+    fn job_ended(&self, tag: &str) {
+        let _ = tag;
+    }
 }
 
 impl<T: Spawner + ?Sized> Spawner for Arc<T> {
@@ -157,6 +169,10 @@ impl<T: Spawner + ?Sized> Spawner for Arc<T> {
     ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
         (**self).start_waiting(spec)
     }
+
+    fn job_ended(&self, tag: &str) {
+        (**self).job_ended(tag)
+    }
 }
 
 /// A runner started ahead of its job, waiting for its prompt. It serves one job
@@ -173,9 +189,9 @@ pub trait WaitingRunner: Send {
     /// has no job yet: whatever is here came before its prompt.
     fn stdout_so_far(&mut self) -> &[u8];
 
-    /// Gives it the job of `spec`: its prompt, then runs it to its end within the
-    /// job's timeout, counted from now.
-    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, RunOutput>;
+    /// Gives it the job of `spec`: its prompt, then runs it to its end (or its final
+    /// event: then `Ended::rest` stops it) within the job's timeout, counted from now.
+    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, Ended>;
 
     /// Stops it unused, the way a timeout stops a runner (SIGTERM to its group,
     /// `kill_grace`, SIGKILL; at once if it already ended).
@@ -245,15 +261,12 @@ impl Processes {
         spec: &AttemptSpec<'_>,
         progress: &mut OnProgress<'_>,
     ) -> RunOutput {
-        // A fresh folder lives until the attempt ends, then goes with its content.
-        let fresh;
+        // A fresh folder lives until the runner is gone, then goes with its content.
+        let mut fresh = None;
         let cwd = match spec.workdir {
             Workdir::Job(dir) => dir,
             Workdir::Fresh => match fresh_runner_folder(spec.settings) {
-                Ok(made) => {
-                    fresh = made;
-                    fresh.path()
-                }
+                Ok(made) => fresh.insert(made).path(),
                 Err(e) => {
                     return RunOutput::not_started(
                         RunEnd::SpawnFailed {
@@ -290,11 +303,13 @@ impl Processes {
             tag: spec.tag,
             output_cap: spec.settings.config.output_cap_bytes,
             stop: spec.stop,
+            format: output_format(&spec.runner.argv),
         };
-        spawn::run(&run, &self.launcher, |pgid| {
+        let finished = spawn::run(&run, &self.launcher, |pgid| {
             progress(Progress::Spawned { pgid })
         })
-        .await
+        .await;
+        let_go(finished.into(), fresh, spec.endings, spec.tag).await
     }
 }
 
@@ -335,6 +350,13 @@ impl Spawner for Processes {
                     });
                 }
             };
+            // The table's check let only runners that can wait have `prestart`.
+            let Some(argv) = waiting_argv(&argv) else {
+                return Err(RunEnd::SpawnFailed {
+                    kind: std::io::ErrorKind::Unsupported,
+                    message: "its argv needs the prompt before it starts".into(),
+                });
+            };
             let start = StartSpec {
                 argv: &argv,
                 env: &spec.runner.env,
@@ -344,7 +366,7 @@ impl Spawner for Processes {
                 output_cap: spec.settings.config.output_cap_bytes,
             };
             let running = Running::start(&start, &self.launcher).await?;
-            Ok(Box::new(WaitingProcess { running }) as Box<dyn WaitingRunner>)
+            Ok(Box::new(WaitingProcess { running, argv }) as Box<dyn WaitingRunner>)
         })
     }
 }
@@ -352,6 +374,8 @@ impl Spawner for Processes {
 /// A runner process started ahead of its job (`process::spawn::Running`).
 struct WaitingProcess {
     running: Running,
+    /// The argv it runs (`waiting_argv`): its prompt goes on stdin as this argv reads it.
+    argv: Vec<String>,
 }
 
 impl WaitingRunner for WaitingProcess {
@@ -367,16 +391,17 @@ impl WaitingRunner for WaitingProcess {
         self.running.stdout_so_far()
     }
 
-    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, RunOutput> {
+    fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, Ended> {
         Box::pin(async move {
-            let invocation = build_invocation(&spec.runner.argv, &spec.job.prompt);
+            let stdin = stdin_payload(&self.argv, &spec.job.prompt);
             let prompt = PromptSpec {
-                stdin: invocation.stdin.as_deref(),
+                stdin: Some(&stdin),
                 timeout: spec.timeout(),
                 kill_grace: spec.kill_grace(),
                 stop: spec.stop,
+                format: output_format(&spec.runner.argv),
             };
-            self.running.finish(&prompt, Instant::now()).await
+            self.running.finish(&prompt, Instant::now()).await.into()
         })
     }
 

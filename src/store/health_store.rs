@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::core::config::HealthConfig;
-use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, update};
+use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, standing, update};
 use crate::core::runner_table::Runner;
 use crate::process::spawn::resolve_program;
 use crate::store::file_lock::{open_lock_file, try_lock_exclusive};
@@ -106,14 +106,12 @@ impl HealthStore {
     /// The table in trying order; a runner benched as not installed is looked up on
     /// `PATH` again (a few `stat`s, no process).
     pub fn order<'a>(&self, table: &'a [Runner]) -> Vec<&'a Runner> {
-        let installed = |r: &Runner| match &r.api {
-            Some(api) => api.key_is_set(|var| std::env::var_os(var)),
-            None => r
-                .argv
-                .first()
-                .is_some_and(|program| resolve_program(program).is_some()),
-        };
-        order(table, &self.load(), self.now(), installed)
+        order(table, &self.load(), self.now(), is_installed)
+    }
+
+    /// The table in trying order (`order`), each runner with whether it is benched.
+    pub fn standing<'a>(&self, table: &'a [Runner]) -> Vec<(&'a Runner, bool)> {
+        standing(table, &self.load(), self.now(), is_installed)
     }
 
     /// Records an attempt; logs benching and clearing. Never waits on `health.lock`.
@@ -307,6 +305,18 @@ fn save(path: &Path, file: &HealthFile) {
         .and_then(|bytes| crate::store::state_dir::publish(path, &bytes, false));
     if let Err(e) = saved {
         tracing::error!("cannot save runner health: {e}");
+    }
+}
+
+/// Whether a runner can be tried: a CLI's program is found (a few `stat`s, no
+/// process), an API runner's key variable is set.
+fn is_installed(runner: &Runner) -> bool {
+    match &runner.api {
+        Some(api) => api.key_is_set(|var| std::env::var_os(var)),
+        None => runner
+            .argv
+            .first()
+            .is_some_and(|program| resolve_program(program).is_some()),
     }
 }
 

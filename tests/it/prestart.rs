@@ -382,3 +382,204 @@ fn output_a_waiting_runner_printed_before_its_prompt_never_answers_a_job() {
     let v = wait_verdict(&w, "b");
     assert_eq!(v["answer"]["pid"], p3, "the new copy answered: {v}");
 }
+
+/// A fake codex (`bin/codex`, an executable named as the real one): records its argv
+/// and host pid as it starts, then reads stdin to its end (the prompt, when it was
+/// started with `-`; nothing from /dev/null), records it, and answers with its pid as
+/// `exec --json` events.
+const FAKE_CODEX: &str = r#"read -r P _ < /proc/self/stat
+printf '%s\0' "$@" > "$W/codex-argv.$P"
+echo "$P" >> "$W/codex-starts"
+prompt=$(cat)
+printf '%s' "$prompt" > "$W/codex-stdin.$P"
+echo '{"type":"thread.started","thread_id":"t"}'
+echo "{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"agent_message\",\"text\":\"{\\\"ok\\\": true, \\\"pid\\\": $P}\"}}"
+echo '{"type":"turn.completed","usage":{"input_tokens":3,"cached_input_tokens":0,"output_tokens":1}}'
+"#;
+
+/// A fake Claude Code whose login is gone: a copy waits for its prompt like the real
+/// one, then says so on stdout and exits 1, as Claude Code 2.1.328 does.
+const LOGGED_OUT_CLAUDE: &str = r#"read -r P _ < /proc/self/stat
+echo "$P" >> "$W/claude-starts"
+read -r line
+echo 'Not logged in · Please run /login'
+exit 1
+"#;
+
+/// Issue 42 item 2: the copy waits for the runner jobs take first. With claude benched
+/// (its login gone), a job's first runner is codex, so codex is what waits: started
+/// with `-` where its prompt goes, the prompt written on its stdin by the job that
+/// takes it. No claude copy is started again while claude is benched.
+#[test]
+fn with_claude_benched_the_waiting_copy_is_codex_with_its_prompt_on_stdin() {
+    let w = World::new();
+    let root = w.path("");
+    let claude = w.path("bin/claude.sh");
+    std::fs::write(
+        &claude,
+        format!("W={}\n{LOGGED_OUT_CLAUDE}", root.display()),
+    )
+    .unwrap();
+    let codex = w.fake_program("codex", &format!("W={}\n{FAKE_CODEX}", root.display()));
+    w.config(&format!(
+        "workers = 2\nrescan_seconds = 1\n[health]\nbackoff_start_seconds = 3600\n\
+         [[runners.default]]\nname = \"claude\"\n\
+         argv = [\"/bin/sh\", {claude:?}, \"--input-format\", \"stream-json\", \"--output-format\", \"stream-json\"]\n\
+         prestart = 1\n\
+         [[runners.default]]\nname = \"codex\"\n\
+         argv = [{codex:?}, \"exec\", \"--json\", \"--\", \"{{prompt}}\"]\nprestart = 1\n"
+    ));
+    let _daemon = start(&w);
+    let lines = |file: &str| w.read(file).lines().map(str::to_string).collect::<Vec<_>>();
+    let argv = |pid: &str| -> Vec<String> {
+        w.read(&format!("codex-argv.{pid}"))
+            .split('\0')
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    // Nothing is benched yet: the table's first runner waits, and only it.
+    wait_for("a claude copy waiting", NO_HANG, || {
+        lines("claude-starts").len() == 1
+    });
+    w.wait_log("runner pre-started");
+    assert!(lines("codex-starts").is_empty(), "{}", w.log());
+
+    // The job takes it; claude fails and is benched; codex, started with the job, answers.
+    w.job("a", &job("a?"));
+    let v = wait_verdict(&w, "a");
+    assert_eq!(
+        (&v["outcome"], &v["runner"]),
+        (&json!("hit"), &json!("codex")),
+        "{v}"
+    );
+    assert_eq!(v["attempts"][0]["runner"], "claude", "{v}");
+    assert_eq!(v["attempts"][0]["ok"], false, "{v}");
+    let cold = v["answer"]["pid"].to_string();
+    assert_eq!(
+        argv(&cold),
+        ["exec", "--json", "--", "a?"],
+        "spawned with its job"
+    );
+
+    // Now codex is what jobs take first: a copy of it waits, started with `-`.
+    wait_for("a codex copy waiting", NO_HANG, || {
+        lines("codex-starts").len() == 2
+    });
+    let copy = lines("codex-starts")[1].clone();
+    assert_eq!(
+        argv(&copy),
+        ["exec", "--json", "--", "-"],
+        "no job data in its argv"
+    );
+    wait_for("the codex copy logged", NO_HANG, || {
+        w.log()
+            .lines()
+            .any(|l| l.contains("runner pre-started") && l.contains("runner=codex"))
+    });
+    assert!(
+        !w.path(&format!("codex-stdin.{copy}")).exists(),
+        "no prompt yet"
+    );
+
+    w.job("b", &job("is \"b\" right?"));
+    let v = wait_verdict(&w, "b");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert_eq!(
+        v["answer"]["pid"].to_string(),
+        copy,
+        "the waiting codex answered: {v}"
+    );
+    assert_eq!(
+        v["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "benched claude goes last: {v}"
+    );
+    assert_eq!(
+        w.read(&format!("codex-stdin.{copy}")),
+        "is \"b\" right?",
+        "the prompt came on stdin"
+    );
+    let log = w.log();
+    assert!(
+        log.lines().any(|l| l.contains("runner start id=b ")
+            && l.contains("runner=codex")
+            && l.contains("prestarted=true")),
+        "{log}"
+    );
+    // A fresh codex copy replaces it; claude, benched, never waits again.
+    wait_for("the next codex copy", NO_HANG, || {
+        lines("codex-starts").len() == 3
+    });
+    assert_eq!(lines("claude-starts").len(), 1, "{}", w.log());
+}
+
+/// A fake stream-json claude that prints its final `result` event and then does not
+/// exit (a CLI still cleaning up, or hung).
+const LINGERING_CLAUDE: &str = r#"read -r P _ < /proc/self/stat
+P=$P@$(stat -Lc %i /proc/self/ns/pid)
+echo "$P $(pwd) [$(ls -A)]" >> "$W/starts"
+read -r line
+echo "{\"type\":\"result\",\"session_id\":\"s\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"{\\\"ok\\\": true, \\\"pid\\\": \\\"$P\\\"}\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"
+exec sleep 600
+"#;
+
+/// Issue 42 item 5: a stream's answer is taken at its final `result` event, not at the
+/// runner's exit: the verdict comes though the runner never exits on its own (its
+/// job's timeout is 10 minutes away), and the runner is then stopped and reaped like
+/// any finished one, its folder removed.
+#[test]
+fn a_stream_is_answered_at_its_final_event_and_the_runner_is_then_stopped() {
+    let w = world_with("claude", LINGERING_CLAUDE);
+    let _daemon = start(&w);
+    let (p1, dir1, _) = wait_starts(&w, 1)[0].clone();
+    let h1 = host(&p1);
+    let slow = json!({"prompt": "a?", "hit_if_all_true": ["ok"], "timeout_seconds": 600});
+    w.job("a", &slow);
+    let v = wait_verdict(&w, "a");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert_eq!(answered_by(&v), p1, "{v}");
+    assert_eq!(v["attempts"][0]["reason"], "answered", "{v}");
+    assert_eq!(
+        wait_gone(&[h1], NO_HANG),
+        Vec::<u32>::new(),
+        "the runner was stopped"
+    );
+    wait_for("its folder removed", NO_HANG, || !dir1.exists());
+    w.wait_log("job finished id=a");
+}
+
+/// The same for a runner started with its job, through `llm-judge run`.
+#[test]
+fn run_takes_the_answer_at_the_final_event_of_a_runner_that_lingers() {
+    let w = World::new();
+    let body = r#"printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"{\"ok\": true}","session_id":"s"}'
+hostpid > "$W/lingering"
+exec sleep 600"#;
+    let script = w.script("lingers", body);
+    let runners = json!([[
+        "claude",
+        [
+            "/bin/sh",
+            s(&script),
+            "--output-format",
+            "stream-json",
+            "--",
+            "{prompt}"
+        ]
+    ]]);
+    let slow = json!({"prompt": "a?", "hit_if_all_true": ["ok"], "timeout_seconds": 600});
+    let job = w.job("a", &slow);
+    // Bounded well below the job's timeout: without the final event it waits for that.
+    let out = w.run_file(&job, Some(&runners.to_string()));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let v = w.verdict("a");
+    assert_eq!(v["outcome"], "hit", "{v}");
+    assert_eq!(v["attempts"][0]["reason"], "answered", "{v}");
+    let pid = read_pid(&w.path("lingering"));
+    assert_eq!(
+        wait_gone(&[pid], NO_HANG),
+        Vec::<u32>::new(),
+        "stopped before run exits"
+    );
+}

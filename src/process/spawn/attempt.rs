@@ -10,7 +10,7 @@ use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
-use super::capture::{Tail, read_into};
+use super::capture::{Lines, Tail, read_into};
 use super::control::{Control, StopSignal, reached, stopped};
 use super::{PromptSpec, REPORT_WAIT, receiver, sender};
 use crate::core::verdict::RunEnd;
@@ -144,6 +144,7 @@ impl Attempt {
         &mut self,
         stdout: bool,
         tail: Tail,
+        lines: Option<Lines>,
     ) -> Option<tokio::task::JoinHandle<()>> {
         let fd = if stdout {
             self.stdout.take()
@@ -151,22 +152,31 @@ impl Attempt {
             self.stderr.take()
         }?;
         let pipe = receiver(fd).ok()?;
-        Some(tokio::spawn(read_into(pipe, tail)))
+        Some(tokio::spawn(read_into(pipe, tail, lines)))
     }
 
     pub(super) fn take_stdin(&mut self) -> Option<pipe::Sender> {
         sender(self.stdin.take()?).ok()
     }
 
-    /// Waits for the runner's end within the timeout. At the timeout, and when the
-    /// stop signal fires first, the runner goes the one way out: `terminate`.
-    pub(super) async fn wait_or_stop(&mut self, spec: &PromptSpec<'_>) -> RunEnd {
+    /// Waits for the runner's end within the timeout, or for `final_event` (then
+    /// `RunEnd::FinalEvent`, the runner still running). At the timeout, and when the
+    /// stop signal fires first, the runner goes the one way out: `terminate` (a final
+    /// event after that no longer counts).
+    pub(super) async fn wait_or_stop(
+        &mut self,
+        spec: &PromptSpec<'_>,
+        final_event: impl Future<Output = ()>,
+    ) -> RunEnd {
         let timed_out = tokio::select! {
+            // An exit already reported wins: it carries the status.
+            biased;
             end = self.exit_within(spec.timeout) => match end {
                 Some(end) => return end,
                 None => true,
             },
             () = stopped(spec.stop) => false,
+            () = final_event => return RunEnd::FinalEvent,
         };
         self.terminate(spec.kill_grace, spec.stop).await;
         if timed_out {

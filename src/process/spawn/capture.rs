@@ -3,6 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::oneshot;
+
+use crate::core::usage::FinalWatch;
 
 /// The last `cap` bytes of a stream, shared so a cut-off reader still leaves its data.
 #[derive(Clone)]
@@ -46,14 +49,79 @@ impl Tail {
     }
 }
 
-pub(super) async fn read_into(mut pipe: impl AsyncRead + Unpin, tail: Tail) {
+/// Reads a stream into `tail` until its end; `lines`, when given, watches its whole
+/// lines for the final event.
+pub(super) async fn read_into(
+    mut pipe: impl AsyncRead + Unpin,
+    tail: Tail,
+    mut lines: Option<Lines>,
+) {
     // Small: two of these are zeroed per attempt, and answers are a line or two.
     let mut chunk = vec![0u8; 16 * 1024];
     while let Ok(n) = pipe.read(&mut chunk).await {
         if n == 0 {
             break;
         }
+        // Kept first: whoever hears of the final event reads it from the tail.
         tail.push(&chunk[..n]);
+        if let Some(lines) = &mut lines {
+            lines.feed(&chunk[..n]);
+        }
+    }
+}
+
+/// A stream's whole lines, as they come, given to a `FinalWatch`; the first final
+/// event is told once on `seen`. A line longer than the output cap is never read as
+/// one: the tail could not hold it whole either.
+pub(super) struct Lines {
+    watch: FinalWatch,
+    line: Vec<u8>,
+    /// The current line outgrew `cap`.
+    overlong: bool,
+    cap: usize,
+    /// Taken once the final event is told.
+    seen: Option<oneshot::Sender<()>>,
+}
+
+impl Lines {
+    pub(super) fn new(watch: FinalWatch, cap: usize, seen: oneshot::Sender<()>) -> Self {
+        Lines {
+            watch,
+            line: Vec::new(),
+            overlong: false,
+            cap,
+            seen: Some(seen),
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        for piece in chunk.split_inclusive(|b| *b == b'\n') {
+            if self.seen.is_none() {
+                return;
+            }
+            let (body, ends) = match piece.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (piece, false),
+            };
+            if !self.overlong && self.line.len() + body.len() > self.cap {
+                self.overlong = true;
+                self.line = Vec::new();
+            }
+            if !self.overlong {
+                self.line.extend_from_slice(body);
+            }
+            if ends {
+                let text = String::from_utf8_lossy(&self.line);
+                if !self.overlong
+                    && self.watch.is_final(&text)
+                    && let Some(seen) = self.seen.take()
+                {
+                    let _ = seen.send(());
+                }
+                self.line.clear();
+                self.overlong = false;
+            }
+        }
     }
 }
 
@@ -71,6 +139,30 @@ mod tests {
         let whole = Tail::new(4);
         whole.push(b"abcd");
         assert_eq!(whole.text(), ("abcd".to_string(), false), "nothing dropped");
+    }
+
+    #[test]
+    fn the_final_event_is_told_once_its_line_is_whole() {
+        let (tx, mut rx) = oneshot::channel();
+        let mut lines = Lines::new(FinalWatch, 200, tx);
+        let event = br#"{"type":"result","subtype":"success","is_error":false,"result":"{}","session_id":"s"}"#;
+        lines.feed(b"{\"type\":\"system\",\"session_id\":\"s\"}\n");
+        lines.feed(&event[..20]);
+        assert!(rx.try_recv().is_err(), "not before its line is read");
+        lines.feed(&event[20..]);
+        assert!(rx.try_recv().is_err(), "not before its newline");
+        lines.feed(b"\n");
+        assert!(rx.try_recv().is_ok());
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_never_the_final_event() {
+        let (tx, mut rx) = oneshot::channel();
+        let mut lines = Lines::new(FinalWatch, 40, tx);
+        let event = br#"{"type":"result","subtype":"success","is_error":false,"result":"{}","session_id":"s"}"#;
+        lines.feed(event);
+        lines.feed(b"\n");
+        assert!(rx.try_recv().is_err());
     }
 
     #[test]

@@ -22,11 +22,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 
 use crate::core::runner_env::RunnerEnv;
+use crate::core::usage::{FinalWatch, OutputFormat};
 use crate::core::verdict::RunEnd;
 use crate::process::pool::SupervisorPool;
 use crate::process::supervisor::{self, Launch, Report};
 use attempt::{Attempt, outer_pid};
-use capture::Tail;
+use capture::{Lines, Tail};
 pub use control::{Control, StopSignal, stopped};
 pub use env::{CHILD_VAR, find_on_path, resolve_program};
 use env::{inherited_env, runner_env};
@@ -53,6 +54,8 @@ pub struct RunSpec<'a> {
     pub output_cap: usize,
     /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
     pub stop: Option<&'a StopSignal>,
+    /// How its stdout is read: a format with a final event ends the wait there.
+    pub format: OutputFormat,
 }
 
 impl<'a> RunSpec<'a> {
@@ -75,6 +78,7 @@ impl<'a> RunSpec<'a> {
             timeout: self.timeout,
             kill_grace: self.kill_grace,
             stop: self.stop,
+            format: self.format,
         }
     }
 }
@@ -88,6 +92,9 @@ pub struct PromptSpec<'a> {
     pub kill_grace: Duration,
     /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
     pub stop: Option<&'a StopSignal>,
+    /// How its stdout is read: a format with a final event ends the wait there
+    /// (`core::usage::FinalWatch`).
+    pub format: OutputFormat,
 }
 
 /// How a runner ended and what it printed (tails, read lossily).
@@ -124,16 +131,18 @@ impl Launcher {
     }
 }
 
-/// Runs one runner to the end under its own supervisor (see supervisor/), so nothing
-/// it started outlives the attempt. `on_spawn` gets the runner's pid (= process group id).
-pub async fn run(spec: &RunSpec<'_>, launcher: &Launcher, on_spawn: impl FnOnce(u32)) -> RunOutput {
+/// Runs one runner to its end, or to its final event, under its own supervisor (see
+/// supervisor/), so nothing it started outlives the attempt (one still running after
+/// its final event comes back as `Finished::lingering`, to be stopped). `on_spawn`
+/// gets the runner's pid (= process group id).
+pub async fn run(spec: &RunSpec<'_>, launcher: &Launcher, on_spawn: impl FnOnce(u32)) -> Finished {
     let started = Instant::now();
     match Running::start(&spec.to_start(), launcher).await {
         Ok(running) => {
             on_spawn(running.pgid());
             running.finish(&spec.to_prompt(), started).await
         }
-        Err(end) => RunOutput::not_started(end, started),
+        Err(end) => RunOutput::not_started(end, started).into(),
     }
 }
 
@@ -263,16 +272,20 @@ impl Running {
     }
 
     /// Writes the prompt (`spec.stdin`, then closes stdin), reads stdout and stderr
-    /// and waits for the end within `spec.timeout`, from now. `started` is when the
-    /// attempt began: the output's `elapsed` counts from there.
-    pub async fn finish(mut self, spec: &PromptSpec<'_>, started: Instant) -> RunOutput {
+    /// and waits for the end within `spec.timeout`, from now, or for the final event
+    /// of `spec.format`: then the output so far is the output, and the runner, still
+    /// running, comes back to be stopped (`Lingering`). `started` is when the attempt
+    /// began: the output's `elapsed` counts from there.
+    pub async fn finish(mut self, spec: &PromptSpec<'_>, started: Instant) -> Finished {
         let stdout = Tail::new(self.output_cap);
         stdout.push(&std::mem::take(&mut self.early));
         let stderr = Tail::new(self.output_cap);
+        let (seen, final_event) = tokio::sync::oneshot::channel();
+        let lines = FinalWatch::new(spec.format).map(|w| Lines::new(w, self.output_cap, seen));
         let attempt = &mut self.attempt;
         let readers = [
-            attempt.take_reader(true, stdout.clone()),
-            attempt.take_reader(false, stderr.clone()),
+            attempt.take_reader(true, stdout.clone(), lines),
+            attempt.take_reader(false, stderr.clone(), None),
         ];
         let writer = attempt.take_stdin().and_then(|pipe| {
             let bytes = spec.stdin?.as_bytes().to_vec();
@@ -282,7 +295,26 @@ impl Running {
                 let _ = pipe.write_all(&bytes).await;
             }))
         });
-        let end = attempt.wait_or_stop(spec).await;
+        // A stream that ends without its final event never ends the wait.
+        let final_event = async {
+            if final_event.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let end = attempt.wait_or_stop(spec, final_event).await;
+        if end == RunEnd::FinalEvent {
+            let output = output_of(end, &stdout, &stderr, self.output_cap, started);
+            let lingering = Lingering {
+                running: self,
+                tasks: readers.into_iter().chain([writer]).flatten().collect(),
+                kill_grace: spec.kill_grace,
+                stop: spec.stop.cloned(),
+            };
+            return Finished {
+                output,
+                lingering: Some(lingering),
+            };
+        }
         attempt.finish(&self.tag).await;
         if let Some(w) = writer {
             w.abort();
@@ -298,14 +330,7 @@ impl Running {
                 );
             }
         }
-        let (stdout_text, cut) = stdout.text();
-        RunOutput {
-            end,
-            stdout: stdout_text,
-            stderr: stderr.text().0,
-            stdout_cut: cut.then_some(self.output_cap),
-            elapsed: started.elapsed(),
-        }
+        output_of(end, &stdout, &stderr, self.output_cap, started).into()
     }
 
     /// Stops a runner that will get no prompt the way a timeout does (SIGTERM to its
@@ -335,6 +360,79 @@ fn poll_now(fd: &impl std::os::fd::AsFd, wanted: PollFlags) -> PollFlags {
             Ok(_) => return fds[0].revents(),
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return PollFlags::empty(),
+        }
+    }
+}
+
+/// The output and `elapsed` of a runner as its tails hold them now.
+fn output_of(end: RunEnd, stdout: &Tail, stderr: &Tail, cap: usize, started: Instant) -> RunOutput {
+    let (stdout_text, cut) = stdout.text();
+    RunOutput {
+        end,
+        stdout: stdout_text,
+        stderr: stderr.text().0,
+        stdout_cut: cut.then_some(cap),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// How a runner's attempt ended: its output, and the runner itself when it gave its
+/// final event and has not exited yet (`RunEnd::FinalEvent`).
+#[derive(Debug)]
+pub struct Finished {
+    pub output: RunOutput,
+    pub lingering: Option<Lingering>,
+}
+
+impl From<RunOutput> for Finished {
+    fn from(output: RunOutput) -> Self {
+        Finished {
+            output,
+            lingering: None,
+        }
+    }
+}
+
+/// A runner that printed its final event and had not exited then. Its answer is
+/// complete; what it prints from now on is not read. `stop` lets it go like any
+/// finished runner; dropped instead, it is killed (`Attempt`'s drop).
+pub struct Lingering {
+    running: Running,
+    /// Its readers and its prompt's writer: the pipes stay drained while it exits.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    kill_grace: Duration,
+    stop: Option<StopSignal>,
+}
+
+impl std::fmt::Debug for Lingering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lingering")
+            .field("pgid", &self.running.pgid())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a runner past its final event may take to exit on its own before it is
+/// stopped the way a timeout stops one (Claude Code exits 40-100 ms after its
+/// `result` event).
+pub const EXIT_AFTER_FINAL: Duration = Duration::from_secs(1);
+
+impl Lingering {
+    /// Waits up to `EXIT_AFTER_FINAL` for the runner to exit (less when the daemon
+    /// stops), then stops it: SIGTERM to its group, the kill grace, SIGKILL, and its
+    /// supervisor's sweep of whatever it left.
+    pub async fn stop(mut self) {
+        let attempt = &mut self.running.attempt;
+        let exited = tokio::select! {
+            end = attempt.exit_within(EXIT_AFTER_FINAL) => end.is_some(),
+            () = stopped(self.stop.as_ref()) => false,
+        };
+        if !exited {
+            attempt.terminate(self.kill_grace, self.stop.as_ref()).await;
+        }
+        attempt.finish(&self.running.tag).await;
+        for task in self.tasks {
+            task.abort();
         }
     }
 }
