@@ -37,13 +37,13 @@ pub fn hang_on(path: &std::path::Path) {
 
 /// True when `LLM_JUDGE_REFUSE_PROC_MOUNT` is set: supervisors are then isolated as
 /// where mounting a `/proc` for runners is refused (a container), for the tests.
-#[cfg(feature = "failpoints")]
+#[cfg(all(feature = "failpoints", target_os = "linux"))]
 pub fn proc_mount_refused() -> bool {
     std::env::var_os("LLM_JUDGE_REFUSE_PROC_MOUNT").is_some()
 }
 
 /// False: failpoints are compiled out.
-#[cfg(not(feature = "failpoints"))]
+#[cfg(all(not(feature = "failpoints"), target_os = "linux"))]
 #[inline(always)]
 pub fn proc_mount_refused() -> bool {
     false
