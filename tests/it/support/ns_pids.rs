@@ -70,7 +70,10 @@ fn inner_pid(pid: u32) -> Option<u32> {
 /// shell), `outerpid $! >> $W/pids` (a child), `parentpid >> $W/parents`. A `sh -c`
 /// line without them writes `$p@$(stat -Lc %i /proc/self/ns/pid)` after
 /// `read -r p _ </proc/self/stat`.
-pub const PID_FUNCTIONS: &str = "_pidns() { stat -Lc %i /proc/self/ns/pid; }\n\
-hostpid() { read -r _p _ < /proc/self/stat; printf '%s@' \"$_p\"; _pidns; }\n\
-parentpid() { read -r _ _ _ _pp _ < /proc/self/stat; printf '%s@' \"$_pp\"; _pidns; }\n\
-outerpid() { printf '%s@' \"$1\"; _pidns; }\n";
+///
+/// Each writes its line with one `printf`: runners and their children append to the
+/// same file at once, and a line written in two parts could be split by another's.
+pub const PID_FUNCTIONS: &str = "_pidline() { printf '%s@%s\\n' \"$1\" \"$(stat -Lc %i /proc/self/ns/pid)\"; }\n\
+hostpid() { read -r _p _ < /proc/self/stat; _pidline \"$_p\"; }\n\
+parentpid() { read -r _ _ _ _pp _ < /proc/self/stat; _pidline \"$_pp\"; }\n\
+outerpid() { _pidline \"$1\"; }\n";
