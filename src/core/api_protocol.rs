@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::core::api_runner::{ApiSpec, Protocol};
 use crate::core::usage::Usage;
-use crate::core::verdict::{Attempt, Judged, RunEnd, clip, human_number};
+use crate::core::verdict::{Judged, RunEnd, clip, human_number, not_configured_reason};
 
 /// The Messages API version the request names.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -234,10 +234,7 @@ pub fn judge_call(runner: &str, spec: &ApiSpec, end: &CallEnd) -> (Judged, RunEn
     let mut usage = None;
     let mut answer = None;
     let (reason, run_end) = match end {
-        CallEnd::NoKey { var } => (
-            format!("not configured: {var} is not set"),
-            not_configured(var),
-        ),
+        CallEnd::NoKey { var } => (not_configured_reason(var), not_configured(var)),
         CallEnd::Stopped => ("stopped by shutdown".to_string(), RunEnd::Stopped),
         CallEnd::TimedOut { seconds } => (
             format!("timed out after {}s", human_number(*seconds)),
@@ -280,19 +277,7 @@ pub fn judge_call(runner: &str, spec: &ApiSpec, end: &CallEnd) -> (Judged, RunEn
             }
         },
     };
-    let attempt = Attempt {
-        runner: runner.to_string(),
-        ok: answer.is_some(),
-        reason,
-        elapsed_ms: None,
-        usage,
-        cwd_refused: None,
-    };
-    let judged = Judged {
-        attempt,
-        answer,
-        refused_usage,
-    };
+    let judged = Judged::new(runner, reason, answer, usage, refused_usage);
     (judged, run_end)
 }
 

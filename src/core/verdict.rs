@@ -72,6 +72,36 @@ pub struct Judged {
     pub refused_usage: Option<String>,
 }
 
+impl Judged {
+    /// `runner`'s attempt, ok when it gave an answer; elapsed time and cwd note unset.
+    pub fn new(
+        runner: &str,
+        reason: String,
+        answer: Option<Map<String, Value>>,
+        usage: Option<crate::core::usage::Usage>,
+        refused_usage: Option<String>,
+    ) -> Judged {
+        let attempt = Attempt {
+            runner: runner.to_string(),
+            ok: answer.is_some(),
+            reason,
+            elapsed_ms: None,
+            usage,
+            cwd_refused: None,
+        };
+        Judged {
+            attempt,
+            answer,
+            refused_usage,
+        }
+    }
+}
+
+/// The reason of an API runner whose key variable `var` is not set.
+pub fn not_configured_reason(var: &str) -> String {
+    format!("not configured: {var} is not set")
+}
+
 /// What a runner's output is, for judging its attempt.
 #[derive(Debug, Clone, Copy)]
 pub struct Output<'a> {
@@ -124,7 +154,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
             None,
         ),
         RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
-        RunEnd::NotConfigured { var } => (format!("not configured: {var} is not set"), None),
+        RunEnd::NotConfigured { var } => (not_configured_reason(var), None),
         RunEnd::RequestFailed => (clip("request failed", &detail()), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
         RunEnd::Exited { .. } | RunEnd::Replied | RunEnd::FinalEvent => {
@@ -146,19 +176,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
         Some(e) => (e.usage, e.refused_usage),
         None => (None, None),
     };
-    let attempt = Attempt {
-        runner: runner.to_string(),
-        ok: answer.is_some(),
-        reason,
-        elapsed_ms: None,
-        usage,
-        cwd_refused: None,
-    };
-    Judged {
-        attempt,
-        answer,
-        refused_usage,
-    }
+    Judged::new(runner, reason, answer, usage, refused_usage)
 }
 
 /// `<label>: <detail>` clipped to 300 code points, keeping the end of the detail.
