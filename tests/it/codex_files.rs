@@ -139,17 +139,21 @@ fn the_daemon_keeps_a_trimmed_catalog_and_every_codex_start_gets_the_judges_file
     let investigate = [runner(pinned::INVESTIGATE_CODEX)];
     let job = json!({"prompt": "look", "mode": "investigate", "cwd": w.path("work"),
         "hit_if_all_true": ["ok"]});
+    // `llm-judge run` on queued job `name`, which must succeed.
+    let run = |name: &str| {
+        let out = command(&w, Some(&investigate), &mark)
+            .arg("run")
+            .arg(w.state().join(format!("jobs/{name}.json")))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
     w.job("c", &job);
-    let out = command(&w, Some(&investigate), &mark)
-        .arg("run")
-        .arg(w.state().join("jobs/c.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run("c");
     let (argv, told, catalog) = runs(&w).pop().unwrap();
     assert_eq!(config_value(&argv, "model_catalog_json"), Some(kept));
     assert!(catalog.is_some());
@@ -170,16 +174,7 @@ fn the_daemon_keeps_a_trimmed_catalog_and_every_codex_start_gets_the_judges_file
         ),
     );
     w.job("d", &job);
-    let out = command(&w, Some(&investigate), &mark)
-        .arg("run")
-        .arg(w.state().join("jobs/d.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run("d");
     let (argv, _, catalog) = runs(&w).pop().unwrap();
     assert_eq!(catalog, None);
     assert!(
