@@ -570,6 +570,10 @@ impl Inner {
 
     /// The runner whose copies should wait under `settings` and the current health.
     fn choose_target(&self, settings: &Settings) -> Option<(Runner, usize)> {
+        // No runner may wait: health.json need not be read (this runs after every job).
+        if self.candidates.is_empty() {
+            return None;
+        }
         let table = settings.table(Mode::Default);
         let standing = match &self.health {
             Some(health) => health.standing(table),
