@@ -518,7 +518,9 @@ async fn judge_runners(
     extras: &Extras,
 ) -> Option<Verdict> {
     let record_runner = |claim: &mut Started, runner: &str, pgid: u32| {
-        if let Err(e) = claim.runner_started(runner, pgid, start_time(pgid)) {
+        // 0: the runner was not seen (it ended before its pid was known).
+        let started = if pgid == 0 { None } else { start_time(pgid) };
+        if let Err(e) = claim.runner_started(runner, pgid, started) {
             tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}", e = crate::support::error::Chain(&e));
         }
         crate::support::failpoint::crash("runner_started");

@@ -17,8 +17,11 @@
 //! host's `/proc`, as before, and `doctor` and the daemon's start line say so.
 
 use std::io;
+#[cfg(target_os = "linux")]
+use std::os::fd::IntoRawFd;
+use std::os::fd::RawFd;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use libc::pid_t;
 
@@ -123,6 +126,18 @@ pub(crate) fn has_own_proc() -> bool {
     OWN_PROC.load(Ordering::Relaxed)
 }
 
+/// In a supervisor with a mount namespace: its `children` file in the host's `/proc`,
+/// opened before its own `/proc` was mounted over it; -1 when none.
+static HOST_CHILDREN: AtomicI32 = AtomicI32::new(-1);
+
+/// The descriptor of the supervisor's `children` file in the host's `/proc` (it numbers
+/// the runner as the judge does, so the judge need not map the pid through `/proc`
+/// itself); -1 when there is none. Kept through a supervisor's descriptor cleanup.
+/// Async-signal-safe.
+pub(crate) fn host_children_fd() -> RawFd {
+    HOST_CHILDREN.load(Ordering::Relaxed)
+}
+
 /// Forks like `fork(2)`, the child isolated as `isolation()` says; 0 in the child.
 /// The probe (and the id maps the child writes) is settled in the parent first.
 ///
@@ -161,6 +176,11 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
         unsafe { libc::_exit(126) };
     }
     if flags & libc::CLONE_NEWNS != 0 {
+        // While `/proc` is still the host's: the one view of our children that numbers
+        // them as the judge does.
+        if let Ok(fd) = crate::process::os::open_children() {
+            HOST_CHILDREN.store(fd.into_raw_fd(), Ordering::Relaxed);
+        }
         // The probe made sure this works; should it fail now, the runner sees the
         // host's /proc, as without a mount namespace, rather than losing the job.
         // SAFETY: in the child, in its own mount namespace: raw system calls only.

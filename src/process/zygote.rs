@@ -185,7 +185,12 @@ fn fork_pooled() -> io::Result<(libc::pid_t, OwnedFd)> {
         // not the zygote's.
         drop(daemon_end);
         // SAFETY: single-threaded child.
-        unsafe { close_fds_except(&mut [supervisor_end.as_raw_fd()]) };
+        unsafe {
+            close_fds_except(&mut [
+                supervisor_end.as_raw_fd(),
+                crate::process::pid_ns::host_children_fd(),
+            ])
+        };
         supervisor::serve(supervisor_end);
     }
     drop(supervisor_end);

@@ -1,7 +1,7 @@
 //! Crash points for the crash-matrix tests (cargo feature `failpoints`, never in a
 //! release build): with `LLM_JUDGE_FAILPOINT=<name>` the process SIGKILLs itself on
-//! reaching that point, exactly as a `kill -9` there would. Also a hung path and a
-//! refused `/proc` mount, for the tests of those.
+//! reaching that point, exactly as a `kill -9` there would. Also a hung path, a
+//! refused `/proc` mount and a judge that maps no pid, for the tests of those.
 
 /// Every crash point, in the order a job (then a drain) reaches them.
 #[cfg(feature = "failpoints")]
@@ -46,6 +46,20 @@ pub fn proc_mount_refused() -> bool {
 #[cfg(all(not(feature = "failpoints"), target_os = "linux"))]
 #[inline(always)]
 pub fn proc_mount_refused() -> bool {
+    false
+}
+
+/// True when `LLM_JUDGE_NO_PID_LOOKUP` is set: the judge then never maps a runner's
+/// pid through `/proc` itself, so a test sees the pid its supervisor reported.
+#[cfg(feature = "failpoints")]
+pub fn pid_lookup_off() -> bool {
+    std::env::var_os("LLM_JUDGE_NO_PID_LOOKUP").is_some()
+}
+
+/// False: failpoints are compiled out.
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn pid_lookup_off() -> bool {
     false
 }
 

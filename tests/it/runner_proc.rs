@@ -143,3 +143,58 @@ fn a_refused_proc_mount_falls_back_to_the_hosts_proc_with_one_warning() {
         w.log()
     );
 }
+
+/// The judge learns its runner's pid from the supervisor, which reads it in the host's
+/// `/proc` (its `children` file, opened before the supervisor's own `/proc` was mounted
+/// over it): with the judge's own lookup through `/proc` switched off (a test-build
+/// switch), each running claim still names its runner's group, under the daemon (one
+/// pooled supervisor, two attempts) and under `run` (a supervisor forked per attempt).
+#[cfg(feature = "failpoints")]
+#[test]
+fn the_supervisor_reports_the_runner_pid_the_judge_signals() {
+    const NO_LOOKUP: &str = "LLM_JUDGE_NO_PID_LOOKUP";
+    let w = World::new();
+    w.config("workers = 1");
+    let runner = w.runner(
+        "waiter",
+        "hostpid >> $W/runner.pids\n\
+         while [ ! -e $W/go ]; do sleep 0.02; done\n\
+         echo '{\"ok\": true}'",
+    );
+    let claimed_pgid = |id: &str| {
+        let record: Value =
+            serde_json::from_str(&w.read(&format!("state/claims/{id}.json"))).unwrap_or_default();
+        record["runner"]["pgid"].as_u64()
+    };
+    // Each job: the claim names the runner's group once it runs, then the runner answers.
+    let check = |id: &str, nth: usize| {
+        wait_for("the runner started", NO_HANG, || {
+            pids_in(&w.read("runner.pids")).len() == nth + 1
+        });
+        let runner_pid = pids_in(&w.read("runner.pids"))[nth];
+        wait_for("the claim names a runner", NO_HANG, || {
+            claimed_pgid(id).is_some_and(|p| p != 0)
+        });
+        assert_eq!(claimed_pgid(id), Some(u64::from(runner_pid)), "{}", w.log());
+        fs::write(w.path("go"), "").expect("go");
+    };
+    let mut cmd = w.command(std::slice::from_ref(&runner));
+    cmd.env(NO_LOOKUP, "1");
+    let _d = w.start_with(cmd);
+    for (nth, id) in ["d0", "d1"].into_iter().enumerate() {
+        w.job(id, &json!({"prompt": id}));
+        check(id, nth);
+        wait_for("the verdict", NO_HANG, || w.verdicts().len() == nth + 1);
+        fs::remove_file(w.path("go")).expect("go");
+    }
+    drop(_d);
+    let mark = new_mark("supervisor-pid-run");
+    let _reaper = Reaper::new(&mark);
+    let job = w.job("r0", &json!({"prompt": "r0"}));
+    let mut cmd = command(&w, Some(&[runner]), &mark);
+    cmd.env(NO_LOOKUP, "1");
+    let mut p = spawn(&w, cmd, &["run", job.to_str().expect("utf-8 path")]);
+    check("r0", 2);
+    let (status, _) = p.finish(Duration::from_secs(60));
+    assert!(status.success(), "{}", p.stderr());
+}

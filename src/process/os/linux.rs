@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use libc::{c_int, pid_t};
 use rustix::fs::{Mode, OFlags, open};
-use rustix::io::{Errno, read};
+use rustix::io::{Errno, pread};
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{
     DumpableBehavior, Pid, PidfdFlags, Signal, getpid, kill_process_group, pidfd_open,
@@ -85,11 +85,26 @@ pub(crate) fn wait_watching(pid: pid_t, report: RawFd) {
 /// `/proc`, a kernel without `CONFIG_PROC_CHILDREN`). Async-signal-safe: raw system
 /// calls on a borrowed path, no allocation.
 pub(crate) fn read_children(buf: &mut [u8]) -> Option<usize> {
+    let file = open_children().ok()?;
+    read_children_of(file.as_raw_fd(), buf)
+}
+
+/// Opens `/proc/thread-self/children` (close-on-exec). Async-signal-safe.
+pub(crate) fn open_children() -> rustix::io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC;
-    let file = open(c"/proc/thread-self/children", flags, Mode::empty()).ok()?;
+    open(c"/proc/thread-self/children", flags, Mode::empty())
+}
+
+/// Fills `buf` from an open `children` file, read from its start: the kernel lists
+/// the children anew for every read at offset 0, so one descriptor serves many
+/// attempts (and keeps the `/proc` it was opened in, even once another is mounted
+/// over it). Async-signal-safe: positional reads, no allocation.
+pub(crate) fn read_children_of(fd: RawFd, buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: the caller's descriptor, borrowed for these reads only.
+    let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     let mut len = 0;
     while len < buf.len() {
-        match read(&file, &mut buf[len..]) {
+        match pread(file, &mut buf[len..], len as u64) {
             Err(Errno::INTR) => continue,
             Ok(0) | Err(_) => break,
             Ok(n) => len += n,

@@ -36,3 +36,8 @@ pub(crate) fn wait_watching(_pid: pid_t, _report: RawFd) {}
 pub(crate) fn read_children(_buf: &mut [u8]) -> Option<usize> {
     None
 }
+
+/// No `/proc`: our children cannot be listed.
+pub(crate) fn read_children_of(_fd: RawFd, _buf: &mut [u8]) -> Option<usize> {
+    None
+}

@@ -15,11 +15,16 @@ pub use tag_search::{kill_tagged, kill_tagged_prefix};
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{become_subreaper, close_range, pipe_cloexec, read_children, wait_watching};
+pub(crate) use linux::{
+    become_subreaper, close_range, open_children, pipe_cloexec, read_children, read_children_of,
+    wait_watching,
+};
 #[cfg(not(target_os = "linux"))]
 mod macos;
 #[cfg(not(target_os = "linux"))]
-pub(crate) use macos::{become_subreaper, close_range, pipe_cloexec, read_children, wait_watching};
+pub(crate) use macos::{
+    become_subreaper, close_range, pipe_cloexec, read_children, read_children_of, wait_watching,
+};
 
 /// The calling thread's last OS error number (0 if none).
 pub(crate) fn errno() -> libc::c_int {

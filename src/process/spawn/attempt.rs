@@ -306,6 +306,9 @@ fn reap_in_background(supervisor: i32) {
 
 /// The pid we see of a namespaced supervisor's runner (`inner` inside).
 pub(super) fn outer_pid(supervisor: i32, inner: i32) -> Option<i32> {
+    if crate::support::failpoint::pid_lookup_off() {
+        return None;
+    }
     let (supervisor, inner) = (u32::try_from(supervisor).ok()?, u32::try_from(inner).ok()?);
     let outer = crate::process::os::outer_pid_of_child(supervisor, inner)?;
     i32::try_from(outer).ok()
