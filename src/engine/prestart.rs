@@ -40,7 +40,7 @@ use crate::core::job::Mode;
 use crate::core::runner_table::Runner;
 use crate::engine::endings::let_go;
 use crate::engine::prestart_rules::{early_output_problem, waiting_for, wanted};
-use crate::engine::runner_folder::{RunnerFolder, fresh_runner_folder};
+use crate::engine::runner_folder::{RunnerFolder, RunnerFolders};
 use crate::engine::spawner::{
     AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec, WaitingRunner,
     Workdir,
@@ -77,6 +77,8 @@ struct Shared<S> {
     runtime: tokio::runtime::Handle,
     /// Starts and stops under way, which `shut_down` waits for.
     tasks: Tasks,
+    /// Makes the copies' folders.
+    folders: RunnerFolders,
 }
 
 /// A count of running tasks and a wake-up for when it reaches 0.
@@ -190,6 +192,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
                 spawner,
                 runtime,
                 tasks: Tasks::default(),
+                folders: RunnerFolders::default(),
             }),
         }
     }
@@ -507,7 +510,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         runner: &Runner,
         settings: &Settings,
     ) -> Option<(Waiting, String)> {
-        let folder = match fresh_runner_folder(settings) {
+        let folder = match self.shared.folders.fresh(settings) {
             Ok(folder) => folder,
             Err(e) => {
                 tracing::warn!(runner = %runner.name, "cannot pre-start: cannot create a temp folder: {e}");

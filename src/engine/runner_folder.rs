@@ -1,45 +1,127 @@
-//! The fresh private folder a runner works in when it does not get the job's cwd. Its
-//! maker holds an exclusive `flock` on it for as long as it exists, so the start-up
-//! sweep tells a folder a live judge (the daemon, a `run` or `ask` beside it) still
-//! uses from one a killed judge left: it removes only those it can lock. A folder is
-//! made under a hidden staging name and renamed once locked, so the sweep never meets
-//! one that is live but not yet locked.
+//! The fresh private folder a runner works in when it does not get the job's cwd.
+//!
+//! Each judge process (the daemon, a `run` or `ask` beside it) makes one folder of its
+//! own in the judge's private runner folder, its home, and holds an exclusive `flock`
+//! on it for as long as it lives; the runners' folders are made inside it. So the
+//! start-up sweep tells the folders of a live judge from those a killed judge left: it
+//! removes only the homes it can lock (with whatever is in them). A home is made under
+//! a hidden staging name and renamed once locked, so the sweep never meets one that is
+//! live but not yet locked. A runner's folder is then one `mkdir` and one `rmdir`: the
+//! lock, the open and the rename are paid once per process, not once per job.
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::core::config::Settings;
 use crate::store::file_lock::{open_folder_lock, try_lock_exclusive};
 use crate::store::state_dir::StateDir;
 
-/// The name every runner folder starts with (the sweep looks at these).
+/// The name every runner folder and home starts with (the sweep looks at these).
 pub const FOLDER_PREFIX: &str = "llm-judge-";
 
-/// A folder being made (not yet locked and renamed).
+/// A home being made (not yet locked and renamed).
 pub const STAGING_PREFIX: &str = ".llm-judge-new-";
 
-/// A fresh empty 0700 folder inside the judge's private runner folder (`<state>/tmp/`
-/// or under `$XDG_RUNTIME_DIR`): never in a folder others can write, since Claude Code
-/// reads `CLAUDE.md` from every parent.
-pub fn fresh_runner_folder(settings: &Settings) -> io::Result<RunnerFolder> {
+/// Makes runners' fresh folders, inside this process's home (one per process and
+/// runner-folder parent, made at the first folder).
+#[derive(Debug, Default)]
+pub struct RunnerFolders {
+    home: Mutex<Option<Arc<Home>>>,
+}
+
+impl RunnerFolders {
+    /// A fresh empty 0700 folder inside the judge's private runner folder (`<state>/tmp/`
+    /// or under `$XDG_RUNTIME_DIR`), in this process's home there: never in a folder
+    /// others can write, since Claude Code reads `CLAUDE.md` from every parent.
+    pub fn fresh(&self, settings: &Settings) -> io::Result<RunnerFolder> {
+        let state = StateDir::new(&settings.state_dir);
+        let parent = state.runner_tmp(settings.runtime_dir.as_deref());
+        // Checked every time, as when each folder was made there: a parent others may
+        // write would let them swap our home.
+        crate::store::state_dir::private_dir(&parent)?;
+        let home = self.home_in(&parent)?;
+        match make_in(&home) {
+            // The home was removed under us (the runner folders' parent deleted by
+            // hand): make another.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.forget(&home);
+                make_in(&self.home_in(&parent)?)
+            }
+            made => made,
+        }
+    }
+
+    /// This process's home in `parent`, made when there is none yet (or it is in
+    /// another parent).
+    fn home_in(&self, parent: &Path) -> io::Result<Arc<Home>> {
+        let mut home = self.home.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(h) = home.as_ref().filter(|h| h.path.parent() == Some(parent)) {
+            return Ok(h.clone());
+        }
+        let made = Arc::new(Home::make(parent)?);
+        *home = Some(made.clone());
+        Ok(made)
+    }
+
+    /// Drops `home` so the next folder makes a new one.
+    fn forget(&self, home: &Arc<Home>) {
+        let mut current = self.home.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|h| Arc::ptr_eq(h, home)) {
+            *current = None;
+        }
+    }
+}
+
+/// A runner's fresh folder in `home`.
+fn make_in(home: &Arc<Home>) -> io::Result<RunnerFolder> {
     use std::os::unix::fs::PermissionsExt;
-    let state = StateDir::new(&settings.state_dir);
-    let parent = state.runner_tmp(settings.runtime_dir.as_deref());
-    crate::store::state_dir::private_dir(&parent)?;
-    let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
+    let path = tempfile::Builder::new()
+        .prefix(FOLDER_PREFIX)
         .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir_in(&parent)?
+        .tempdir_in(&home.path)?
         .keep();
-    locked_in_place(&parent, &staging).inspect_err(|_| {
-        let _ = std::fs::remove_dir(&staging);
+    Ok(RunnerFolder {
+        path,
+        _home: home.clone(),
     })
+}
+
+/// A process's own folder of runner folders, locked while it lives, removed with its
+/// content once the last of its runner folders is gone.
+#[derive(Debug)]
+struct Home {
+    path: PathBuf,
+    /// The folder itself, opened and exclusively locked: released (closed) only after
+    /// the folder is gone.
+    _lock: File,
+}
+
+impl Home {
+    /// Makes and locks a home in `parent`.
+    fn make(parent: &Path) -> io::Result<Home> {
+        use std::os::unix::fs::PermissionsExt;
+        let staging = tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(parent)?
+            .keep();
+        locked_in_place(parent, &staging).inspect_err(|_| {
+            let _ = std::fs::remove_dir(&staging);
+        })
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        remove_folder(&self.path);
+    }
 }
 
 /// Locks the staging folder, then renames it to its runner-folder name (never over an
 /// existing one).
-fn locked_in_place(parent: &Path, staging: &Path) -> io::Result<RunnerFolder> {
+fn locked_in_place(parent: &Path, staging: &Path) -> io::Result<Home> {
     let lock = open_folder_lock(staging)?;
     if !try_lock_exclusive(&lock) {
         return Err(io::Error::other(format!(
@@ -56,7 +138,7 @@ fn locked_in_place(parent: &Path, staging: &Path) -> io::Result<RunnerFolder> {
         });
         match rename_no_replace(staging, &target) {
             Ok(()) => {
-                return Ok(RunnerFolder {
+                return Ok(Home {
                     path: target,
                     _lock: lock,
                 });
@@ -86,14 +168,12 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
-/// A runner's folder, locked while it lives, removed with its content when dropped.
-/// Most runners leave it empty: one `rmdir` then, instead of the open, listing and
-/// close of a recursive removal (tempfile's), which runs only when something is left.
+/// A runner's folder, removed with its content when dropped (then its home, when it
+/// was the home's last folder and the home is no longer this process's).
+#[derive(Debug)]
 pub struct RunnerFolder {
     path: PathBuf,
-    /// The folder itself, opened and exclusively locked: released (closed) only after
-    /// the folder is gone.
-    _lock: File,
+    _home: Arc<Home>,
 }
 
 impl RunnerFolder {
@@ -105,9 +185,16 @@ impl RunnerFolder {
 
 impl Drop for RunnerFolder {
     fn drop(&mut self) {
-        if std::fs::remove_dir(&self.path).is_err() {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
+        remove_folder(&self.path);
+    }
+}
+
+/// Removes `dir`. Most runners leave their folder empty: one `rmdir` then, instead of
+/// the open, listing and close of a recursive removal, which runs only when something
+/// is left.
+fn remove_folder(dir: &Path) {
+    if std::fs::remove_dir(dir).is_err() {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
@@ -123,71 +210,93 @@ pub fn is_abandoned(dir: &Path) -> Option<File> {
 mod tests {
     use super::*;
 
-    fn owned(path: &Path) -> RunnerFolder {
-        RunnerFolder {
-            path: path.to_path_buf(),
-            _lock: open_folder_lock(path).unwrap(),
-        }
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
     }
 
     /// An empty runner folder and one a runner filled (a file, a folder, a symlink to
     /// a file outside) both go; the symlink's target stays.
     #[test]
     fn a_runner_folder_is_removed_empty_or_not() {
-        let parent = tempfile::tempdir().unwrap();
-        let outside = parent.path().join("outside");
+        let state = tempfile::tempdir().unwrap();
+        let settings = Settings::for_tests(state.path().to_path_buf(), "x");
+        let outside = state.path().join("outside");
         std::fs::write(&outside, b"keep").unwrap();
-        let empty = parent.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        drop(owned(&empty));
-        assert!(!empty.exists());
-        let full = parent.path().join("full");
-        std::fs::create_dir_all(full.join("sub")).unwrap();
-        std::fs::write(full.join("sub/f"), b"x").unwrap();
-        std::os::unix::fs::symlink(&outside, full.join("link")).unwrap();
-        drop(owned(&full));
-        assert!(!full.exists());
+        let folders = RunnerFolders::default();
+        let empty = folders.fresh(&settings).unwrap();
+        let empty_path = empty.path().to_path_buf();
+        drop(empty);
+        assert!(!empty_path.exists());
+        let full = folders.fresh(&settings).unwrap();
+        std::fs::create_dir_all(full.path().join("sub")).unwrap();
+        std::fs::write(full.path().join("sub/f"), b"x").unwrap();
+        std::os::unix::fs::symlink(&outside, full.path().join("link")).unwrap();
+        let full_path = full.path().to_path_buf();
+        drop(full);
+        assert!(!full_path.exists());
         assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
     }
 
-    /// A live folder is locked, so not abandoned; once dropped, a leftover folder of
-    /// the same kind (made by hand) is.
+    /// A process's folders share one home, locked while it lives (so not abandoned),
+    /// in the runner folders' parent; a leftover of the same kind (made by hand) is
+    /// abandoned, a symlink never followed. The home goes with the last folder once
+    /// the process lets go of it.
     #[test]
-    fn a_live_folder_is_owned_and_a_leftover_is_abandoned() {
+    fn folders_share_a_locked_home_that_goes_with_them() {
         let state = tempfile::tempdir().unwrap();
         let settings = Settings::for_tests(state.path().to_path_buf(), "x");
-        let live = fresh_runner_folder(&settings).unwrap();
-        let name = live
-            .path()
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        assert!(name.starts_with(FOLDER_PREFIX), "{name}");
-        assert!(
-            is_abandoned(live.path()).is_none(),
-            "a live folder is owned"
+        let folders = RunnerFolders::default();
+        let (a, b) = (
+            folders.fresh(&settings).unwrap(),
+            folders.fresh(&settings).unwrap(),
         );
-        let leftover = live.path().with_file_name(format!("{FOLDER_PREFIX}left"));
+        let home = a.path().parent().unwrap().to_path_buf();
+        assert_eq!(b.path().parent(), Some(home.as_path()), "one home");
+        assert_ne!(a.path(), b.path());
+        for dir in [&home, &a.path().to_path_buf()] {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with(FOLDER_PREFIX), "{name}");
+        }
+        assert!(is_abandoned(&home).is_none(), "a live home is owned");
+        let parent = home.parent().unwrap().to_path_buf();
+        let leftover = parent.join(format!("{FOLDER_PREFIX}left"));
         std::fs::create_dir(&leftover).unwrap();
         assert!(is_abandoned(&leftover).is_some());
-        let link = live.path().with_file_name(format!("{FOLDER_PREFIX}link"));
+        let link = parent.join(format!("{FOLDER_PREFIX}link"));
         std::os::unix::fs::symlink(&leftover, &link).unwrap();
         assert!(is_abandoned(&link).is_none(), "a symlink is never followed");
-        let parent = live.path().parent().unwrap().to_path_buf();
-        drop(live);
-        let mut names: Vec<String> = std::fs::read_dir(&parent)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
+        drop(folders);
+        drop(a);
+        assert!(home.exists(), "kept while a folder in it lives");
+        drop(b);
         assert_eq!(
-            names,
+            names(&parent),
             [
                 format!("{FOLDER_PREFIX}left"),
                 format!("{FOLDER_PREFIX}link")
             ]
         );
+    }
+
+    /// A home removed by hand is made again.
+    #[test]
+    fn a_removed_home_is_made_again() {
+        let state = tempfile::tempdir().unwrap();
+        let settings = Settings::for_tests(state.path().to_path_buf(), "x");
+        let folders = RunnerFolders::default();
+        let first = folders.fresh(&settings).unwrap();
+        let home = first.path().parent().unwrap().to_path_buf();
+        drop(first);
+        std::fs::remove_dir_all(&home).unwrap();
+        let again = folders.fresh(&settings).unwrap();
+        assert!(again.path().is_dir());
+        assert_ne!(again.path().parent(), Some(home.as_path()));
     }
 }

@@ -21,7 +21,7 @@ use crate::core::usage::output_format;
 use crate::core::verdict::RunEnd;
 use crate::engine::codex_argv::prepared_argv;
 use crate::engine::endings::{Ended, Endings, let_go};
-use crate::engine::runner_folder::fresh_runner_folder;
+use crate::engine::runner_folder::RunnerFolders;
 use crate::process::api_call::{ApiClient, ApiRequest};
 use crate::process::pool::SupervisorPool;
 use crate::process::spawn::StopSignal;
@@ -206,6 +206,7 @@ pub trait WaitingRunner: Send {
 pub struct Processes {
     launcher: Launcher,
     api: Arc<ApiClient>,
+    folders: Arc<RunnerFolders>,
 }
 
 impl Default for Processes {
@@ -221,6 +222,7 @@ impl Processes {
         Processes {
             launcher: Launcher::new(pool),
             api: Arc::default(),
+            folders: Arc::default(),
         }
     }
 
@@ -265,7 +267,7 @@ impl Processes {
         let mut fresh = None;
         let cwd = match spec.workdir {
             Workdir::Job(dir) => dir,
-            Workdir::Fresh => match fresh_runner_folder(spec.settings) {
+            Workdir::Fresh => match self.folders.fresh(spec.settings) {
                 Ok(made) => fresh.insert(made).path(),
                 Err(e) => {
                     return RunOutput::not_started(

@@ -240,7 +240,11 @@ fn runner_folders_go_under_a_private_xdg_runtime_dir_only() {
         let done = w.run(cmd);
         assert_eq!(done.code, Some(0), "{done:?}");
         let pwd = w.recorded("claude", "pwd").trim_end().to_string();
-        let parent = Path::new(&pwd).parent().unwrap().to_path_buf();
+        // <runtime>/llm-judge-<hash>/<run's home>/<runner folder>: the home went with
+        // the run, the judge's folder in the runtime dir stays.
+        let home = Path::new(&pwd).parent().unwrap().to_path_buf();
+        assert!(!home.exists(), "{} was not removed", home.display());
+        let parent = home.parent().unwrap().to_path_buf();
         if private {
             assert!(
                 pwd.starts_with(&format!("{}/llm-judge-", s(&runtime))),
