@@ -14,7 +14,8 @@ use crate::store::state_dir::{self, StateDir, stem_of};
 
 /// Logs what the job says that its producer most likely did not mean, once, when the
 /// job is read (so a cached or single-flight answer still leaves a trace): a key that
-/// looks like a misspelt job key, a `mode` that is not one, and no rule at all.
+/// looks like a misspelt job key and a `mode` that is not one. No rule at all is said
+/// on the job's "job claimed" line ([`NO_RULE`]).
 pub fn log_job_notes(job: &Job) {
     if !job.typos.is_empty() {
         let keys: Vec<String> = job
@@ -31,13 +32,11 @@ pub fn log_job_notes(job: &Job) {
     if let Some(warning) = &job.mode_warning {
         tracing::warn!(id = %job.id, "{warning}");
     }
-    if job.has_no_rule() {
-        tracing::info!(
-            id = %job.id,
-            "job has no hit rule (no hit_if_all_true or hit_if_any_true keys): every answer is a hit"
-        );
-    }
 }
+
+/// The `rule` field of a "job claimed" line when the job has none.
+pub const NO_RULE: &str =
+    "none (no hit_if_all_true or hit_if_any_true keys): every answer is a hit";
 
 /// Why a non-job could not be moved out of the inbox.
 #[derive(Debug, thiserror::Error)]

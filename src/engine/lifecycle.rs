@@ -21,7 +21,7 @@ use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::job_cwd::{CwdChoice, job_cwd};
 use crate::engine::job_file::{
-    NotAJob, RejectError, log_job_notes, not_a_job_why, owned_by_me, read_job, reject,
+    NO_RULE, NotAJob, RejectError, log_job_notes, not_a_job_why, owned_by_me, read_job, reject,
     still_being_written,
 };
 use crate::engine::recovery::{finish_previous_publish, recover};
@@ -369,7 +369,13 @@ async fn judge_claimed(
     if let Ok(job) = &parsed {
         claim.name_job(&job.id, &job.hook)?;
     }
-    tracing::info!(file = %path.display(), interruptions, "job claimed");
+    match &parsed {
+        // One line, not two, for a job without a rule (docs/reference.md, "Job files").
+        Ok(job) if job.has_no_rule() => {
+            tracing::info!(file = %path.display(), interruptions, rule = NO_RULE, "job claimed");
+        }
+        _ => tracing::info!(file = %path.display(), interruptions, "job claimed"),
+    }
     if let Ok(job) = &parsed {
         log_job_notes(job);
     }

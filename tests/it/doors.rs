@@ -90,10 +90,11 @@ fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
     );
     assert_eq!(warned.len(), 1, "{}", w.log());
     assert!(warned[0].contains("id=typo"), "{}", warned[0]);
-    let no_rule = w.log_lines("job has no hit rule");
+    // Said on the job's claimed line, not on a line of its own.
+    let no_rule = w.log_lines("every answer is a hit");
     assert_eq!(no_rule.len(), 1, "{}", w.log());
     assert!(
-        no_rule[0].contains("every answer is a hit"),
+        no_rule[0].contains(" INFO job claimed ") && no_rule[0].contains(" rule=\"none ("),
         "{}",
         no_rule[0]
     );
@@ -108,7 +109,7 @@ fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
     assert_eq!(w.run_file(&fine, Some(&runners)).code, Some(0));
     assert_eq!(w.verdict_of("t", "fine")["outcome"], "clean");
     assert_eq!(w.log_lines("unknown job key").len(), 1, "{}", w.log());
-    assert_eq!(w.log_lines("job has no hit rule").len(), 1, "{}", w.log());
+    assert_eq!(w.log_lines("every answer is a hit").len(), 1, "{}", w.log());
 }
 
 #[test]
