@@ -110,7 +110,8 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             if settings.table(Mode::Default).iter().any(|r| !r.is_cli()) {
                 processes.warm_api();
             }
-            let prestart = Prestarting::new(processes, rt.handle().clone());
+            let folders = processes.folders();
+            let prestart = Prestarting::new(processes, rt.handle().clone(), folders);
             let daemon = Daemon::new(
                 settings,
                 sources,

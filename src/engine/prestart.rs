@@ -78,7 +78,7 @@ struct Shared<S> {
     /// Starts and stops under way, which `shut_down` waits for.
     tasks: Tasks,
     /// Makes the copies' folders.
-    folders: RunnerFolders,
+    folders: Arc<RunnerFolders>,
 }
 
 /// A count of running tasks and a wake-up for when it reaches 0.
@@ -184,15 +184,16 @@ impl<S: Spawner + 'static> Spawner for Prestarting<S> {
 }
 
 impl<S: Spawner + 'static> Prestarting<S> {
-    /// No runner waiting yet; `runtime` is the daemon loop's, where copies start and stop.
-    pub fn new(spawner: S, runtime: tokio::runtime::Handle) -> Self {
+    /// No runner waiting yet; `runtime` is the daemon loop's, where copies start and stop;
+    /// the copies' folders are made by `folders` (the spawner's: one home per process).
+    pub fn new(spawner: S, runtime: tokio::runtime::Handle, folders: Arc<RunnerFolders>) -> Self {
         Prestarting {
             shared: Arc::new(Shared {
                 inner: Mutex::default(),
                 spawner,
                 runtime,
                 tasks: Tasks::default(),
-                folders: RunnerFolders::default(),
+                folders,
             }),
         }
     }

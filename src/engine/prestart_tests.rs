@@ -22,7 +22,11 @@ async fn prestarting(acts: Vec<Act>, copies: Vec<CopyAct>) -> (Bench, Prestartin
         prestart: Some(1),
         ..Runner::for_tests("scripted", &["scripted"])
     }];
-    let pre = Prestarting::new(b.spawner.clone(), tokio::runtime::Handle::current());
+    let pre = Prestarting::new(
+        b.spawner.clone(),
+        tokio::runtime::Handle::current(),
+        Arc::default(),
+    );
     pre.configure(&Arc::new(b.settings.clone()), 1, None);
     bounded("the first copy's start", pre.idle()).await;
     (b, pre)
@@ -40,10 +44,16 @@ async fn judge_with(b: &Bench, pre: &Prestarting<Arc<Scripted>>, stem: &str) -> 
     b.verdict("T", stem).unwrap_or_default()
 }
 
-/// Runner folders in the state folder's private `tmp/` (a copy's, while it lives).
+/// Runner folders in the state folder's private `tmp/` (a copy's, while it lives), in
+/// the homes there.
 fn runner_folders(b: &Bench) -> usize {
-    let tmp = b.state.runner_tmp(None);
-    std::fs::read_dir(tmp).map_or(0, |entries| entries.count())
+    let entries = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir).map_or(Vec::new(), |e| e.flatten().map(|e| e.path()).collect())
+    };
+    entries(&b.state.runner_tmp(None))
+        .iter()
+        .map(|home| entries(home).len())
+        .sum()
 }
 
 /// A job takes the waiting copy: the copy gets the prompt and answers, no runner is

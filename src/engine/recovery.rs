@@ -151,10 +151,11 @@ fn stop_prestarted_leftovers(state: &StateDir) -> usize {
     }
 }
 
-/// Removes the runner folders in `dir` no live judge owns: a runner folder's maker
-/// holds a lock on it while it lives (the daemon's copies and attempts, a `run` or
-/// `ask` beside it), so one that can be locked was left by a judge that was killed.
-/// A staging folder is removed once it is a minute old.
+/// Removes the runner folders in `dir` no live judge owns, with their content: each
+/// judge process (the daemon, a `run` or `ask` beside it) holds a lock on its home
+/// there while it lives (`runner_folder`; an older judge, on each runner folder), so one
+/// that can be locked was left by a judge that was killed. A staging folder is removed
+/// once it is a minute old.
 fn remove_abandoned_runner_folders(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;

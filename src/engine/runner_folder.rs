@@ -2,7 +2,8 @@
 //!
 //! Each judge process (the daemon, a `run` or `ask` beside it) makes one folder of its
 //! own in the judge's private runner folder, its home, and holds an exclusive `flock`
-//! on it for as long as it lives; the runners' folders are made inside it. So the
+//! on it for as long as it lives; the runners' folders are made inside it (the daemon's
+//! pre-started copies' too: its spawner and pre-start share one `RunnerFolders`). So the
 //! start-up sweep tells the folders of a live judge from those a killed judge left: it
 //! removes only the homes it can lock (with whatever is in them). A home is made under
 //! a hidden staging name and renamed once locked, so the sweep never meets one that is

@@ -226,6 +226,11 @@ impl Processes {
         }
     }
 
+    /// What makes its runners' folders, to share with pre-start (one home per process).
+    pub fn folders(&self) -> Arc<RunnerFolders> {
+        self.folders.clone()
+    }
+
     /// Builds the HTTP client of API runners now (it reads the system's certificates),
     /// so the first verdict does not pay for it.
     pub fn warm_api(&self) {

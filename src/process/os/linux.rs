@@ -104,10 +104,17 @@ pub(crate) fn read_children_of(fd: RawFd, buf: &mut [u8]) -> Option<usize> {
     let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     let mut len = 0;
     while len < buf.len() {
+        let want = buf.len() - len;
         match pread(file, &mut buf[len..], len as u64) {
             Err(Errno::INTR) => continue,
             Ok(0) | Err(_) => break,
-            Ok(n) => len += n,
+            Ok(n) => {
+                len += n;
+                // A seq_file read gives all it has that fits: a short one is the end.
+                if n < want {
+                    break;
+                }
+            }
         }
     }
     Some(len)
