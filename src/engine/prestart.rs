@@ -514,7 +514,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         let folder = match self.shared.folders.fresh(settings) {
             Ok(folder) => folder,
             Err(e) => {
-                tracing::warn!(runner = %runner.name, "cannot pre-start: cannot create a temp folder: {e}");
+                tracing::warn!(runner = %runner.name, "cannot pre-start: {e}");
                 return None;
             }
         };

@@ -81,12 +81,26 @@ fn make_in(home: &Arc<Home>) -> io::Result<RunnerFolder> {
     let path = tempfile::Builder::new()
         .prefix(FOLDER_PREFIX)
         .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir_in(&home.path)?
+        .tempdir_in(&home.path)
+        .map_err(|e| cannot_make_in(&home.path, e))?
         .keep();
     Ok(RunnerFolder {
         path,
         _home: home.clone(),
     })
+}
+
+/// `e` of a folder made in `dir`, naming `dir` and what to check (the kind kept, so a
+/// removed home is still told apart).
+fn cannot_make_in(dir: &Path, e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "cannot make a runner folder in {}: {e}; it must be a folder the judge's user \
+             owns and can write (remove it to have it made again)",
+            dir.display()
+        ),
+    )
 }
 
 /// A process's own folder of runner folders, locked while it lives, removed with its
@@ -106,7 +120,8 @@ impl Home {
         let staging = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
             .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(parent)?
+            .tempdir_in(parent)
+            .map_err(|e| cannot_make_in(parent, e))?
             .keep();
         locked_in_place(parent, &staging).inspect_err(|_| {
             let _ = std::fs::remove_dir(&staging);
@@ -283,6 +298,31 @@ mod tests {
                 format!("{FOLDER_PREFIX}left"),
                 format!("{FOLDER_PREFIX}link")
             ]
+        );
+    }
+
+    /// A home that is no folder any more is an error naming it.
+    #[test]
+    fn a_home_that_is_a_file_is_named_in_the_error() {
+        let state = tempfile::tempdir().unwrap();
+        let settings = Settings::for_tests(state.path().to_path_buf(), "x");
+        let folders = RunnerFolders::default();
+        let home = folders
+            .fresh(&settings)
+            .unwrap()
+            .path()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        std::fs::remove_dir_all(&home).unwrap();
+        std::fs::write(&home, b"not a folder").unwrap();
+        let e = folders.fresh(&settings).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "cannot make a runner folder in {}",
+                home.display()
+            )),
+            "{e}"
         );
     }
 

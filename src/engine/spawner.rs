@@ -278,7 +278,7 @@ impl Processes {
                     return RunOutput::not_started(
                         RunEnd::SpawnFailed {
                             kind: e.kind(),
-                            message: format!("cannot create a temp folder: {e}"),
+                            message: e.to_string(),
                         },
                         Instant::now(),
                     );
