@@ -2,17 +2,18 @@
 """What an API runner adds to the model's own time, through the daemon, against the
 pre-started claude (issue 41).
 
-    flock /work/cargo.lock python3 bench/api_runner.py                 # 20 jobs per variant
+    python3 bench/api_runner.py                 # 20 jobs per variant
     python3 bench/api_runner.py --jobs 10 --no-build --out bench/results/X.txt
 
 Builds the release binary (unless --no-build), then runs two daemons side by side, each
 with its own state folder, HOME, TMPDIR and stand-in model API on 127.0.0.1 that answers
 at once, one worker, the cache and runner health off, and a one-runner default table:
   cli  the shipped claude, `prestart = 1` (the real Claude Code from
-       target/real-runners, as bench/prestart.py's `on`): the baseline
+       target/real-runners, bench/prestart.py's variant "claude"): the baseline
   api  an `anthropic` API runner on a kept-alive HTTP/1.1 connection to its stand-in
-Jobs are interleaved (cli, api, cli, ...), one at a time; the first job of each daemon
-is a warm-up and is not counted. Metrics per job, from the rename that publishes it:
+Jobs are interleaved (cli, api, cli, ...), one at a time, `--settle` seconds apart (so
+the claude copy that replaces a taken one has started, as a user's next job finds it);
+the first job of each daemon is a warm-up and is not counted. Metrics per job, from the rename that publishes it:
   to request   until the stand-in has read the model request
   to verdict   until the verdict file exists (polled every 0.2 ms)
   model        the stand-in's own time for the request (read to answer written; 0 for
@@ -23,7 +24,6 @@ baseline's. Only Python's standard library is used; nothing here is a test.
 """
 
 import argparse
-import hashlib
 import http.server
 import json
 import os
@@ -133,6 +133,10 @@ class ApiDaemon:
         except OSError:
             return ""
 
+    def fail(self, why):
+        """Ends the bench with `why` and judge.log."""
+        raise SystemExit("%s: %s\n%s" % (self.key, why, self.log()))
+
     def wait_ready(self, deadline=60):
         end = time.monotonic() + deadline
         while time.monotonic() < end:
@@ -145,28 +149,13 @@ class ApiDaemon:
         """Publishes job n; returns (to request, to verdict, model) in seconds."""
         self.wait_ready()
         stem = "j%d" % n
-        transcript = "bench-%s" % self.key
-        job = {"prompt": 'Job %d. Is the sky blue? Reply {"ok": true} or {"ok": false}.' % n,
-               "hit_if_all_true": ["ok"], "transcript": transcript}
-        jobs = os.path.join(self.state, "jobs")
-        temp = os.path.join(jobs, ".%s.tmp" % stem)
-        with open(temp, "w") as f:
-            json.dump(job, f)
-        folder = hashlib.sha1(transcript.encode()).hexdigest()[:16]
-        verdict = os.path.join(self.state, "verdicts", folder, stem + ".json")
+        publish, verdict = prestart.stage_job(self.state, stem, "bench-%s" % self.key, n)
         before = len(self.standin.snapshot())
         t0 = time.monotonic()
-        os.rename(temp, os.path.join(jobs, stem + ".json"))
-        while not os.path.exists(verdict):
-            if time.monotonic() - t0 > 60:
-                raise SystemExit("%s: no verdict for %s:\n%s" % (self.key, stem, self.log()))
-            time.sleep(0.0002)
-        t_verdict = time.monotonic() - t0
+        publish()
+        t_verdict, _ = prestart.read_hit(verdict, t0, 60, 0.0002, self.fail)
+        t_verdict -= t0
         self.jobs += 1
-        with open(verdict) as f:
-            v = json.load(f)
-        if v.get("outcome") != "hit":
-            raise SystemExit("%s: verdict %s" % (self.key, v))
         reqs = self.standin.snapshot()[before:]
         if not reqs:
             raise SystemExit("%s: no model request for %s" % (self.key, stem))
@@ -185,13 +174,18 @@ class ApiDaemon:
 
 
 class CliDaemon(prestart.Daemon):
-    """bench/prestart.py's pre-started claude; the model time is the stand-in's."""
+    """bench/prestart.py's pre-started claude (its variant "claude"); the model time is
+    the stand-in's."""
+
+    def __init__(self, args):
+        super().__init__("claude", args)
+        self.key = "cli"
 
     def judge(self, n):
-        to_request, to_verdict = super().judge(n)
+        figures = super().judge(n)
         # Its stand-in answers at once and does not record when it finished writing:
         # counted as 0, so all of the CLI's time is "added" (it streams a few events).
-        return to_request, to_verdict, 0.0
+        return figures["to_request"], figures["to_verdict"], 0.0
 
 
 def main():
@@ -199,6 +193,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=20, help="counted jobs per variant (20)")
     ap.add_argument("--bin-dir", default=startup.BIN_DIR)
     ap.add_argument("--no-build", action="store_true", help="use target/release as it is")
+    ap.add_argument("--settle", type=float, default=1.0,
+                    help="seconds between jobs, so the claude copy that replaces a taken "
+                         "one is ready, as in bench/prestart.py (1.0)")
     ap.add_argument("--out", help="also write the report here")
     args = ap.parse_args()
     if not args.no_build:
@@ -214,21 +211,26 @@ def main():
     say("bench/api_runner.py, %s, %d CPUs, %s, claude %s, load %s" % (
         time.strftime("%Y-%m-%d %H:%M"), os.cpu_count(), platform.release(), version,
         open("/proc/loadavg").read().split()[:3]))
-    daemons = [CliDaemon("cli", startup.shipped("claude"), 1, args.bin_dir), ApiDaemon("api")]
+    # What bench/prestart.py's daemon reads of its own options.
+    args.bin, args.linger = prestart.BIN, 0.5
+    daemons = [CliDaemon(args), ApiDaemon("api")]
     figures = {d.key: [] for d in daemons}
     try:
         for d in daemons:
             d.judge(0)  # warm-up
+            time.sleep(args.settle)
         for n in range(1, args.jobs + 1):
             for d in daemons:
                 figures[d.key].append(d.judge(n))
+                time.sleep(args.settle)
         connections = daemons[1].standin.connections
     finally:
         for d in daemons:
             d.stop()
-    say("%d counted jobs per variant, interleaved, one at a time; load at end %s; the API "
-        "stand-in saw %d connection(s) for %d requests" % (
-            args.jobs, open("/proc/loadavg").read().split()[:3], connections, args.jobs + 1))
+    say("%d counted jobs per variant, interleaved, one at a time, %.1f s apart; load at end "
+        "%s; the API stand-in saw %d connection(s) for %d requests" % (
+            args.jobs, args.settle, open("/proc/loadavg").read().split()[:3], connections,
+            args.jobs + 1))
     say()
     say("| variant | to request, median | p90 | to verdict, median | p90 | model | "
         "added, median | p90 | added, ratio to cli |")

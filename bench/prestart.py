@@ -97,6 +97,36 @@ def wall_of(line):
     return t.timestamp()
 
 
+def stage_job(state, stem, transcript, n):
+    """Writes job n (a one-line question with a rule) as `stem` under a temp name in
+    `state`/jobs/; returns the call that publishes it (by rename) and the path its
+    verdict will have."""
+    job = {"prompt": 'Job %d. Is the sky blue? Reply {"ok": true} or {"ok": false}.' % n,
+           "hit_if_all_true": ["ok"], "transcript": transcript}
+    jobs = os.path.join(state, "jobs")
+    temp = os.path.join(jobs, ".%s.tmp" % stem)
+    with open(temp, "w") as f:
+        json.dump(job, f)
+    folder = hashlib.sha1(transcript.encode()).hexdigest()[:16]
+    verdict = os.path.join(state, "verdicts", folder, stem + ".json")
+    return (lambda: os.rename(temp, os.path.join(jobs, stem + ".json"))), verdict
+
+
+def read_hit(path, t0, limit, poll, fail):
+    """Polls every `poll` s, at most `limit` s after `t0`, for the verdict at `path`;
+    returns when it appeared and the verdict, which must be a hit (else `fail(why)`)."""
+    while not os.path.exists(path):
+        if time.monotonic() - t0 > limit:
+            fail("no verdict for %s" % os.path.basename(path))
+        time.sleep(poll)
+    t = time.monotonic()
+    with open(path) as f:
+        v = json.load(f)
+    if v.get("outcome") != "hit":
+        fail("verdict %s" % v)
+    return t, v
+
+
 class Daemon:
     """One llm-judge daemon with its own state, HOME, stand-in and runner table."""
 
@@ -181,6 +211,10 @@ class Daemon:
                    and "prestarted=true" in line
                    and ("runner=%s " % self.waits_for) in line + " ")
 
+    def fail(self, why):
+        """Ends the bench with `why` and the end of judge.log."""
+        raise SystemExit("%s: %s\n%s" % (self.key, why, self.log()[-4000:]))
+
     def wait_ready(self, deadline=120):
         """Until the daemon is up and, where it pre-starts, a copy of the runner this
         variant's jobs take is waiting (started, and not taken by a job)."""
@@ -198,30 +232,13 @@ class Daemon:
         """Publishes job n; returns its figures (seconds)."""
         self.wait_ready()
         stem = "j%d" % n
-        transcript = "bench-%s" % self.key
-        job = {"prompt": 'Job %d. Is the sky blue? Reply {"ok": true} or {"ok": false}.' % n,
-               "hit_if_all_true": ["ok"], "transcript": transcript}
-        jobs = os.path.join(self.state, "jobs")
-        temp = os.path.join(jobs, ".%s.tmp" % stem)
-        with open(temp, "w") as f:
-            json.dump(job, f)
-        folder = hashlib.sha1(transcript.encode()).hexdigest()[:16]
-        verdict = os.path.join(self.state, "verdicts", folder, stem + ".json")
+        publish, verdict = stage_job(self.state, stem, "bench-%s" % self.key, n)
         before = len(self.model_requests())
         finals_before = len(self.finals())
         t0 = time.monotonic()
-        os.rename(temp, os.path.join(jobs, stem + ".json"))
-        while not os.path.exists(verdict):
-            if time.monotonic() - t0 > 120:
-                raise SystemExit("%s: no verdict for %s:\n%s" % (self.key, stem,
-                                                                self.log()[-4000:]))
-            time.sleep(0.0005)
-        t_verdict = time.monotonic()
+        publish()
+        t_verdict, v = read_hit(verdict, t0, 120, 0.0005, self.fail)
         self.warm = True
-        with open(verdict) as f:
-            v = json.load(f)
-        if v.get("outcome") != "hit":
-            raise SystemExit("%s: verdict %s\n%s" % (self.key, v, self.log()[-4000:]))
         out = {"to_verdict": t_verdict - t0, "runner": v.get("runner"),
                "attempts": len(v.get("attempts", []))}
         reqs = self.model_requests()[before:]
