@@ -1,6 +1,6 @@
 //! The answer cache (docs/reference.md, "Beyond catstack"): `<state>/cache/<key>.json`,
-//! keyed by mode, runner table and prompt; default-mode answers only, reused within the
-//! TTL.
+//! keyed by mode, runner table and prompt (and the judge's instructions text where the
+//! table sends it); default-mode answers only, reused within the TTL.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::core::codex_slim::{INSTRUCTIONS_ITEM, instructions_for};
 use crate::core::config::CacheConfig;
 use crate::core::digest::sha1_hex_full;
 use crate::core::job::Mode;
@@ -26,11 +27,25 @@ pub struct Entry {
     pub answer: Map<String, Value>,
 }
 
-/// The cache key of a question: mode, the whole table (names and argv) and the prompt.
+/// The cache key of a question: mode, the whole table (names and argv) and the prompt,
+/// and the judge's instructions text when a runner's argv takes it (`{instructions}`).
 pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
+    key_with(mode, table, prompt, instructions_for(mode))
+}
+
+/// `key` with the instructions text given: it comes with the binary, so an answer a
+/// build with other instructions cached is not reused.
+fn key_with(mode: Mode, table: &[Runner], prompt: &str, instructions: &str) -> String {
+    let takes_instructions = table
+        .iter()
+        .any(|r| r.argv.iter().any(|a| a == INSTRUCTIONS_ITEM));
     let table = table_identity(table);
-    let text = json!([mode.name(), table, prompt]).to_string();
-    sha1_hex_full(text.as_bytes())
+    let text = if takes_instructions {
+        json!([mode.name(), table, prompt, instructions])
+    } else {
+        json!([mode.name(), table, prompt])
+    };
+    sha1_hex_full(text.to_string().as_bytes())
 }
 
 /// The cache of a state folder. Clones share the count of stores.
@@ -139,6 +154,18 @@ mod tests {
             key(Mode::Default, &[r("a", &["x", "-v", "{prompt}"])], "p")
         );
         assert_ne!(k, key(Mode::Default, &[r("b", &["x", "{prompt}"])], "p"));
+    }
+
+    /// A table that sends the judge's instructions file is keyed by its text too (a
+    /// build with other instructions gets other answers); one that does not is not.
+    #[test]
+    fn the_key_covers_the_instructions_a_table_sends() {
+        let slim = [r("codex", &["codex", "-c", INSTRUCTIONS_ITEM, "{prompt}"])];
+        let plain = [r("a", &["x", "{prompt}"])];
+        let (m, p) = (Mode::Default, "p");
+        assert_ne!(key_with(m, &slim, p, "one"), key_with(m, &slim, p, "two"));
+        assert_eq!(key_with(m, &plain, p, "one"), key_with(m, &plain, p, "two"));
+        assert_eq!(key(m, &slim, p), key_with(m, &slim, p, instructions_for(m)));
     }
 
     #[test]
