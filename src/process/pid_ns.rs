@@ -21,7 +21,7 @@ use std::io;
 use std::os::fd::IntoRawFd;
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use libc::pid_t;
 
@@ -116,23 +116,14 @@ pub(crate) fn is_namespace_init() -> bool {
     rustix::process::getpid().is_init()
 }
 
-/// Set in a supervisor that mounted a `/proc` of its own PID namespace: its `/proc`
-/// numbers processes as the namespace does, not as the judge does.
-static OWN_PROC: AtomicBool = AtomicBool::new(false);
-
-/// True in a supervisor whose `/proc` is its namespace's own (`mount_own_proc`), so
-/// pids read from it are inner pids. Async-signal-safe.
-pub(crate) fn has_own_proc() -> bool {
-    OWN_PROC.load(Ordering::Relaxed)
-}
-
-/// In a supervisor with a mount namespace: its `children` file in the host's `/proc`,
-/// opened before its own `/proc` was mounted over it; -1 when none.
+/// In a supervisor in a PID namespace: its `children` file in the host's `/proc`,
+/// opened before any `/proc` of its own was mounted over it; -1 when none.
 static HOST_CHILDREN: AtomicI32 = AtomicI32::new(-1);
 
 /// The descriptor of the supervisor's `children` file in the host's `/proc` (it numbers
-/// the runner as the judge does, so the judge need not map the pid through `/proc`
-/// itself); -1 when there is none. Kept through a supervisor's descriptor cleanup.
+/// the runner as the judge does, whatever `/proc` the supervisor has now, so the judge
+/// need not map the pid through `/proc` itself); -1 when there is none (not in a PID
+/// namespace, or the open failed). Kept through a supervisor's descriptor cleanup.
 /// Async-signal-safe.
 pub(crate) fn host_children_fd() -> RawFd {
     HOST_CHILDREN.load(Ordering::Relaxed)
@@ -175,45 +166,47 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
         // SAFETY: leaving the child without running anything of the parent's.
         unsafe { libc::_exit(126) };
     }
-    if flags & libc::CLONE_NEWNS != 0 {
+    if flags != 0 {
         // While `/proc` is still the host's: the one view of our children that numbers
         // them as the judge does.
         if let Ok(fd) = crate::process::os::open_children() {
             HOST_CHILDREN.store(fd.into_raw_fd(), Ordering::Relaxed);
         }
+    }
+    if flags & libc::CLONE_NEWNS != 0 {
         // The probe made sure this works; should it fail now, the runner sees the
         // host's /proc, as without a mount namespace, rather than losing the job.
         // SAFETY: in the child, in its own mount namespace: raw system calls only.
-        if unsafe { mount_own_proc() } {
-            OWN_PROC.store(true, Ordering::Relaxed);
-        }
+        unsafe { mount_own_proc() };
     }
     Ok(0)
 }
 
 /// In a fresh mount namespace: makes every mount a slave of the host's (so nothing
 /// mounted here reaches the host), then mounts a `/proc` of this PID namespace on
-/// `/proc`. False when either fails; the proc mount is not tried when the first does
-/// (it could propagate to the host). Async-signal-safe: raw system calls on literals.
+/// `/proc`. The proc mount is not tried when the first fails (it could propagate to
+/// the host). Async-signal-safe: raw system calls on literals.
 #[cfg(target_os = "linux")]
-unsafe fn mount_own_proc() -> bool {
+unsafe fn mount_own_proc() {
     let none = std::ptr::null();
     // SAFETY: valid C string literals or null where mount(2) allows it; no data.
     unsafe {
-        libc::mount(
+        let slave = libc::mount(
             none,
             c"/".as_ptr(),
             none,
             libc::MS_SLAVE | libc::MS_REC,
             std::ptr::null(),
-        ) == 0
-            && libc::mount(
+        );
+        if slave == 0 {
+            libc::mount(
                 c"proc".as_ptr(),
                 c"/proc".as_ptr(),
                 c"proc".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                 std::ptr::null(),
-            ) == 0
+            );
+        }
     }
 }
 

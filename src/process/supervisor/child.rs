@@ -11,7 +11,7 @@ use super::sweep::{parse_pids, sweep_and_reap, wait_for_exit};
 use super::{Command, SupervisorFds};
 use crate::process::os::become_subreaper;
 use crate::process::os::forked::{close_fds_except, settle_signals};
-use crate::process::pid_ns::{has_own_proc, host_children_fd, is_namespace_init};
+use crate::process::pid_ns::{host_children_fd, is_namespace_init};
 
 /// Everything a supervisor needs for one attempt.
 pub(super) struct Child<'a> {
@@ -96,19 +96,19 @@ impl<'a> Child<'a> {
 
 /// The pid of our one child as the host's `/proc` numbers it (the judge's view), read
 /// right after the runner's spawn, when the runner is our only child (the last
-/// attempt's sweep left none): so the judge need not look it up in `/proc` itself
-/// (`SpawnedInNamespace`, three reads of `/proc` per attempt). Read through the host's
-/// `children` file kept from before our own `/proc` was mounted, else from `/proc`
-/// while it is the host's. `None` when neither can be read, or it lists none or more
-/// than one (the runner already ended, and its orphans are ours too): the judge then
-/// maps the inner pid. Async-signal-safe.
+/// attempt's sweep left none), through the host's `children` file kept from before any
+/// `/proc` of our own was mounted (`pid_ns::host_children_fd`): so the judge need not
+/// look it up in `/proc` itself (`SpawnedInNamespace`, three reads of `/proc` per
+/// attempt). `None` without that file, or when it lists none or more than one (the
+/// runner already ended, and its orphans are ours too): the judge then maps the inner
+/// pid. Async-signal-safe.
 fn only_child() -> Option<libc::pid_t> {
+    let fd = host_children_fd();
+    if fd < 0 {
+        return None;
+    }
     let mut buf = [0u8; 64];
-    let len = match host_children_fd() {
-        fd if fd >= 0 => crate::process::os::read_children_of(fd, &mut buf)?,
-        _ if has_own_proc() => return None,
-        _ => crate::process::os::read_children(&mut buf)?,
-    };
+    let len = crate::process::os::read_children_of(fd, &mut buf)?;
     let mut pids = [0; 2];
     match parse_pids(&buf[..len], len == buf.len(), &mut pids, 0) {
         1 if len < buf.len() => Some(pids[0]),
