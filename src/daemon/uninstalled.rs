@@ -5,6 +5,7 @@
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner_table::{RUNNERS_VAR, Runner};
+use crate::process::spawn::is_installed;
 
 /// Warns about each table none of whose runners is usable.
 pub(super) fn warn_uninstalled(settings: &Settings) {
@@ -15,7 +16,7 @@ pub(super) fn warn_uninstalled(settings: &Settings) {
     };
     for &mode in modes {
         let table = settings.table(mode);
-        if table.iter().any(usable) {
+        if table.iter().any(is_installed) {
             continue;
         }
         let names: Vec<&str> = table
@@ -41,16 +42,5 @@ pub(super) fn warn_uninstalled(settings: &Settings) {
              the service's environment",
             names.join(", ")
         );
-    }
-}
-
-/// A CLI runner whose program is found, or an API runner whose key is set (or needs none).
-fn usable(runner: &Runner) -> bool {
-    match &runner.api {
-        Some(api) => api.key_is_set(|var| std::env::var_os(var)),
-        None => runner
-            .argv
-            .first()
-            .is_some_and(|p| crate::process::spawn::resolve_program(p).is_some()),
     }
 }

@@ -369,13 +369,11 @@ async fn judge_claimed(
     if let Ok(job) = &parsed {
         claim.name_job(&job.id, &job.hook)?;
     }
-    match &parsed {
-        // One line, not two, for a job without a rule (docs/reference.md, "Job files").
-        Ok(job) if job.has_no_rule() => {
-            tracing::info!(file = %path.display(), interruptions, rule = NO_RULE, "job claimed");
-        }
-        _ => tracing::info!(file = %path.display(), interruptions, "job claimed"),
-    }
+    // One line, not two, for a job without a rule (docs/reference.md, "Job files"): a
+    // `None` field is left out of the line.
+    let no_rule = parsed.as_ref().ok().filter(|job| job.has_no_rule());
+    let rule = no_rule.map(|_| NO_RULE);
+    tracing::info!(file = %path.display(), interruptions, rule, "job claimed");
     if let Ok(job) = &parsed {
         log_job_notes(job);
     }

@@ -77,30 +77,30 @@ impl RunnerFolders {
 
 /// A runner's fresh folder in `home`.
 fn make_in(home: &Arc<Home>) -> io::Result<RunnerFolder> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = tempfile::Builder::new()
-        .prefix(FOLDER_PREFIX)
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir_in(&home.path)
-        .map_err(|e| cannot_make_in(&home.path, e))?
-        .keep();
     Ok(RunnerFolder {
-        path,
+        path: new_folder(&home.path, FOLDER_PREFIX)?,
         _home: home.clone(),
     })
 }
 
-/// `e` of a folder made in `dir`, naming `dir` and what to check (the kind kept, so a
-/// removed home is still told apart).
-fn cannot_make_in(dir: &Path, e: io::Error) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!(
-            "cannot make a runner folder in {}: {e}; it must be a folder the judge's user \
-             owns and can write (remove it to have it made again)",
-            dir.display()
-        ),
-    )
+/// A new empty 0700 folder in `dir` named `prefix` and a random suffix. An error names
+/// `dir` and what to check, and keeps its kind (so a removed home is told apart).
+fn new_folder(dir: &Path, prefix: &str) -> io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let made = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(dir);
+    made.map(tempfile::TempDir::keep).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot make a runner folder in {}: {e}; it must be a folder the judge's \
+                 user owns and can write (remove it to have it made again)",
+                dir.display()
+            ),
+        )
+    })
 }
 
 /// A process's own folder of runner folders, locked while it lives, removed with its
@@ -116,13 +116,7 @@ struct Home {
 impl Home {
     /// Makes and locks a home in `parent`.
     fn make(parent: &Path) -> io::Result<Home> {
-        use std::os::unix::fs::PermissionsExt;
-        let staging = tempfile::Builder::new()
-            .prefix(STAGING_PREFIX)
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(parent)
-            .map_err(|e| cannot_make_in(parent, e))?
-            .keep();
+        let staging = new_folder(parent, STAGING_PREFIX)?;
         locked_in_place(parent, &staging).inspect_err(|_| {
             let _ = std::fs::remove_dir(&staging);
         })

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::core::config::HealthConfig;
 use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, standing, update};
 use crate::core::runner_table::Runner;
-use crate::process::spawn::resolve_program;
+use crate::process::spawn::is_installed;
 use crate::store::file_lock::{open_lock_file, try_lock_exclusive};
 use crate::store::state_dir::{StateDir, now_unix};
 
@@ -305,18 +305,6 @@ fn save(path: &Path, file: &HealthFile) {
         .and_then(|bytes| crate::store::state_dir::publish(path, &bytes, false));
     if let Err(e) = saved {
         tracing::error!("cannot save runner health: {e}");
-    }
-}
-
-/// Whether a runner can be tried: a CLI's program is found (a few `stat`s, no
-/// process), an API runner's key variable is set.
-fn is_installed(runner: &Runner) -> bool {
-    match &runner.api {
-        Some(api) => api.key_is_set(|var| std::env::var_os(var)),
-        None => runner
-            .argv
-            .first()
-            .is_some_and(|program| resolve_program(program).is_some()),
     }
 }
 

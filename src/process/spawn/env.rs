@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::core::runner_env::RunnerEnv;
+use crate::core::runner_table::Runner;
 use crate::process::error::ProcessError;
 use crate::process::supervisor::Env;
 use crate::process::tag::TAG_VAR;
@@ -81,6 +82,18 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         return is_executable(&path).then_some(path);
     }
     find_on_path(program.as_ref(), std::env::var_os("PATH").as_deref())
+}
+
+/// Whether a runner can be tried: a CLI's program is found (a few `stat`s, no
+/// process), an API runner's key variable is set (or it needs none).
+pub fn is_installed(runner: &Runner) -> bool {
+    match &runner.api {
+        Some(api) => api.key_is_set(|var| std::env::var_os(var)),
+        None => runner
+            .argv
+            .first()
+            .is_some_and(|program| resolve_program(program).is_some()),
+    }
 }
 
 /// `program` on a `PATH` value, if it is there and executable. Only absolute entries:
