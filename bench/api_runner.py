@@ -28,8 +28,6 @@ import http.server
 import json
 import os
 import platform
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -101,7 +99,7 @@ class KeepAliveStandIn:
         self.server.server_close()
 
 
-class ApiDaemon:
+class ApiDaemon(prestart.BenchDaemon):
     """One llm-judge daemon whose default table is one API runner."""
 
     def __init__(self, key):
@@ -120,30 +118,11 @@ class ApiDaemon:
                     "api_key_env = \"BENCH_KEY\"\n" % self.standin.port)
         env = {"HOME": home, "TMPDIR": tmp, "XDG_CONFIG_HOME": os.path.join(home, ".config"),
                "PATH": "/usr/local/bin:/usr/bin:/bin", "BENCH_KEY": "dummy"}
-        self.err = open(os.path.join(self.root, "daemon.err"), "w")
-        self.proc = subprocess.Popen(
-            [BIN, "--state-dir", self.state, "--config", config, "daemon"], env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.start(BIN, config, env)
         self.jobs = 0
 
-    def log(self):
-        try:
-            with open(os.path.join(self.state, "judge.log")) as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def fail(self, why):
-        """Ends the bench with `why` and judge.log."""
-        raise SystemExit("%s: %s\n%s" % (self.key, why, self.log()))
-
     def wait_ready(self, deadline=60):
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            if "daemon start" in self.log():
-                return
-            time.sleep(0.01)
-        raise SystemExit("%s: daemon not ready:\n%s" % (self.key, self.log()))
+        self.wait_log(lambda log: "daemon start" in log, deadline)
 
     def judge(self, n):
         """Publishes job n; returns (to request, to verdict, model) in seconds."""
@@ -160,18 +139,6 @@ class ApiDaemon:
         if not reqs:
             raise SystemExit("%s: no model request for %s" % (self.key, stem))
         return reqs[0]["t"] - t0, t_verdict, reqs[0]["t_out"] - reqs[0]["t"]
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.err.close()
-        self.standin.close()
-        shutil.rmtree(self.root, ignore_errors=True)
-
 
 class CliDaemon(prestart.Daemon):
     """bench/prestart.py's pre-started claude (its variant "claude"); the model time is

@@ -127,7 +127,50 @@ def read_hit(path, t0, limit, poll, fail):
     return t, v
 
 
-class Daemon:
+class BenchDaemon:
+    """A daemon under bench: `key`, its `root` folder, `state` folder and `standin`, set
+    by the subclass, which then calls `start`."""
+
+    def start(self, binary, config, env):
+        """Starts the daemon on `config` with exactly `env`; its stderr in the root."""
+        self.err = open(os.path.join(self.root, "daemon.err"), "w")
+        self.proc = subprocess.Popen(
+            [binary, "--state-dir", self.state, "--config", config, "daemon"], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.state, "judge.log")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def fail(self, why):
+        """Ends the bench with `why` and the end of judge.log."""
+        raise SystemExit("%s: %s\n%s" % (self.key, why, self.log()[-4000:]))
+
+    def wait_log(self, ready, deadline):
+        """Until `ready(judge.log's text)`, at most `deadline` seconds."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            if ready(self.log()):
+                return
+            time.sleep(0.01)
+        self.fail("daemon not ready")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+        self.standin.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Daemon(BenchDaemon):
     """One llm-judge daemon with its own state, HOME, stand-in and runner table."""
 
     def __init__(self, key, args):
@@ -188,19 +231,9 @@ class Daemon:
         }
         if login:
             env.update(ANTHROPIC_BASE_URL=self.standin.url(), ANTHROPIC_API_KEY="dummy")
-        self.err = open(os.path.join(self.root, "daemon.err"), "w")
-        self.proc = subprocess.Popen(
-            [args.bin, "--state-dir", self.state, "--config", config, "daemon"], env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.start(args.bin, config, env)
         self.counted = 0
         self.warm = False
-
-    def log(self):
-        try:
-            with open(os.path.join(self.state, "judge.log")) as f:
-                return f.read()
-        except OSError:
-            return ""
 
     def copies_started(self, log):
         return sum(1 for line in log.splitlines() if "runner pre-started" in line
@@ -211,22 +244,12 @@ class Daemon:
                    and "prestarted=true" in line
                    and ("runner=%s " % self.waits_for) in line + " ")
 
-    def fail(self, why):
-        """Ends the bench with `why` and the end of judge.log."""
-        raise SystemExit("%s: %s\n%s" % (self.key, why, self.log()[-4000:]))
-
     def wait_ready(self, deadline=120):
         """Until the daemon is up and, where it pre-starts, a copy of the runner this
         variant's jobs take is waiting (started, and not taken by a job)."""
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            log = self.log()
-            if "daemon start" in log and (
-                    self.waits_for is None or not self.warm
-                    or self.copies_started(log) > self.copies_taken(log)):
-                return
-            time.sleep(0.01)
-        raise SystemExit("%s: daemon not ready:\n%s" % (self.key, self.log()[-4000:]))
+        self.wait_log(lambda log: "daemon start" in log and (
+            self.waits_for is None or not self.warm
+            or self.copies_started(log) > self.copies_taken(log)), deadline)
 
     def judge(self, n):
         """Publishes job n; returns its figures (seconds)."""
@@ -264,17 +287,6 @@ class Daemon:
 
     def model_requests(self):
         return [r for r in self.standin.snapshot() if r["kind"] == "model"]
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.err.close()
-        self.standin.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def pct(xs, q):

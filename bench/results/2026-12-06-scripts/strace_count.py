@@ -21,7 +21,8 @@ binary = sys.argv[1]
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 run.STATE_ROOT = sys.argv[3] if len(sys.argv) > 3 else None
 run.BIN = os.path.abspath(binary)
-out = tempfile.mktemp(prefix="strace-")
+fd, out = tempfile.mkstemp(prefix="strace-")
+os.close(fd)
 w = run.World(config="fsync = true")
 try:
     w.write_jobs(n)
