@@ -98,6 +98,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
         }
     };
     let verdict = rt.block_on(async {
+        crate::engine::codex_catalog::keep_if_missing(settings, job.mode).await;
         let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;
         crate::engine::attempts::judge(
             settings,

@@ -9,6 +9,7 @@ use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner_table::{RUNNERS_VAR, Runner};
 use crate::core::safety::check_investigate_table;
+use crate::process::probe::ProbeSpec;
 use crate::process::spawn::resolve_program;
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::state_dir::StateDir;
@@ -240,7 +241,7 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
                 usable += usize::from(rows.usable);
                 continue;
             }
-            let (installed, login) = check_runner(mode, runner, report);
+            let (installed, login) = check_runner(settings, mode, runner, report);
             found += usize::from(installed);
             usable += usize::from(installed && login != Login::Missing);
         }
@@ -276,7 +277,12 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
 
 /// One runner: found or not, its version and login; a line for each, and its record
 /// for `--json`. Returns whether it is installed and what its login looks like.
-fn check_runner(mode: Mode, runner: &Runner, report: &mut Report) -> (bool, Login) {
+fn check_runner(
+    settings: &Settings,
+    mode: Mode,
+    runner: &Runner,
+    report: &mut Report,
+) -> (bool, Login) {
     let program = runner.argv.first().map_or("", String::as_str);
     let Some(path) = resolve_program(program) else {
         report.add(
@@ -293,7 +299,7 @@ fn check_runner(mode: Mode, runner: &Runner, report: &mut Report) -> (bool, Logi
         }));
         return (false, Login::Unknown);
     };
-    let version = version_of(&path);
+    let version = version_of(settings, runner, &path);
     report.add(
         Level::Ok,
         format!(
@@ -317,16 +323,42 @@ fn check_runner(mode: Mode, runner: &Runner, report: &mut Report) -> (bool, Logi
     (true, login)
 }
 
-/// The first line `<program> --version` prints, bounded in time.
-fn version_of(path: &Path) -> String {
-    match crate::process::probe::run(path, &["--version"], VERSION_TIMEOUT) {
-        Ok(run) => run
+/// The first line `<program> --version` prints, bounded in time, run as `runner` runs.
+fn version_of(settings: &Settings, runner: &Runner, path: &Path) -> String {
+    let withheld = settings.api_key_vars();
+    let run = in_fresh_folder(async |cwd| {
+        let spec = ProbeSpec {
+            program: path,
+            args: &["--version"],
+            env: &runner.env,
+            withheld: &withheld,
+            cwd,
+            timeout: VERSION_TIMEOUT,
+        };
+        crate::process::probe::run(&spec).await
+    });
+    match run {
+        Ok(Ok(run)) => run
             .stdout
             .lines()
             .next()
             .map_or("no --version output".into(), |l| l.trim().to_string()),
-        Err(e) => crate::support::error::chain(&e),
+        Ok(Err(e)) => crate::support::error::chain(&e),
+        Err(why) => why,
     }
+}
+
+/// Runs `work` (a probe) on a runtime of its own, in a fresh private folder removed
+/// afterwards (doctor makes nothing in the state folder); `Err` says what could not
+/// be made.
+fn in_fresh_folder<T>(work: impl AsyncFnOnce(&Path) -> T) -> Result<T, String> {
+    let folder = tempfile::Builder::new()
+        .prefix("llm-judge-doctor-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temp folder to run the probe in: {e}"))?;
+    let runtime =
+        crate::support::runtime::runtime().map_err(|e| crate::support::error::chain(&e))?;
+    Ok(runtime.block_on(work(folder.path())))
 }
 
 /// Warns about each installed runner whose login is nowhere to be seen (the runner CLIs
@@ -374,8 +406,15 @@ fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) ->
 
 /// Which model each codex runner with `-m` runs with, per this login's catalog.
 fn check_codex_models(settings: &Settings, report: &mut Report) {
-    let Some(read) = crate::engine::codex_catalog::lookup(settings) else {
-        return;
+    let read =
+        in_fresh_folder(async |cwd| crate::engine::codex_catalog::lookup(settings, cwd).await);
+    let read = match read {
+        Ok(Some(read)) => read,
+        Ok(None) => return,
+        Err(why) => {
+            report.add(Level::Warn, format!("codex model catalog not read: {why}"));
+            return;
+        }
     };
     let catalog = match read {
         Ok(catalog) => catalog,

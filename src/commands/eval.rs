@@ -391,11 +391,12 @@ async fn judge_case(
     if *stop.borrow() != Control::Run {
         return None;
     }
-    let slot = CacheSlot::of(extras, job, settings.table(job.mode));
+    let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
+    let overridden = settings.runner_override.is_some();
+    let slot = CacheSlot::of(extras, job, settings.table(job.mode), &cwd, overridden);
     if let Some(verdict) = slot.as_ref().and_then(|s| s.verdict(job)) {
         return Some(verdict);
     }
-    let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
     let verdict = judge(
         settings,
         job,

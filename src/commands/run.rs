@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::core::config::Settings;
+use crate::core::job::Mode;
 use crate::core::runner_table::RUNNERS_VAR;
 use crate::engine::lifecycle::{self, Handled};
 use crate::store::config_file::{LoadError, Sources};
@@ -26,9 +27,13 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         outside_jobs,
         ..lifecycle::WorkerLink::default()
     };
-    let handled = rt.block_on(lifecycle::handle(
-        settings, &state, &job_file, &extras, link,
-    ));
+    let handled = rt.block_on(async {
+        // The job's mode is read later; both tables' slim codex share one kept catalog.
+        for mode in [Mode::Default, Mode::Investigate] {
+            crate::engine::codex_catalog::keep_if_missing(settings, mode).await;
+        }
+        lifecycle::handle(settings, &state, &job_file, &extras, link).await
+    });
     report(handled, &job_file, &state.jobs(), outside_jobs)
 }
 

@@ -12,8 +12,6 @@ use crate::core::verdict::{Judged, RunEnd, clip, human_number, not_configured_re
 
 /// The Messages API version the request names.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// What replaces the key wherever a response repeats it.
-pub const KEY_MASK: &str = "[api key]";
 
 /// How a request ended, as the HTTP edge reports it (the key already masked out).
 #[derive(Debug, Clone, PartialEq)]
@@ -84,23 +82,6 @@ pub fn headers(protocol: Protocol, key: Option<&str>) -> Vec<(&'static str, Stri
         }
     }
     headers
-}
-
-/// `text` with every occurrence of `key` replaced by [`KEY_MASK`] (a response that
-/// repeats the key must not carry it into a verdict or a log).
-pub fn mask_key(text: &[u8], key: Option<&str>) -> Vec<u8> {
-    let Some(key) = key.map(str::as_bytes).filter(|k| !k.is_empty()) else {
-        return text.to_vec();
-    };
-    let mut out = Vec::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(KEY_MASK.as_bytes());
-        rest = &rest[at + key.len()..];
-    }
-    out.extend_from_slice(rest);
-    out
 }
 
 /// A successful response's content: the reply text, the token counts (with the cost

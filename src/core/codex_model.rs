@@ -212,15 +212,23 @@ pub fn models_in_use(base: &Settings, applied: &Settings) -> Vec<ModelInUse> {
     out
 }
 
-/// The program (argv[0]) of the first codex runner that needs the catalog: one with
-/// an `-m` model, or one naming the judge's trimmed catalog; `None` when none does.
-pub fn codex_program(settings: &Settings) -> Option<String> {
-    let mut settings = settings.clone();
-    tables_mut(&mut settings)
+/// The first codex runner that needs the catalog: one with an `-m` model, or one
+/// naming the judge's trimmed catalog; `None` when none does.
+pub fn codex_runner(settings: &Settings) -> Option<&Runner> {
+    let tables = &settings.config.runners;
+    let (first, second): (&[Runner], &[Runner]) = match &settings.runner_override {
+        Some(table) => (table, &[]),
+        None => (&tables.default, &tables.investigate),
+    };
+    first
         .iter()
-        .flat_map(|(_, t)| t.iter())
+        .chain(second)
         .find(|r| codex_model_index(r).is_some() || names_the_catalog(r))
-        .map(|r| r.argv[0].clone())
+}
+
+/// The program (argv[0]) of `codex_runner`.
+pub fn codex_program(settings: &Settings) -> Option<String> {
+    codex_runner(settings).map(|r| r.argv[0].clone())
 }
 
 /// A codex runner whose argv names the judge's trimmed catalog.

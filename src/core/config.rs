@@ -211,6 +211,22 @@ impl Settings {
             Mode::Investigate => &self.config.runners.investigate,
         }
     }
+
+    /// The variables any table names as an API runner's `api_key_env`: a CLI runner
+    /// never inherits them (the claude and codex CLIs take `ANTHROPIC_API_KEY` and
+    /// `OPENAI_API_KEY` as their login), unless its own `env` sets them.
+    pub fn api_key_vars(&self) -> Vec<&str> {
+        let tables = &self.config.runners;
+        let mut vars: Vec<&str> = tables
+            .default
+            .iter()
+            .chain(&tables.investigate)
+            .filter_map(|r| r.api.as_ref()?.api_key_env.as_deref())
+            .collect();
+        vars.sort_unstable();
+        vars.dedup();
+        vars
+    }
 }
 
 /// Parses the embedded default with an optional file's text over it, then checks it.

@@ -18,6 +18,7 @@ pub mod job;
 pub mod job_keys;
 pub mod job_life;
 pub mod job_prefix;
+pub mod key_mask;
 pub mod login;
 pub mod read_scope;
 pub mod runner_entry;

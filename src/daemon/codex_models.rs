@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use crate::core::codex_model::{self, Catalog, ModelInUse};
 use crate::core::config::Settings;
 use crate::engine::codex_catalog::{self, CatalogReadError};
+use crate::engine::runner_folder::RunnerFolders;
 
 use super::Daemon;
 
@@ -36,11 +37,13 @@ pub struct CodexModels {
     tx: mpsc::UnboundedSender<CatalogRead>,
     /// Where reads report back to the daemon loop.
     pub rx: mpsc::UnboundedReceiver<CatalogRead>,
+    /// Where each read runs: a fresh folder, as a runner's.
+    folders: Arc<RunnerFolders>,
 }
 
 impl CodexModels {
     /// No catalog yet; jobs wait for the first read.
-    pub fn new(base: &Settings) -> Self {
+    pub fn new(base: &Settings, folders: Arc<RunnerFolders>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         CodexModels {
             catalog: None,
@@ -49,6 +52,7 @@ impl CodexModels {
             in_use: codex_model::models_in_use(base, base),
             tx,
             rx,
+            folders,
         }
     }
 }
@@ -66,8 +70,13 @@ impl Daemon {
         self.codex.reading = true;
         let base = self.base.clone();
         let tx = self.codex.tx.clone();
-        tokio::task::spawn_blocking(move || {
-            let _ = tx.send(codex_catalog::lookup_and_keep(&base));
+        let folders = self.codex.folders.clone();
+        tokio::spawn(async move {
+            let read = match crate::support::runtime::blocking(|| folders.fresh(&base)) {
+                Ok(folder) => codex_catalog::lookup_and_keep(&base, folder.path()).await,
+                Err(e) => Some(Err(CatalogReadError::Folder(e))),
+            };
+            let _ = tx.send(read);
         });
     }
 

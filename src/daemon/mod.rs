@@ -111,6 +111,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
                 processes.warm_api();
             }
             let folders = processes.folders();
+            let codex = CodexModels::new(&settings, folders.clone());
             let prestart = Prestarting::new(processes, rt.handle().clone(), folders);
             let daemon = Daemon::new(
                 settings,
@@ -119,6 +120,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
                 state,
                 slots.clone(),
                 prestart,
+                codex,
             );
             let code = rt
                 .block_on(async move { tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE) });
@@ -188,6 +190,7 @@ impl Daemon {
         state: StateDir,
         slots: SharedSlots,
         prestart: Prestarting<Processes>,
+        codex: CodexModels,
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match Tally::create(&crate::store::status_file::tally_path(&state)) {
@@ -208,7 +211,7 @@ impl Daemon {
         Daemon {
             extras,
             prestart,
-            codex: CodexModels::new(&settings),
+            codex,
             base: settings.clone(),
             settings,
             sources,

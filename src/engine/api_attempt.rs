@@ -5,6 +5,7 @@
 use std::io::ErrorKind;
 
 use crate::core::api_protocol::{CallEnd, judge_call};
+use crate::core::key_mask::{mask_object, mask_text};
 use crate::core::runner_table::Runner;
 use crate::core::usage::OutputFormat;
 use crate::core::verdict::{Judged, Output, RunEnd, judge_attempt};
@@ -14,7 +15,21 @@ use crate::core::verdict::{Judged, Output, RunEnd, judge_attempt};
 /// that says so.
 pub fn judge_api(runner: &Runner, end: &CallEnd) -> (Judged, RunEnd) {
     match &runner.api {
-        Some(api) => judge_call(&runner.name, api, end),
+        Some(api) => {
+            let (mut judged, end) = judge_call(&runner.name, api, end);
+            // The body was masked as decoded text; an answer read from the reply decodes
+            // the reply's own escapes, so it is masked again here, as is the reason.
+            let key = api
+                .api_key_env
+                .as_deref()
+                .and_then(|var| std::env::var(var).ok());
+            let key = key.as_deref().map(str::trim);
+            if let Some(answer) = judged.answer.as_mut() {
+                mask_object(answer, key);
+            }
+            judged.attempt.reason = mask_text(&judged.attempt.reason, key);
+            (judged, end)
+        }
         None => {
             let end = RunEnd::SpawnFailed {
                 kind: ErrorKind::InvalidInput,

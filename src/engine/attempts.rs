@@ -85,12 +85,30 @@ pub struct CacheSlot<'a> {
 }
 
 impl<'a> CacheSlot<'a> {
-    /// The slot of `job` judged by `table`, or `None` when the cache does not apply.
-    pub fn of(extras: &'a Extras, job: &Job, table: &[Runner]) -> Option<Self> {
+    /// The slot of `job` judged by `table` in `cwd`, or `None` when the cache does not
+    /// apply. The job's folder is part of the key when a runner of the table would be
+    /// given it: the same question about two folders has two answers.
+    pub fn of(
+        extras: &'a Extras,
+        job: &Job,
+        table: &[Runner],
+        cwd: &CwdChoice,
+        overridden: bool,
+    ) -> Option<Self> {
         let cache = extras.cache.as_ref()?;
+        let folder = match cwd {
+            CwdChoice::Given(dir)
+                if table.iter().any(|r| {
+                    r.is_cli() && matches!(cwd_for_runner(cwd, r, overridden), CwdChoice::Given(_))
+                }) =>
+            {
+                Some(dir.as_path())
+            }
+            _ => None,
+        };
         (job.mode == Mode::Default).then(|| CacheSlot {
             cache,
-            key: crate::store::cache::key(job.mode, table, &job.prompt),
+            key: crate::store::cache::key(job.mode, table, &job.prompt, folder),
         })
     }
 

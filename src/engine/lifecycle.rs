@@ -467,10 +467,11 @@ async fn decide(
         return Some(error_verdict(&as_error(job, reason), now_unix()));
     }
     let table = settings.table(job.mode);
-    let cached = CacheSlot::of(extras, job, table);
-    if let Some(verdict) = cached.as_ref().and_then(|slot| slot.verdict(job)) {
-        return Some(verdict);
-    }
+    let overridden = settings.runner_override.is_some();
+    let cached = CacheSlot::of(extras, job, table, cwd, overridden);
+    // The cache is read once this job leads its flight, and the leader keeps its answer
+    // before it lets the flight go: a job never misses both (an identical job that
+    // joins after the leader left finds the answer in the cache).
     let leader = match extras
         .flights
         .as_ref()
@@ -488,15 +489,21 @@ async fn decide(
         Some(Flight::Leader(leader)) => Some(leader),
         None => None,
     };
-    let verdict = judge_runners(settings, job, cwd, tag, claim, cancel, extras).await?;
+    let verdict = match cached.as_ref().and_then(|slot| slot.verdict(job)) {
+        Some(verdict) => verdict,
+        None => {
+            let verdict = judge_runners(settings, job, cwd, tag, claim, cancel, extras).await?;
+            if let Some(slot) = &cached {
+                slot.remember(&verdict);
+            }
+            verdict
+        }
+    };
     if let Some(leader) = leader {
         leader.finish(FlightResult {
             answer: verdict.runner.clone().zip(verdict.answer.clone()),
             attempts: verdict.attempts.clone(),
         });
-    }
-    if let Some(slot) = &cached {
-        slot.remember(&verdict);
     }
     Some(verdict)
 }

@@ -300,9 +300,11 @@ impl Processes {
             prestarted: false,
         });
         let invocation = build_invocation(&argv, &spec.job.prompt);
+        let withheld = spec.settings.api_key_vars();
         let run = RunSpec {
             argv: &invocation.argv,
             env: &spec.runner.env,
+            withheld: &withheld,
             stdin: invocation.stdin.as_deref(),
             cwd,
             timeout: spec.timeout(),
@@ -364,9 +366,11 @@ impl Spawner for Processes {
                     message: "its argv needs the prompt before it starts".into(),
                 });
             };
+            let withheld = spec.settings.api_key_vars();
             let start = StartSpec {
                 argv: &argv,
                 env: &spec.runner.env,
+                withheld: &withheld,
                 cwd: spec.cwd,
                 tag: spec.tag,
                 stdin_piped: true,

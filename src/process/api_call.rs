@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
-use crate::core::api_protocol::{CallEnd, headers, mask_key, request_body};
+use crate::core::api_protocol::{CallEnd, headers, request_body};
 use crate::core::api_runner::ApiSpec;
+use crate::core::key_mask::{mask_body, mask_text};
 use crate::process::spawn::{StopSignal, stopped};
 
 /// How long an idle pooled connection is kept (the provider closes it after about a
@@ -254,7 +255,7 @@ fn masked(end: CallEnd, key: Option<&str>) -> CallEnd {
     let Some(key) = key else {
         return end;
     };
-    let text = |s: String| String::from_utf8_lossy(&mask_key(s.as_bytes(), Some(key))).into_owned();
+    let text = |s: String| mask_text(&s, Some(key));
     match end {
         CallEnd::Response {
             status,
@@ -263,7 +264,7 @@ fn masked(end: CallEnd, key: Option<&str>) -> CallEnd {
         } => CallEnd::Response {
             status,
             retry_after: retry_after.map(text),
-            body: mask_key(&body, Some(key)),
+            body: mask_body(&body, Some(key)),
         },
         CallEnd::Transport { label, detail } => CallEnd::Transport {
             label,

@@ -1,121 +1,143 @@
-//! Short bounded runs of an installed runner (`--version`, `codex debug models`): in a
-//! process group of their own, so the deadline, and the end of the run, stop the whole
-//! tree (codex's Node wrapper starts a native child that could hold the pipes open).
+//! Short bounded runs of an installed runner (`--version`, `codex debug models`), run
+//! as a runner is: under its own supervisor (so the deadline, and the end of the run,
+//! stop the whole tree, also a child that called `setsid`), in a fresh folder the
+//! caller gives, with the runner's environment (`GIT_DIR=/dev/null`, the child marker,
+//! its table's `env`, no API key of another runner).
 
-use std::io::{self, Read};
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use rustix::process::Signal;
-
+use crate::core::runner_env::RunnerEnv;
+use crate::core::usage::OutputFormat;
+use crate::core::verdict::RunEnd;
 use crate::process::error::ProcessError;
-use crate::process::os::signal_group;
-use crate::process::spawn::CHILD_VAR;
+use crate::process::spawn::{self, Launcher, RunSpec};
+use crate::process::tag::new_tag;
 
 /// Bytes of stdout kept; a catalog is a few hundred KiB at most.
-const STDOUT_CAP: u64 = 16 << 20;
-/// How long the pipes may stay open after the program ended (a setsid'd grandchild).
-const PIPE_GRACE: Duration = Duration::from_secs(1);
+const STDOUT_CAP: usize = 16 << 20;
+/// SIGTERM to SIGKILL at the deadline: a probe has nothing to save.
+const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// One bounded run: the program (found on `PATH` already) and its arguments.
+pub struct ProbeSpec<'a> {
+    pub program: &'a Path,
+    pub args: &'a [&'a str],
+    /// The runner table's own variables.
+    pub env: &'a RunnerEnv,
+    /// Inherited variables it must not see (the tables' API keys).
+    pub withheld: &'a [&'a str],
+    /// A fresh folder to run in.
+    pub cwd: &'a Path,
+    pub timeout: Duration,
+}
 
 /// What a bounded run printed and how it ended.
 #[derive(Debug)]
 pub struct Probe {
-    /// The program's exit status.
-    pub status: ExitStatus,
-    /// Its stdout, lossily decoded, at most 16 MiB.
+    /// Its exit code (minus the signal number for a signal death).
+    pub code: i32,
+    /// Its stdout, lossily decoded, at most 16 MiB (the tail).
     pub stdout: String,
 }
 
-/// Runs `program args` with stdin closed and stderr dropped; kills its process group at
-/// `timeout` (an error naming the program) and once it has exited.
-pub fn run(program: &Path, args: &[&str], timeout: Duration) -> Result<Probe, ProcessError> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .env(CHILD_VAR, "1")
-        .process_group(0)
-        .spawn()
-        .map_err(|source| ProcessError::CannotRun {
-            program: program.to_path_buf(),
-            args: args.join(" "),
-            source,
-        })?;
-    let pgid = child.id();
-    let stdout = read_in_background(child.stdout.take());
-    let status = wait_within(&mut child, timeout).map_err(|e| match e {
-        None => ProcessError::TookTooLong {
-            program: program.to_path_buf(),
-            args: args.join(" "),
-            seconds: timeout.as_secs(),
-        },
-        Some(source) => ProcessError::Wait {
-            program: program.to_path_buf(),
-            args: args.join(" "),
-            pid: pgid,
-            source,
-        },
-    })?;
-    signal_group(pgid, Signal::KILL);
-    let stdout = stdout.recv_timeout(PIPE_GRACE).unwrap_or_default();
-    Ok(Probe { status, stdout })
+impl Probe {
+    /// True for exit 0.
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
 }
 
-/// The child's exit status by `timeout`; else its group is killed and it is reaped,
-/// and the error is `None` (the deadline) or the failed wait's.
-fn wait_within(child: &mut Child, timeout: Duration) -> Result<ExitStatus, Option<io::Error>> {
-    let deadline = Instant::now() + timeout;
-    let error = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        }
+/// Runs `spec` with stdin closed; stops its whole tree at the deadline (an error naming
+/// the program) and once it has exited.
+pub async fn run(spec: &ProbeSpec<'_>) -> Result<Probe, ProcessError> {
+    let mut argv = vec![spec.program.to_string_lossy().into_owned()];
+    argv.extend(spec.args.iter().map(|a| a.to_string()));
+    let tag = new_tag();
+    let run = RunSpec {
+        argv: &argv,
+        env: spec.env,
+        withheld: spec.withheld,
+        stdin: None,
+        cwd: spec.cwd,
+        timeout: spec.timeout,
+        kill_grace: KILL_GRACE,
+        tag: &tag,
+        output_cap: STDOUT_CAP,
+        stop: None,
+        format: OutputFormat::Plain,
     };
-    signal_group(child.id(), Signal::KILL);
-    let _ = child.wait();
-    Err(error)
+    let out = spawn::run(&run, &Launcher::new(None), |_| {}).await.output;
+    let program = || spec.program.to_path_buf();
+    let args = || spec.args.join(" ");
+    match out.end {
+        RunEnd::Exited { code } => Ok(Probe {
+            code,
+            stdout: out.stdout,
+        }),
+        RunEnd::TimedOut { .. } => Err(ProcessError::TookTooLong {
+            program: program(),
+            args: args(),
+            seconds: spec.timeout.as_secs(),
+        }),
+        RunEnd::NotInstalled => Err(cannot_run(program(), args(), "not found".into())),
+        RunEnd::SpawnFailed { kind, message } => Err(ProcessError::CannotRun {
+            program: program(),
+            args: args(),
+            source: std::io::Error::new(kind, message),
+        }),
+        other => Err(cannot_run(program(), args(), format!("{other:?}"))),
+    }
 }
 
-/// Reads a pipe to its end on a thread; the text arrives on the returned channel.
-fn read_in_background(pipe: Option<std::process::ChildStdout>) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(pipe) = pipe {
-            let _ = pipe.take(STDOUT_CAP).read_to_end(&mut bytes);
-        }
-        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    rx
+fn cannot_run(program: PathBuf, args: String, why: String) -> ProcessError {
+    ProcessError::CannotRun {
+        program,
+        args,
+        source: std::io::Error::other(why),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
+
+    fn probe(program: &str, args: &[&str], timeout: Duration) -> Result<Probe, ProcessError> {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let spec = ProbeSpec {
+            program: Path::new(program),
+            args,
+            env: &RunnerEnv::new(),
+            withheld: &[],
+            cwd: dir.path(),
+            timeout,
+        };
+        crate::support::runtime::runtime()
+            .expect("runtime")
+            .block_on(run(&spec))
+    }
 
     #[test]
-    fn output_and_status_of_a_quick_program() {
-        let probe = run(
-            Path::new("/bin/sh"),
-            &["-c", "echo hello; exit 3"],
+    fn output_status_and_runner_env_of_a_quick_program() {
+        let out = probe(
+            "/bin/sh",
+            &[
+                "-c",
+                "echo hello $GIT_DIR $CATSTACK_LLM_JUDGE_CHILD; exit 3",
+            ],
             Duration::from_secs(20),
         )
         .expect("sh runs");
-        assert_eq!(probe.stdout, "hello\n");
-        assert_eq!(probe.status.code(), Some(3));
+        assert_eq!(out.stdout, "hello /dev/null 1\n");
+        assert_eq!(out.code, 3);
     }
 
     #[test]
     fn a_slow_program_and_its_children_are_killed_at_the_deadline() {
         let started = Instant::now();
-        let err = run(
-            Path::new("/bin/sh"),
+        let err = probe(
+            "/bin/sh",
             &["-c", "sleep 30 & sleep 30"],
             Duration::from_millis(200),
         )
@@ -128,20 +150,20 @@ mod tests {
     #[test]
     fn a_child_holding_stdout_open_does_not_keep_the_run_going() {
         let started = Instant::now();
-        let probe = run(
-            Path::new("/bin/sh"),
-            &["-c", "echo done; sleep 30 &"],
+        let out = probe(
+            "/bin/sh",
+            &["-c", "echo done; setsid sleep 30 &"],
             Duration::from_secs(20),
         )
         .expect("sh runs");
-        assert!(probe.stdout.starts_with("done"));
+        assert!(out.stdout.starts_with("done"));
         assert!(started.elapsed() < Duration::from_secs(20), "did not hang");
     }
 
     #[test]
     fn a_missing_program_is_an_error_naming_it() {
-        let err = run(
-            Path::new("/nonexistent/codex"),
+        let err = probe(
+            "/nonexistent/codex",
             &["debug", "models"],
             Duration::from_secs(1),
         )

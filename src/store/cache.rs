@@ -2,7 +2,7 @@
 //! keyed by mode, runner table and prompt (and the judge's instructions text where the
 //! table sends it); default-mode answers only, reused within the TTL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,24 +28,34 @@ pub struct Entry {
 }
 
 /// The cache key of a question: mode, the whole table (names and argv) and the prompt,
-/// and the judge's instructions text when a runner's argv takes it (`{instructions}`).
-pub fn key(mode: Mode, table: &[Runner], prompt: &str) -> String {
-    key_with(mode, table, prompt, instructions_for(mode))
+/// the judge's instructions text when a runner's argv takes it (`{instructions}`), and
+/// the job's folder when a runner of the table works in it.
+pub fn key(mode: Mode, table: &[Runner], prompt: &str, folder: Option<&Path>) -> String {
+    key_with(mode, table, prompt, instructions_for(mode), folder)
 }
 
 /// `key` with the instructions text given: it comes with the binary, so an answer a
 /// build with other instructions cached is not reused.
-fn key_with(mode: Mode, table: &[Runner], prompt: &str, instructions: &str) -> String {
+fn key_with(
+    mode: Mode,
+    table: &[Runner],
+    prompt: &str,
+    instructions: &str,
+    folder: Option<&Path>,
+) -> String {
     let takes_instructions = table
         .iter()
         .any(|r| r.argv.iter().any(|a| a == INSTRUCTIONS_ITEM));
     let table = table_identity(table);
-    let text = if takes_instructions {
-        json!([mode.name(), table, prompt, instructions])
-    } else {
-        json!([mode.name(), table, prompt])
-    };
-    sha1_hex_full(text.to_string().as_bytes())
+    let mut parts = vec![json!(mode.name()), table, json!(prompt)];
+    if takes_instructions {
+        parts.push(json!(instructions));
+    }
+    if let Some(folder) = folder {
+        // Keyed as `{"cwd": …}` so it can never read as an instructions text.
+        parts.push(json!({"cwd": folder.to_string_lossy()}));
+    }
+    sha1_hex_full(Value::Array(parts).to_string().as_bytes())
 }
 
 /// The cache of a state folder. Clones share the count of stores.
@@ -145,15 +155,36 @@ mod tests {
     #[test]
     fn the_key_covers_mode_table_and_prompt() {
         let t = [r("a", &["x", "{prompt}"])];
-        let k = key(Mode::Default, &t, "p");
-        assert_eq!(k, key(Mode::Default, &t, "p"));
-        assert_ne!(k, key(Mode::Investigate, &t, "p"));
-        assert_ne!(k, key(Mode::Default, &t, "q"));
+        let k = key(Mode::Default, &t, "p", None);
+        assert_eq!(k, key(Mode::Default, &t, "p", None));
+        assert_ne!(k, key(Mode::Investigate, &t, "p", None));
+        assert_ne!(k, key(Mode::Default, &t, "q", None));
         assert_ne!(
             k,
-            key(Mode::Default, &[r("a", &["x", "-v", "{prompt}"])], "p")
+            key(
+                Mode::Default,
+                &[r("a", &["x", "-v", "{prompt}"])],
+                "p",
+                None
+            )
         );
-        assert_ne!(k, key(Mode::Default, &[r("b", &["x", "{prompt}"])], "p"));
+        assert_ne!(
+            k,
+            key(Mode::Default, &[r("b", &["x", "{prompt}"])], "p", None)
+        );
+    }
+
+    /// The job's folder, when a runner works in it, is part of the key; a key without
+    /// one is the key older builds wrote (their entries stay usable).
+    #[test]
+    fn the_key_covers_the_folder_a_runner_works_in() {
+        let t = [r("a", &["x", "{prompt}"])];
+        let (m, p) = (Mode::Default, "p");
+        let one = key(m, &t, p, Some(Path::new("/w/one")));
+        assert_ne!(one, key(m, &t, p, Some(Path::new("/w/two"))));
+        assert_ne!(one, key(m, &t, p, None));
+        let old = json!([m.name(), table_identity(&t), p]).to_string();
+        assert_eq!(key(m, &t, p, None), sha1_hex_full(old.as_bytes()));
     }
 
     /// A table that sends the judge's instructions file is keyed by its text too (a
@@ -163,9 +194,18 @@ mod tests {
         let slim = [r("codex", &["codex", "-c", INSTRUCTIONS_ITEM, "{prompt}"])];
         let plain = [r("a", &["x", "{prompt}"])];
         let (m, p) = (Mode::Default, "p");
-        assert_ne!(key_with(m, &slim, p, "one"), key_with(m, &slim, p, "two"));
-        assert_eq!(key_with(m, &plain, p, "one"), key_with(m, &plain, p, "two"));
-        assert_eq!(key(m, &slim, p), key_with(m, &slim, p, instructions_for(m)));
+        assert_ne!(
+            key_with(m, &slim, p, "one", None),
+            key_with(m, &slim, p, "two", None)
+        );
+        assert_eq!(
+            key_with(m, &plain, p, "one", None),
+            key_with(m, &plain, p, "two", None)
+        );
+        assert_eq!(
+            key(m, &slim, p, None),
+            key_with(m, &slim, p, instructions_for(m), None)
+        );
     }
 
     #[test]

@@ -114,6 +114,28 @@ fn anthropic_answers_with_the_key_the_prompt_and_usage_priced_by_the_table() {
     );
 }
 
+/// A short key (a local server's `k`) is not masked: masking it rewrote every `k` of
+/// the body, so usage read 0 and the spend cap under-counted.
+#[test]
+fn a_short_key_leaves_the_reply_and_its_usage_whole() {
+    let w = World::new();
+    let server = StandIn::start(ok(anthropic_reply("{\"ok\": true, \"kind\": \"k\"}")));
+    let config = api_config(&w, "anthropic", &server, "");
+    let mut cmd = w.cli();
+    cmd.env(KEY_VAR, "k")
+        .arg("--config")
+        .arg(&config)
+        .args(["ask", "--timeout", "30", "q"]);
+    let out = w.run(cmd);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let answer = out.json();
+    assert_eq!(answer["answer"], json!({"ok": true, "kind": "k"}));
+    assert_eq!(
+        answer["attempts"][0]["usage"]["input_tokens"], 60,
+        "{answer}"
+    );
+}
+
 #[test]
 fn openai_chat_answers_a_reply_spread_over_lines_in_json_mode() {
     let w = World::new();
@@ -324,16 +346,16 @@ fn failures_feed_runner_health_and_a_missing_key_is_like_not_installed() {
 #[test]
 fn the_key_never_reaches_a_file_of_the_state_folder() {
     let w = World::new();
-    // A server that repeats the key in its error, and one that puts it in its reply.
+    // A server that repeats the key in its error, and one that puts it in its reply,
+    // each JSON-escaped (`\u0073` is `s`): masking reads the decoded text.
+    let escaped = KEY.replacen('s', "\\u0073", 1);
     let echo = StandIn::start(status(
         401,
         &[],
-        json!({"error": {"message": format!("bad key {KEY}")}})
-            .to_string()
-            .into_bytes(),
+        format!(r#"{{"error": {{"message": "bad key {escaped}"}}}}"#).into_bytes(),
     ));
     let reply = StandIn::start(ok(anthropic_reply(&format!(
-        "{{\"bug\": true, \"note\": \"{KEY}\"}}"
+        "{{\"bug\": true, \"note\": \"{escaped}\"}}"
     ))));
     let config = w.config_file(
         "c.toml",
@@ -381,6 +403,47 @@ fn the_key_never_reaches_a_file_of_the_state_folder() {
         }
     });
     assert!(holders.is_empty(), "the key is in {holders:?}");
+}
+
+#[test]
+fn a_cli_runner_never_inherits_a_tables_api_key_unless_its_own_env_sets_it() {
+    let w = World::new();
+    let down = StandIn::start(status(500, &[], b"boom".to_vec()));
+    let record = w.recorder();
+    let quiet = w.script("quiet.sh", &format!("{record}exit 1"));
+    let loud = w.script("loud.sh", &format!("{record}echo '{{\"ok\": true}}'"));
+    let config = w.config_file(
+        "c.toml",
+        &format!(
+            "[[runners.default]]\nname = \"api\"\napi = \"openai-chat\"\nmodel = \"m\"\n\
+             base_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n\
+             [[runners.default]]\nname = \"quiet\"\nargv = [\"/bin/sh\", \"{}\", \"{{prompt}}\"]\n\
+             [[runners.default]]\nname = \"loud\"\nargv = [\"/bin/sh\", \"{}\", \"{{prompt}}\"]\n\
+             env = {{ {KEY_VAR} = \"its-own\" }}\n",
+            down.base_url(),
+            s(&quiet),
+            s(&loud)
+        ),
+    );
+    let out = ask(&w, &config, "30", "q");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let quiet_env = w.recorded_env("quiet.sh");
+    assert!(
+        !quiet_env
+            .iter()
+            .any(|v| v.starts_with(&format!("{KEY_VAR}="))),
+        "{quiet_env:?}"
+    );
+    assert!(
+        quiet_env.iter().any(|v| v.starts_with("PATH=")),
+        "{quiet_env:?}"
+    );
+    let loud_env = w.recorded_env("loud.sh");
+    let keys: Vec<&String> = loud_env
+        .iter()
+        .filter(|v| v.starts_with(&format!("{KEY_VAR}=")))
+        .collect();
+    assert_eq!(keys, [&format!("{KEY_VAR}=its-own")], "{loud_env:?}");
 }
 
 /// Calls `f` on every regular file under `dir`.

@@ -163,7 +163,8 @@ fn the_daemon_keeps_a_trimmed_catalog_and_every_codex_start_gets_the_judges_file
     );
 
     // Another version of codex (here: the fake changed on disk) never gets that
-    // catalog: the item and its -c are dropped.
+    // catalog: `run` reads the new one's catalog (there is none for it yet) and passes
+    // that; the other version's copy is gone.
     install_exe(
         Path::new(&fake),
         &format!(
@@ -176,6 +177,26 @@ fn the_daemon_keeps_a_trimmed_catalog_and_every_codex_start_gets_the_judges_file
     w.job("d", &job);
     run("d");
     let (argv, _, catalog) = runs(&w).pop().unwrap();
+    let fresh = config_value(&argv, "model_catalog_json").expect("the new codex's catalog");
+    assert_ne!(fresh, kept);
+    assert!(!Path::new(kept).exists(), "the old version's catalog went");
+    assert!(catalog.is_some_and(|c| c.contains("gpt-x")));
+
+    // A codex whose catalog cannot be read starts without one: the item and its -c
+    // are dropped.
+    fs::write(w.path("catalog.json"), "no catalog").unwrap();
+    install_exe(
+        Path::new(&fake),
+        &format!(
+            "{}\n# upgraded again\n",
+            fs::read_to_string(&fake)
+                .unwrap()
+                .trim_start_matches("#!/bin/sh\n")
+        ),
+    );
+    w.job("e", &job);
+    run("e");
+    let (argv, _, catalog) = runs(&w).pop().unwrap();
     assert_eq!(catalog, None);
     assert!(
         !argv.iter().any(|a| a.starts_with("model_catalog_json")),
@@ -185,4 +206,90 @@ fn the_daemon_keeps_a_trimmed_catalog_and_every_codex_start_gets_the_judges_file
         !argv.windows(2).any(|p| p[0] == "-c" && p[1] == "-c"),
         "the dropped item's -c went too: {argv:?}"
     );
+}
+
+/// `ask` and `run` on a state folder where no daemon has run read the catalog once and
+/// keep it (a slim codex without it sends a request about five times larger), and the
+/// read runs as a runner does: in a fresh folder, with `GIT_DIR=/dev/null`, and a child
+/// it leaves behind (even in a session of its own) is stopped with it.
+#[test]
+fn ask_and_run_keep_the_catalog_once_and_the_read_runs_like_a_runner() {
+    let w = World::new();
+    let mark = new_mark("codex-catalog-once");
+    let _reaper = Reaper::new(&mark);
+    fs::create_dir_all(w.path("rec")).unwrap();
+    fs::write(w.path("catalog.json"), CATALOG).unwrap();
+    let escape = w.script(
+        "escape.sh",
+        &format!(
+            "hostpid > {}.tmp\nmv {0}.tmp {0}\nexec sleep 300",
+            w.path("rec/escapee.pid").display()
+        ),
+    );
+    let fake = w.path("bin/codex");
+    install_exe(
+        &fake,
+        &format!(
+            "if [ \"$1\" = debug ]; then\n\
+               pwd > {rec}/debug.pwd; echo \"$GIT_DIR\" > {rec}/debug.git\n\
+               setsid /bin/sh {escape} &\n\
+               while [ ! -s {rec}/escapee.pid ]; do sleep 0.01; done\n\
+               echo x >> {rec}/debug.count; exec cat {catalog}\n\
+             fi\n\
+             for a in \"$@\"; do case \"$a\" in\n\
+             model_catalog_json=*) echo \"$a\" >> {rec}/catalogs;;\n\
+             esac; done\n\
+             echo '{{\"ok\": true}}'",
+            catalog = w.path("catalog.json").display(),
+            rec = w.path("rec").display(),
+            escape = escape.display()
+        ),
+    );
+    let fake = fake.to_str().unwrap().to_string();
+    let table = [json!([
+        "codex",
+        pinned::with_program(pinned::DEFAULT_CODEX, &fake)
+    ])];
+    let ask = command(&w, Some(&table), &mark)
+        .args(["ask", "Reply {\"ok\": true}"])
+        .output()
+        .unwrap();
+    assert!(
+        ask.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ask.stderr)
+    );
+    assert_escapee_gone(&w.path("rec/escapee.pid"), NO_HANG);
+    let pwd = w.read("rec/debug.pwd");
+    assert!(
+        pwd.trim()
+            .starts_with(w.state().join("tmp").to_str().unwrap())
+            || pwd.trim().starts_with(w.tmp.to_str().unwrap()),
+        "a fresh runner folder, not the judge's cwd: {pwd}"
+    );
+    assert_ne!(
+        pwd.trim(),
+        std::env::current_dir().unwrap().to_str().unwrap()
+    );
+    assert_eq!(w.read("rec/debug.git").trim(), "/dev/null");
+    let catalogs = w.read("rec/catalogs");
+    assert!(
+        catalogs.contains(w.state().join("codex/catalog-").to_str().unwrap()),
+        "{catalogs}"
+    );
+    // A `run` beside it uses the kept copy: no second read.
+    w.job("r", &json!({"prompt": "q", "hit_if_all_true": ["ok"]}));
+    let run = command(&w, Some(&table), &mark)
+        .arg("run")
+        .arg(w.jobs().join("r.json"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(w.verdict("r")["outcome"], "hit", "{}", w.log());
+    assert_eq!(w.read("rec/debug.count").lines().count(), 1);
+    assert_eq!(w.read("rec/catalogs").lines().count(), 2);
 }

@@ -22,10 +22,12 @@ pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
 const GIT_DIR_VAR: &str = "GIT_DIR";
 
 /// The `inherited` environment with the runner table's own variables on top, plus
-/// the child marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings.
+/// the child marker, the attempt's tag and `GIT_DIR=/dev/null`, as `KEY=value` strings;
+/// the `withheld` variables the table does not set are left out.
 pub(super) fn runner_env(
     tag: &str,
     table: &RunnerEnv,
+    withheld: &[&str],
     inherited: &Arc<[CString]>,
 ) -> std::io::Result<Env> {
     let mut own = Vec::with_capacity(table.len() + 3);
@@ -40,10 +42,16 @@ pub(super) fn runner_env(
         let pair = CString::new(format!("{key}={value}"));
         own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
     }
+    let withheld = withheld
+        .iter()
+        .filter(|name| !table.contains_key(**name))
+        .map(|name| name.as_bytes().to_vec())
+        .collect();
     Ok(Env {
         shared: inherited.clone(),
         own,
         replacing,
+        withheld,
     })
 }
 
@@ -134,7 +142,7 @@ mod tests {
         assert_eq!(names, [b"PATH=/bin".as_slice(), b"RAW=\xff"]);
         // The launcher's inherited environment, read when it was made, is shared as is.
         let kept: Arc<[CString]> = Arc::from([CString::new("KEPT=1").unwrap()]);
-        let env = runner_env("t1", &RunnerEnv::new(), &kept).unwrap();
+        let env = runner_env("t1", &RunnerEnv::new(), &[], &kept).unwrap();
         assert!(Arc::ptr_eq(&env.shared, &kept));
         let tail: Vec<String> = env
             .own
@@ -149,6 +157,20 @@ mod tests {
                 "GIT_DIR=/dev/null".to_string()
             ]
         );
+    }
+
+    #[test]
+    fn withheld_keys_are_dropped_unless_the_table_sets_them() {
+        let c = |s: &str| CString::new(s).unwrap();
+        let kept: Arc<[CString]> = Arc::from([c("PATH=/bin"), c("A_KEY=a"), c("B_KEY=b")]);
+        let table: RunnerEnv = [("B_KEY".to_string(), "mine".to_string())].into();
+        let env = runner_env("t", &table, &["A_KEY", "B_KEY"], &kept).unwrap();
+        let all: Vec<String> = env
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .filter(|v| v.contains("_KEY") || v.starts_with("PATH"))
+            .collect();
+        assert_eq!(all, ["PATH=/bin", "B_KEY=mine"]);
     }
 
     #[test]

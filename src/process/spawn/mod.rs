@@ -43,6 +43,8 @@ pub struct RunSpec<'a> {
     pub argv: &'a [String],
     /// The runner table's own variables, on top of the runner environment.
     pub env: &'a RunnerEnv,
+    /// Inherited variables it must not see unless `env` sets them (the tables' API keys).
+    pub withheld: &'a [&'a str],
     /// The prompt when it goes on stdin.
     pub stdin: Option<&'a str>,
     pub cwd: &'a Path,
@@ -64,6 +66,7 @@ impl<'a> RunSpec<'a> {
         StartSpec {
             argv: self.argv,
             env: self.env,
+            withheld: self.withheld,
             cwd: self.cwd,
             tag: self.tag,
             stdin_piped: self.stdin.is_some(),
@@ -151,6 +154,8 @@ pub struct StartSpec<'a> {
     pub argv: &'a [String],
     /// The runner table's own variables, on top of the runner environment.
     pub env: &'a RunnerEnv,
+    /// Inherited variables it must not see unless `env` sets them (the tables' API keys).
+    pub withheld: &'a [&'a str],
     pub cwd: &'a Path,
     /// Put in the environment as `LLM_JUDGE_TAG` to find escaped descendants.
     pub tag: &'a str,
@@ -183,13 +188,14 @@ impl Running {
             return Err(RunEnd::NotInstalled);
         };
         let pool = launcher.pool.as_ref();
-        let launch = runner_env(spec.tag, spec.env, &launcher.inherited).map(|env| Launch {
-            program: &program,
-            argv: spec.argv,
-            env,
-            cwd: spec.cwd,
-            stdin_piped: spec.stdin_piped,
-        });
+        let launch =
+            runner_env(spec.tag, spec.env, spec.withheld, &launcher.inherited).map(|env| Launch {
+                program: &program,
+                argv: spec.argv,
+                env,
+                cwd: spec.cwd,
+                stdin_piped: spec.stdin_piped,
+            });
         let forked = launch
             .and_then(supervisor::prepare)
             .and_then(|prepared| start_supervisor(prepared, pool));

@@ -50,6 +50,7 @@ pub(crate) fn decode(body: &[u8]) -> Option<Command> {
             shared: Arc::default(),
             own,
             replacing: 0,
+            withheld: Vec::new(),
         },
         cwd,
     })
@@ -140,9 +141,10 @@ mod tests {
             program: c("/bin/sh"),
             argv: vec![c("sh"), c("-c"), c("")],
             env: Env {
-                shared: Arc::from([c("A=1"), c("B=old")]),
+                shared: Arc::from([c("A=1"), c("B=old"), c("KEY=k")]),
                 own: vec![c("B=")],
                 replacing: 1,
+                withheld: vec![b"KEY".to_vec()],
             },
             cwd: c("/tmp"),
         };

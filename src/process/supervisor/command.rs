@@ -30,16 +30,23 @@ pub(crate) struct Env {
     /// The first this many of `own` (a runner table's `env`) replace shared variables
     /// of the same name; the rest never clash (they are kept out of `shared`).
     pub replacing: usize,
+    /// Names of shared variables this runner does not inherit (API keys of the tables).
+    pub withheld: Vec<Vec<u8>>,
 }
 
 impl Env {
-    /// Every variable, shared ones first; a shared one that an own one replaces is left
-    /// out (one name, one value: which of two a program reads is its own choice).
+    /// Every variable, shared ones first; a shared one that an own one replaces, or
+    /// that is withheld, is left out (one name, one value: which of two a program reads
+    /// is its own choice).
     pub(crate) fn iter(&self) -> impl Iterator<Item = &CString> {
         let replacing = &self.own[..self.replacing.min(self.own.len())];
         self.shared
             .iter()
-            .filter(move |v| !replacing.iter().any(|r| name_of(r) == name_of(v)))
+            .filter(move |v| {
+                let name = name_of(v);
+                !replacing.iter().any(|r| name_of(r) == name)
+                    && !self.withheld.iter().any(|w| w.as_slice() == name)
+            })
             .chain(&self.own)
     }
 }
@@ -90,9 +97,16 @@ mod tests {
             shared: Arc::from([c("PATH=/bin"), c("MAX=9"), c("MAXIMUM=1")]),
             own: vec![c("MAX=512"), c("TAG=t")],
             replacing: 1,
+            withheld: Vec::new(),
         };
         let all: Vec<&str> = env.iter().map(|v| v.to_str().unwrap()).collect();
         assert_eq!(all, ["PATH=/bin", "MAXIMUM=1", "MAX=512", "TAG=t"]);
+        let withheld = Env {
+            withheld: vec![b"MAXIMUM".to_vec(), b"PATH".to_vec()],
+            ..env.clone()
+        };
+        let all: Vec<&str> = withheld.iter().map(|v| v.to_str().unwrap()).collect();
+        assert_eq!(all, ["MAX=512", "TAG=t"]);
         let plain = Env {
             replacing: 0,
             ..env
