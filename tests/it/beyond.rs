@@ -270,6 +270,63 @@ fn ten_identical_jobs_start_one_runner() {
     }
 }
 
+/// Single flight and the cache together: fewer workers than identical jobs, so jobs
+/// keep arriving while the first one finishes. A job that missed the leader's flight
+/// (it had gone) must find its answer in the cache: one runner start per question.
+#[test]
+fn identical_jobs_arriving_as_the_first_finishes_never_start_a_second_runner() {
+    let w = World::new();
+    w.config("workers = 4\n[cache]\nttl_seconds = 600\n");
+    let runner = w.runner(
+        "slow",
+        "echo \"$1\" >> $W/count; sleep 0.3; echo '{\"ok\": true}'",
+    );
+    let _d = w.start(&[runner]);
+    for round in 0..3 {
+        for i in 0..10 {
+            w.job(
+                &format!("r{round}-{i}"),
+                &json!({"prompt": format!("question {round}"), "hit_if_all_true": ["ok"]}),
+            );
+        }
+    }
+    wait_for("thirty verdicts", NO_HANG, || w.verdicts().len() == 30);
+    let starts = w.read("count");
+    for round in 0..3 {
+        let question = format!("question {round}");
+        assert_eq!(
+            starts.lines().filter(|l| *l == question).count(),
+            1,
+            "one runner start for {question}: {starts}\n{}",
+            w.log()
+        );
+    }
+}
+
+/// The same question about two folders has two answers: a runner that works in the
+/// job's folder is keyed by it in the cache.
+#[test]
+fn the_cache_never_answers_for_another_folder() {
+    let w = World::new();
+    w.config("[cache]\nttl_seconds = 600\n");
+    let (flagged, plain) = (w.path("work/flagged"), w.path("work/plain"));
+    fs::create_dir_all(&flagged).unwrap();
+    fs::create_dir_all(&plain).unwrap();
+    fs::write(flagged.join("flag"), "").unwrap();
+    let runner = w.runner(
+        "looks",
+        "echo x >> $W/count; if [ -e flag ]; then echo '{\"bug\": true}'; else echo '{\"bug\": false}'; fi",
+    );
+    let ask = |name: &str, cwd: &std::path::Path| {
+        let job = json!({"prompt": "Is there a bug here?", "cwd": cwd, "hit_if_all_true": ["bug"]});
+        w.run_job(std::slice::from_ref(&runner), name, &job)["outcome"].clone()
+    };
+    assert_eq!(ask("a", &flagged), "hit");
+    assert_eq!(ask("b", &plain), "clean", "not the flagged folder's answer");
+    assert_eq!(ask("c", &flagged), "hit");
+    assert_eq!(count(&w), 2, "the second ask about a folder is answered from the cache");
+}
+
 #[test]
 fn a_runner_limit_of_one_never_overlaps_across_eight_workers() {
     let w = World::new();
