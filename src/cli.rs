@@ -197,7 +197,9 @@ pub fn main() -> i32 {
         Command::Daemon { workers } => {
             crate::daemon::main(settings, sources, workers.map(usize::from))
         }
-        Command::Run { job_file } => commands::run::main(&settings, job_file),
+        Command::Run { job_file } => {
+            commands::run::main(&settings, job_file, sources.state_dir_flag.is_some())
+        }
         Command::Ask {
             mode,
             timeout,

@@ -97,6 +97,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    crate::process::pid_ns::warn_if_host_proc();
     let verdict = rt.block_on(async {
         crate::engine::codex_catalog::keep_if_missing(settings, job.mode).await;
         let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;

@@ -15,7 +15,7 @@ use crate::core::job::parse_job;
 use crate::core::job_keys::{JOB_KEYS, KeyTypo, unknown_keys};
 use crate::store::outbox;
 use crate::store::state_dir::{self, StateDir};
-use crate::store::verdict_watch::VerdictWatch;
+use crate::store::verdict_watch::{Stopper, VerdictWatch, Woke};
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE};
 
 /// Examples shown by `--help`.
@@ -139,9 +139,16 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
             _ => EXIT_FAILURE,
         };
     }
+    if job.no_rule {
+        say_warn!(
+            "llm-judge enqueue: warning: job {id} has no rule (no hit_if_all_true or \
+             hit_if_any_true), so every answer is a hit; pass --hit-if-all-true KEY or \
+             --hit-if-any-true KEY=NOTICE"
+        );
+    }
     if !job.other_keys.is_empty() {
         let keys: Vec<String> = job.other_keys.iter().map(|k| format!("{k:?}")).collect();
-        say_err!(
+        say_warn!(
             "llm-judge enqueue: warning: job {id}: {} {}: kept in the job file and ignored by \
              the judge",
             keys.join(", "),
@@ -153,13 +160,13 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
         );
     }
     if job.transcript.is_empty() {
-        say_err!(
+        say_warn!(
             "llm-judge enqueue: warning: job {id} has no transcript, so its verdict can never be \
              drained (pass --transcript)"
         );
     }
     if wait.is_none() && crate::store::daemon_lock::holder(&state.lock()).is_none() {
-        say_err!(
+        say_warn!(
             "llm-judge enqueue: warning: no daemon holds the lock of {}; the job waits until one \
              starts (llm-judge daemon, or llm-judge run {})",
             state.root.display(),
@@ -255,6 +262,8 @@ struct NewJob {
     bytes: Vec<u8>,
     /// Keys that are not job keys (kept in the file, ignored by the judge).
     other_keys: Vec<String>,
+    /// It gives no key to check: every answer is a hit.
+    no_rule: bool,
 }
 
 /// `"hit_if_all_ture" is not a job key but looks like a misspelt "hit_if_all_true"`,
@@ -381,8 +390,16 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
         let why = e.reason.strip_prefix("judge error: ").unwrap_or(&e.reason);
         EnqueueError::Invalid { why: why.into() }
     })?;
+    // The judge would run such a job on the default table; --mode refuses it, so --json does.
+    if let Some(why) = parsed.mode_warning {
+        let why = why.split(';').next().unwrap_or(&why).to_string();
+        return Err(EnqueueError::Invalid {
+            why: format!("{why}; the only mode is \"investigate\" (or none for the default table)"),
+        });
+    }
     Ok(NewJob {
         id,
+        no_rule: parsed.has_no_rule(),
         transcript: parsed.transcript,
         bytes,
         other_keys: keys.others,
@@ -495,6 +512,7 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         return EXIT_FAILURE;
     }
     let mut watch = VerdictWatch::new(&path);
+    stop_on_signal(watch.stopper());
     if crate::store::daemon_lock::holder(&state.lock()).is_none() {
         say_err!(
             "llm-judge enqueue: no daemon is running for {}; waiting anyway",
@@ -531,9 +549,48 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
         } else {
             watch.recheck_interval()
         });
-        watch.wait(step);
+        if watch.wait(step) == Woke::Stopped {
+            spinner.clear();
+            say_err!(
+                "llm-judge enqueue: interrupted; job {} stays queued, and its verdict waits for \
+                 llm-judge drain --transcript {:?}",
+                job.id,
+                job.transcript
+            );
+            return EXIT_INTERRUPTED;
+        }
         spinner.tick();
     }
+}
+
+/// Exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
+const EXIT_INTERRUPTED: i32 = 130;
+
+/// Stops the wait at SIGINT or SIGTERM (on a thread of its own: the wait is not async);
+/// returns once the handlers are in place (bounded), so a signal from then on is seen.
+fn stop_on_signal(stopper: Stopper) {
+    let (ready, installed) = std::sync::mpsc::sync_channel(1);
+    std::thread::spawn(move || {
+        let Ok(rt) = crate::support::runtime::runtime() else {
+            return;
+        };
+        rt.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            let _ = ready.send(());
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            stopper.stop();
+        });
+    });
+    let _ = installed.recv_timeout(Duration::from_secs(2));
 }
 
 /// A one-line spinner on stderr, only when stderr is a terminal.

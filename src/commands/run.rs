@@ -12,7 +12,16 @@ use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::support::runtime::runtime;
 
 /// Judges the job file; exit 0 whatever the outcome (and when someone else has it).
-pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
+/// `state_dir_flag`: `--state-dir` was given.
+pub fn main(settings: &Settings, job_file: PathBuf, state_dir_flag: bool) -> i32 {
+    let inferred = match holding_state_folder(settings, &job_file, state_dir_flag) {
+        Ok(inferred) => inferred,
+        Err(why) => {
+            say_err!("llm-judge: {why}");
+            return EXIT_USAGE;
+        }
+    };
+    let settings = inferred.as_ref().unwrap_or(settings);
     let state = match open_state(settings, false) {
         Ok(state) => state,
         Err(e) => return failed(&e),
@@ -27,6 +36,7 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         outside_jobs,
         ..lifecycle::WorkerLink::default()
     };
+    crate::process::pid_ns::warn_if_host_proc();
     let handled = rt.block_on(async {
         // The job's mode is read later; both tables' slim codex share one kept catalog.
         for mode in [Mode::Default, Mode::Investigate] {
@@ -35,6 +45,52 @@ pub fn main(settings: &Settings, job_file: PathBuf) -> i32 {
         lifecycle::handle(settings, &state, &job_file, &extras, link).await
     });
     report(handled, &job_file, &state.jobs(), outside_jobs)
+}
+
+/// The settings of the state folder that holds `job_file` (`<state>/jobs/<name>`, with
+/// `jobs/` a private folder, as the judge and `enqueue` make it) when that is not this
+/// judge's own: its verdict then goes where a `drain` of that folder looks. With
+/// `--state-dir` naming another folder, an error naming both.
+fn holding_state_folder(
+    settings: &Settings,
+    job_file: &Path,
+    state_dir_flag: bool,
+) -> Result<Option<Settings>, String> {
+    let Some(jobs) = job_file
+        .parent()
+        .filter(|p| p.file_name() == Some("jobs".as_ref()))
+    else {
+        return Ok(None);
+    };
+    let Some(holder) = jobs.parent().map(Path::to_path_buf) else {
+        return Ok(None);
+    };
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(&holder, &settings.state_dir)
+        || !crate::store::state_dir::is_private_folder(
+            &std::path::absolute(jobs).unwrap_or_else(|_| jobs.to_path_buf()),
+        )
+    {
+        return Ok(None);
+    }
+    if state_dir_flag {
+        return Err(format!(
+            "{} is in the state folder {}, but --state-dir names {}: drop --state-dir, or \
+             name the folder that holds the job",
+            job_file.display(),
+            holder.display(),
+            settings.state_dir.display()
+        ));
+    }
+    tracing::info!(state_dir = %holder.display(), "judging the job in the state folder that holds it");
+    let state_dir = std::path::absolute(&holder).unwrap_or(holder);
+    Ok(Some(Settings {
+        state_dir,
+        ..settings.clone()
+    }))
 }
 
 /// True when `path`'s folder is `folder` (the same folder, by device and inode, so
@@ -118,6 +174,14 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
             );
             EXIT_USAGE
         }
+        Handled::Judged { .. } if outside_jobs => {
+            say_err!(
+                "llm-judge: judged {}; it is not in {}, so it was left where it is",
+                job_file.display(),
+                jobs.display()
+            );
+            EXIT_OK
+        }
         _ => EXIT_OK,
     }
 }
@@ -145,7 +209,11 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &LoadError) -> i
                 runner_error: Some(bad.clone()),
                 ..settings
             };
-            main(&settings, job_file.to_path_buf())
+            main(
+                &settings,
+                job_file.to_path_buf(),
+                sources.state_dir_flag.is_some(),
+            )
         }
         Err(e) => {
             say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));

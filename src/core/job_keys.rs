@@ -48,7 +48,7 @@ pub fn unknown_keys<'a>(
         if known.contains(&key) {
             continue;
         }
-        match resembles(key, known) {
+        match resembles(key, known).or_else(|| rule_like(key, known)) {
             Some(resembles) => found.typos.push(KeyTypo {
                 key: key.to_string(),
                 resembles,
@@ -84,6 +84,26 @@ pub fn resembles(key: &str, known: &[&'static str]) -> Option<&'static str> {
         }
     }
     best.map(|(_, candidate)| candidate)
+}
+
+/// The rule key that `key` looks meant as, when `known` has the rule keys: any key
+/// that starts with `hit` (`hit_if_all`, `hit_if_true`, `hit_when_all_true`) or ends
+/// in `alltrue` / `anytrue`. Such a key would leave the job with no rule, so every
+/// answer would be a hit.
+fn rule_like(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    let squeezed: String = squeeze(key).into_iter().collect();
+    let looks = squeezed.starts_with("hit")
+        || squeezed.ends_with("alltrue")
+        || squeezed.ends_with("anytrue");
+    let meant = match squeezed.contains("any") {
+        true => "hit_if_any_true",
+        false => "hit_if_all_true",
+    };
+    known
+        .iter()
+        .copied()
+        .find(|k| *k == meant)
+        .filter(|_| looks)
 }
 
 /// Lowercase characters with separators removed.
@@ -131,6 +151,40 @@ mod tests {
     fn d(a: &str, b: &str) -> usize {
         let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
         edit_distance(&a, &b)
+    }
+
+    #[test]
+    fn keys_that_look_like_a_rule_key_are_typos_of_one() {
+        let found = unknown_keys(
+            [
+                "hit_if_all",
+                "hit_if_true",
+                "hit_when_all_true",
+                "hitIfAny",
+                "when_any_true",
+                "agent_id",
+                "history",
+            ],
+            &JOB_KEYS,
+        );
+        let typos: Vec<(&str, &str)> = found
+            .typos
+            .iter()
+            .map(|t| (t.key.as_str(), t.resembles))
+            .collect();
+        assert_eq!(
+            typos,
+            [
+                ("hit_if_all", "hit_if_all_true"),
+                ("hit_if_true", "hit_if_all_true"),
+                ("hit_when_all_true", "hit_if_all_true"),
+                ("hitIfAny", "hit_if_any_true"),
+                ("when_any_true", "hit_if_any_true"),
+            ]
+        );
+        assert_eq!(found.others, ["agent_id", "history"]);
+        // Where rule keys are not known (another key set), nothing is a rule key.
+        assert!(unknown_keys(["hit_if_all"], &["prompt"]).typos.is_empty());
     }
 
     #[test]

@@ -366,14 +366,7 @@ impl Daemon {
             state = %self.state.root.display(),
             isolation = crate::process::pid_ns::isolation().describe(), "daemon start"
         );
-        let isolation = crate::process::pid_ns::isolation();
-        if isolation.host_proc_in_namespace() {
-            tracing::warn!(
-                "runner isolation: {}; {}",
-                isolation.describe(),
-                crate::process::pid_ns::HOST_PROC_HINT
-            );
-        }
+        crate::process::pid_ns::warn_if_host_proc();
     }
 
     /// Opens the worker slots to jobs (once the first codex catalog read is over,

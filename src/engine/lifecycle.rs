@@ -121,9 +121,9 @@ pub struct WorkerLink {
     /// writing it in place; it is not judged (`Handled::Unsettled`). `run` judges
     /// what it finds.
     pub settle: Option<Duration>,
-    /// The file is not in the state folder's `jobs/` (`run PATH`): it is judged and
-    /// removed only when it is a valid job; anything else is left where it is
-    /// (`Handled::NotAJob`, `Handled::Refused`), never moved to `rejected/`.
+    /// The file is not in the state folder's `jobs/` (`run PATH`): it is judged when it
+    /// is a valid job, and left where it is whatever it holds (`Handled::NotAJob`,
+    /// `Handled::Refused`): never removed, never moved to `rejected/`.
     pub outside_jobs: bool,
 }
 
@@ -193,7 +193,10 @@ async fn handle_claimed(
             return end_started(claim, exit);
         }
     };
-    remove_judged_job(path, claim.record().job)?;
+    // A file outside jobs/ (`run PATH`) is the user's own: judged, never removed.
+    if !link.outside_jobs {
+        remove_judged_job(path, claim.record().job)?;
+    }
     crate::support::failpoint::crash("job_removed");
     claim.release()?;
     tracing::info!(
@@ -260,7 +263,10 @@ fn take_over(
     };
     let identity = FileIdentity::of(&meta);
     let Some(interruptions) = recover(previous, identity, path, fsync)?.interruptions() else {
-        remove_job(path)?;
+        // A file outside jobs/ is the user's own: never removed.
+        if !outside_jobs {
+            remove_job(path)?;
+        }
         return Err(Exit::Ended(Handled::AlreadyPublished));
     };
     if !meta.file_type().is_file() || !owned_by_me(&meta) {

@@ -101,6 +101,15 @@ pub(crate) const HOST_PROC_HINT: &str = "mounting a /proc for runners was refuse
      a container (a container hides parts of its /proc, and the kernel then refuses a new \
      one to a user namespace)";
 
+/// Logs (as a warning) that runners see the host's `/proc`, when they do: the daemon
+/// once at start, `run` and `ask` once each.
+pub fn warn_if_host_proc() {
+    let found = isolation();
+    if found.host_proc_in_namespace() {
+        tracing::warn!("runner isolation: {}; {HOST_PROC_HINT}", found.describe());
+    }
+}
+
 /// The isolation supervisors of this process get; the first call probes it.
 pub(crate) fn isolation() -> Isolation {
     static ISOLATION: OnceLock<Isolation> = OnceLock::new();

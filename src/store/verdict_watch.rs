@@ -27,6 +27,30 @@ enum Wake {
     Look,
     /// The folder itself was removed or moved: the watch sees nothing any more.
     Lost,
+    /// The waiter was told to stop waiting (Ctrl-C).
+    Stop,
+}
+
+/// How a [`VerdictWatch::wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    /// Something may concern the verdict: look.
+    Look,
+    /// Nothing came within the wait.
+    Quiet,
+    /// [`Stopper::stop`] was called.
+    Stopped,
+}
+
+/// Ends a waiter's wait from another thread (a signal handler's task).
+#[derive(Debug, Clone)]
+pub struct Stopper(Sender<Wake>);
+
+impl Stopper {
+    /// Wakes the waiter, whose wait then returns [`Woke::Stopped`].
+    pub fn stop(&self) {
+        let _ = self.0.send(Wake::Stop);
+    }
 }
 
 /// A watch on the folder of one verdict file.
@@ -67,21 +91,31 @@ impl VerdictWatch {
         }
     }
 
-    /// Waits at most `max` for an event naming the verdict (true) or for nothing
-    /// (false). A lost watch (its folder replaced) is made again on the folder now at
+    /// What stops this watch's waits from another thread.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.tx.clone())
+    }
+
+    /// Waits at most `max` for an event naming the verdict, for nothing, or for a
+    /// stop. A lost watch (its folder replaced) is made again on the folder now at
     /// that path, and counts as an event: the verdict may be there already.
-    pub fn wait(&mut self, max: Duration) -> bool {
+    pub fn wait(&mut self, max: Duration) -> Woke {
         // Never disconnected: the sender lives in `self.tx` too.
         let woke = self.rx.recv_timeout(max).ok();
         // Wake-ups that came meanwhile say nothing more than the look about to happen.
-        let mut lost = woke == Some(Wake::Lost);
+        let (mut lost, mut stop) = (woke == Some(Wake::Lost), woke == Some(Wake::Stop));
         while let Ok(wake) = self.rx.try_recv() {
             lost |= wake == Wake::Lost;
+            stop |= wake == Wake::Stop;
         }
         if lost {
             self.start();
         }
-        woke.is_some()
+        match (stop, woke) {
+            (true, _) => Woke::Stopped,
+            (false, Some(_)) => Woke::Look,
+            (false, None) => Woke::Quiet,
+        }
     }
 
     /// (Re)starts the watch on the verdict's folder, made again if it was removed (as
@@ -185,9 +219,21 @@ mod tests {
         std::fs::write(&temp, b"{}").unwrap();
         std::fs::rename(&temp, &verdict).unwrap();
         // Bounded: a minute would mean the event never came.
-        assert!(
+        assert_eq!(
             watch.wait(Duration::from_secs(60)),
+            Woke::Look,
             "no event for the verdict"
         );
+    }
+
+    #[test]
+    fn a_stop_from_another_thread_ends_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watch = VerdictWatch::new(&dir.path().join("id.json"));
+        let stopper = watch.stopper();
+        std::thread::spawn(move || stopper.stop());
+        // Bounded: a minute would mean the stop never came.
+        assert_eq!(watch.wait(Duration::from_secs(60)), Woke::Stopped);
+        assert_eq!(watch.wait(Duration::from_millis(1)), Woke::Quiet);
     }
 }

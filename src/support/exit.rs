@@ -8,6 +8,15 @@ macro_rules! say_err {
     }};
 }
 
+/// `say_err!` for a warning: said unless `-qq` (or a quieter level) asked for errors only.
+macro_rules! say_warn {
+    ($($arg:tt)*) => {{
+        if $crate::support::log_level::warnings_shown() {
+            say_err!($($arg)*);
+        }
+    }};
+}
+
 /// `println!` for lines whose loss is harmless (service plans, notes): a closed stdout
 /// loses the line instead of panicking. Output callers rely on uses `print_stdout`.
 macro_rules! say {

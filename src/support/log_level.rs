@@ -97,6 +97,14 @@ pub fn choose(choice: LogChoice) {
     let _ = CHOICE.set(choice);
 }
 
+/// True when a command's warnings reach stderr: not under `-qq`, `-qqq` or a
+/// `RUST_LOG` quieter than `warn`.
+pub fn warnings_shown() -> bool {
+    CHOICE
+        .get()
+        .is_none_or(|c| c.stderr.would_enable("llm_judge", &Level::WARN))
+}
+
 /// The process's choice: the default (INFO, nothing asked) when none was made.
 pub fn chosen() -> LogChoice {
     CHOICE

@@ -324,7 +324,11 @@ fn the_cache_never_answers_for_another_folder() {
     assert_eq!(ask("a", &flagged), "hit");
     assert_eq!(ask("b", &plain), "clean", "not the flagged folder's answer");
     assert_eq!(ask("c", &flagged), "hit");
-    assert_eq!(count(&w), 2, "the second ask about a folder is answered from the cache");
+    assert_eq!(
+        count(&w),
+        2,
+        "the second ask about a folder is answered from the cache"
+    );
 }
 
 #[test]

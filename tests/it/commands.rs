@@ -256,6 +256,51 @@ fn enqueue_recursion_guard_writes_nothing() {
     );
 }
 
+/// A job with no rule is queued with a warning that every answer is a hit; `-qq`
+/// keeps enqueue's warnings off stderr (`-q` still shows them).
+#[test]
+fn enqueue_warns_of_a_job_without_a_rule_unless_told_to_be_quiet() {
+    let w = World::new();
+    let enqueue = |quiet: &[&str], id: &str| {
+        let mut args = quiet.to_vec();
+        args.extend(["enqueue", "--prompt", "p", "--id", id]);
+        run(w.command(&[]), &args)
+    };
+    let out = enqueue(&[], "a");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("job a has no rule")
+            && stderr(&out).contains("every answer is a hit"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&enqueue(&["-q"], "b")).contains("has no rule"));
+    for quiet in ["-qq", "-qqq"] {
+        let out = enqueue(&[quiet], &format!("c{quiet}"));
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{quiet}");
+    }
+    let with_rule = run(
+        w.command(&[]),
+        &[
+            "enqueue",
+            "--prompt",
+            "p",
+            "--id",
+            "d",
+            "--hit-if-all-true",
+            "x",
+            "--transcript",
+            "T",
+        ],
+    );
+    assert!(
+        !stderr(&with_rule).contains("no rule"),
+        "{}",
+        stderr(&with_rule)
+    );
+}
+
 #[test]
 fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
     let w = World::new();
@@ -266,9 +311,21 @@ fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
         r#"{"prompt": "p", "hit_if_all_true": "x"}"#,
     )
     .unwrap();
+    fs::write(
+        w.path("badmode.json"),
+        r#"{"prompt": "p", "mode": "investigat"}"#,
+    )
+    .unwrap();
+    fs::write(
+        w.path("rulelike.json"),
+        r#"{"prompt": "p", "hit_if_all": ["x"]}"#,
+    )
+    .unwrap();
     let list = w.path("list.json").display().to_string();
     let broken = w.path("broken.json").display().to_string();
     let badshape = w.path("badshape.json").display().to_string();
+    let badmode = w.path("badmode.json").display().to_string();
+    let rulelike = w.path("rulelike.json").display().to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--transcript", "T"], "missing \"prompt\""),
         (vec!["--prompt", "p", "--id", "a/b"], "contains '/'"),
@@ -286,6 +343,11 @@ fn every_enqueue_validation_error_exits_2_and_writes_nothing() {
         (vec!["--json", &list], "one JSON object"),
         (vec!["--json", &broken], "not valid JSON"),
         (vec!["--json", &badshape], "hit_if_all_true"),
+        (vec!["--json", &badmode], "unknown \"mode\" \"investigat\""),
+        (
+            vec!["--json", &rulelike],
+            "\"hit_if_all\" is not a job key but looks like a misspelt \"hit_if_all_true\"",
+        ),
         (vec!["--prompt-file", "/no/such/file"], "/no/such/file"),
         (
             vec!["--prompt", "p", "--prompt-file", "-"],

@@ -101,6 +101,14 @@ fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
     for key in ["session_id", "harness", "created_at", "agent_id"] {
         assert!(!w.log().contains(key), "{key} is catstack's: {}", w.log());
     }
+    // A key that looks like a rule key, though far from any by spelling, too.
+    let rulelike = w.job(
+        "rulelike",
+        &json!({"prompt": "p", "transcript": "t", "hit_when_all_true": ["retracts"]}),
+    );
+    assert_eq!(w.run_file(&rulelike, Some(&runners)).code, Some(0));
+    let warned = w.log_lines(" WARN unknown job key ignored: \"hit_when_all_true\" looks like");
+    assert_eq!(warned.len(), 1, "{}", w.log());
     // A job with a rule and catstack's keys gets neither line.
     let fine = w.job(
         "fine",
@@ -108,8 +116,8 @@ fn a_misspelt_rule_key_and_a_job_without_a_rule_are_named_in_judge_log() {
     );
     assert_eq!(w.run_file(&fine, Some(&runners)).code, Some(0));
     assert_eq!(w.verdict_of("t", "fine")["outcome"], "clean");
-    assert_eq!(w.log_lines("unknown job key").len(), 1, "{}", w.log());
-    assert_eq!(w.log_lines("every answer is a hit").len(), 1, "{}", w.log());
+    assert_eq!(w.log_lines("unknown job key").len(), 2, "{}", w.log());
+    assert_eq!(w.log_lines("every answer is a hit").len(), 2, "{}", w.log());
 }
 
 #[test]
@@ -262,11 +270,73 @@ fn run_leaves_anything_outside_jobs_that_is_not_a_job_where_it_is() {
     let missing = x.join("missing.json");
     let out = run_path(&w, &missing);
     out.assert_exit(2, "does not exist");
-    // A regular job file outside jobs/ is judged and removed, as before.
+    // A regular job file outside jobs/ is judged, and left where it is: it is the
+    // user's own file.
     let out = run_path(&w, &target);
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(!target.exists());
+    assert!(out.stderr.contains("so it was left where it is"), "{out:?}");
+    assert_eq!(fs::read_to_string(&target).unwrap(), valid);
     assert_eq!(w.verdict_of("t", "target")["outcome"], "hit");
+}
+
+/// `run <S>/jobs/<name>` judges into S, the state folder that holds the job (a
+/// `drain --state-dir S` finds its verdict), not into the default one; with
+/// `--state-dir` naming another folder it refuses, naming both.
+#[test]
+fn run_judges_a_job_into_the_state_folder_that_holds_it() {
+    let w = World::new();
+    let other = w.root.join("other-state");
+    // The world's state folder is the default one (the variable); no --state-dir.
+    let plain = || {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &w.home)
+            .env("XDG_CONFIG_HOME", &w.xdg)
+            .env("TMPDIR", &w.tmp)
+            .env("CATSTACK_LLM_JUDGE_STATE_DIR", w.state())
+            .stdin(std::process::Stdio::null());
+        cmd
+    };
+    let mut enqueue = plain();
+    enqueue.args(["--state-dir"]).arg(&other).args([
+        "enqueue",
+        "--id",
+        "ex",
+        "--transcript",
+        "t",
+        "--prompt",
+        "p",
+    ]);
+    let out = w.run(enqueue);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let job = other.join("jobs/ex.json");
+    let runner = w.runner("ok", "echo '{}'");
+    let mut refused = w.cli();
+    refused
+        .env(RUNNERS_VAR, table(&[runner.clone()]))
+        .arg("run")
+        .arg(&job);
+    let refused = w.run(refused);
+    refused.assert_exit(2, "but --state-dir names");
+    assert!(refused.stderr.contains(s(&other)), "{}", refused.stderr);
+    assert!(job.exists(), "left queued");
+    let mut cmd = plain();
+    cmd.env(RUNNERS_VAR, table(&[runner])).arg("run").arg(&job);
+    let out = w.run(cmd);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(!job.exists(), "judged and removed from its own jobs/");
+    let mut drain = plain();
+    drain
+        .arg("--state-dir")
+        .arg(&other)
+        .args(["drain", "--transcript", "t"]);
+    let drained = w.run(drain);
+    assert!(drained.stdout.contains("\"id\":\"ex\""), "{drained:?}");
+    assert!(
+        w.all_verdicts().is_empty(),
+        "nothing in the default state folder"
+    );
 }
 
 #[test]

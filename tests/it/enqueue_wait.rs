@@ -102,3 +102,24 @@ fn a_verdict_published_during_the_wait_is_printed_and_removed() {
         names(&dir)
     );
 }
+
+/// Ctrl-C during `enqueue --wait` says the job stays queued (and how to get its
+/// verdict later), and exits 130; it was silent before.
+#[test]
+fn ctrl_c_during_a_wait_says_the_job_stays_queued() {
+    let w = World::new();
+    let mut child = start_wait(&w, "c", "60");
+    // The "no daemon" line comes once the signal handlers are in place.
+    wait_for("the wait started", NO_HANG, || {
+        w.read("wait.err").contains("waiting anyway")
+    });
+    signal(child.id(), libc::SIGINT);
+    let status = crate::support::wait_child(&mut child, NO_HANG).expect("enqueue --wait ended");
+    assert_eq!(status.code(), Some(130), "{}", w.read("wait.err"));
+    let err = w.read("wait.err");
+    assert!(
+        err.contains("interrupted; job c stays queued") && err.contains("drain --transcript"),
+        "{err}"
+    );
+    assert_eq!(w.jobs_left(), ["c.json"]);
+}

@@ -135,13 +135,22 @@ fn a_refused_proc_mount_falls_back_to_the_hosts_proc_with_one_warning() {
     let v = w.verdict("j");
     assert_eq!(v["outcome"], "hit", "{v}\n{}", w.log());
     assert_eq!(v["answer"]["found_itself"], false, "{v}");
-    let warnings = w.log_lines("runners see the host's /proc");
-    assert_eq!(
-        warnings.iter().filter(|l| l.contains("WARN")).count(),
-        1,
-        "{}",
-        w.log()
-    );
+    let warnings = || {
+        w.log_lines("runners see the host's /proc")
+            .iter()
+            .filter(|l| l.contains("WARN"))
+            .count()
+    };
+    assert_eq!(warnings(), 1, "{}", w.log());
+    // `run` and `ask` say so in judge.log too, once each.
+    w.job("r", &json!({"prompt": "p"}));
+    let mut run = w.command(&[w.runner("looker", LOOKS_ITSELF_UP)]);
+    run.env(REFUSE, "1").arg("run").arg(w.jobs().join("r.json"));
+    assert!(run.output().expect("run").status.success());
+    let mut ask = w.command(&[w.runner("looker", LOOKS_ITSELF_UP)]);
+    ask.env(REFUSE, "1").args(["ask", "q"]);
+    assert!(ask.output().expect("ask").status.success());
+    assert_eq!(warnings(), 3, "{}", w.log());
 }
 
 /// The judge learns its runner's pid from the supervisor, which reads it in the host's
