@@ -919,7 +919,7 @@ fn a_stream_that_never_ends_is_killed_within_timeout_plus_grace() {
 // 6. Not logged in.
 
 #[test]
-fn claude_without_a_login_fails_fast_is_benched_and_doctor_says_so() {
+fn claude_without_a_login_is_not_started_is_benched_and_doctor_says_so() {
     let _s = serial();
     let mut lane = Lane::new(&[Cli::Claude], StandIn::text(YES));
     lane.remove_env("ANTHROPIC_API_KEY");
@@ -930,10 +930,11 @@ fn claude_without_a_login_fails_fast_is_benched_and_doctor_says_so() {
     assert_eq!(v["outcome"], "unchecked", "verdict: {v}");
     let attempt = &v["attempts"][0];
     assert_eq!(attempt["runner"], "claude", "verdict: {v}");
+    // Its login is nowhere to be seen, so it is not even started.
     let reason = attempt["reason"].as_str().unwrap_or_default();
     assert!(
-        reason.contains("Not logged in"),
-        "claude's own message missing: {reason}"
+        reason.starts_with("not logged in: no claude login ("),
+        "the judge's own message missing: {reason}"
     );
     let elapsed = attempt["elapsed_ms"].as_u64().unwrap_or(u64::MAX);
     record(&format!(
@@ -1195,7 +1196,7 @@ fn daemon_warns_at_start_when_no_runner_of_a_table_is_installed() {
         );
     }
     assert!(
-        log.contains("is installed on the daemon's PATH, so its jobs end unchecked"),
+        log.contains("is installed on the daemon's PATH and logged in, so its jobs end unchecked"),
         "judge.log:\n{log}"
     );
     lane.stop_daemon();

@@ -99,7 +99,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
     };
     crate::process::pid_ns::warn_if_host_proc();
     let verdict = rt.block_on(async {
-        crate::engine::codex_catalog::keep_if_missing(settings, job.mode).await;
+        crate::engine::codex_catalog::keep_if_missing(settings, &[job.mode]).await;
         let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;
         crate::engine::attempts::judge(
             settings,

@@ -39,9 +39,8 @@ pub fn main(settings: &Settings, job_file: PathBuf, state_dir_flag: bool) -> i32
     crate::process::pid_ns::warn_if_host_proc();
     let handled = rt.block_on(async {
         // The job's mode is read later; both tables' slim codex share one kept catalog.
-        for mode in [Mode::Default, Mode::Investigate] {
-            crate::engine::codex_catalog::keep_if_missing(settings, mode).await;
-        }
+        let modes = [Mode::Default, Mode::Investigate];
+        crate::engine::codex_catalog::keep_if_missing(settings, &modes).await;
         lifecycle::handle(settings, &state, &job_file, &extras, link).await
     });
     report(handled, &job_file, &state.jobs(), outside_jobs)

@@ -53,7 +53,9 @@ pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
         RunEnd::Exited { code } if *code != 0 => Sign::Failed,
         RunEnd::RequestFailed => Sign::Failed,
         RunEnd::TimedOut { .. } => Sign::TimedOut,
-        RunEnd::NotInstalled | RunEnd::NotConfigured { .. } => Sign::NotInstalled,
+        RunEnd::NotInstalled | RunEnd::NotConfigured { .. } | RunEnd::NotLoggedIn { .. } => {
+            Sign::NotInstalled
+        }
         _ => Sign::Neutral,
     }
 }

@@ -12,6 +12,8 @@ pub struct LoginPlaces {
     pub files: Vec<PathBuf>,
     /// How to log in, for the warning.
     pub fix: &'static str,
+    /// The same in a few words, for an attempt's reason (clipped to 300 characters).
+    pub short_fix: &'static str,
 }
 
 /// The login places of `program` (basename of argv[0]), given HOME and the CLI's own
@@ -34,6 +36,7 @@ pub fn places(program: &str, home: &Path, config_dir: Option<&Path>) -> Option<L
             ],
             fix: "run `claude` once and /login as the service's user, or set ANTHROPIC_API_KEY \
                   in the service's environment",
+            short_fix: "run `claude` and /login, or set ANTHROPIC_API_KEY",
         }),
         "codex" => Some(LoginPlaces {
             vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
@@ -44,9 +47,48 @@ pub fn places(program: &str, home: &Path, config_dir: Option<&Path>) -> Option<L
             ],
             fix: "run `codex login` as the service's user, or set CODEX_API_KEY in the \
                   service's environment",
+            short_fix: "run `codex login`, or set CODEX_API_KEY",
         }),
         _ => None,
     }
+}
+
+/// Why a runner has no login it could use, given what it would see: `var` its
+/// environment (what it inherits and its table's `env`), `exists` the file system.
+/// `None` when a login is there, or when it cannot be seen from outside (another
+/// program, claude on macOS, a codex whose table names its own provider, which takes
+/// its key from a variable of its own).
+pub fn missing_login(
+    argv: &[String],
+    var: impl Fn(&str) -> Option<String>,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    let program = Path::new(argv.first()?).file_name()?.to_str()?;
+    if program == "codex" && names_a_provider(argv) {
+        return None;
+    }
+    let home = var("HOME")?;
+    let config_dir = config_dir_var(program).and_then(&var).map(PathBuf::from);
+    let places = places(program, Path::new(&home), config_dir.as_deref())?;
+    if places.vars.iter().any(|v| var(v).is_some()) || places.files.iter().any(|f| exists(f)) {
+        return None;
+    }
+    let files: Vec<String> = places
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    Some(format!(
+        "no {program} login ({} missing, none of its key variables set); {}",
+        files.join(", "),
+        places.short_fix
+    ))
+}
+
+/// True when a codex argv sets its own model provider or base URL (`-c` keys).
+fn names_a_provider(argv: &[String]) -> bool {
+    argv.iter()
+        .any(|a| a.starts_with("model_provider") || a.starts_with("openai_base_url"))
 }
 
 /// The variable that moves a CLI's config folder (`~/.claude`, `~/.codex`).
@@ -69,6 +111,55 @@ mod tests {
         assert_eq!(p.files, vec![PathBuf::from("/h/.codex/auth.json")]);
         let p = places("codex", Path::new("/h"), Some(Path::new("/c"))).expect("codex");
         assert_eq!(p.files, vec![PathBuf::from("/c/auth.json")]);
+    }
+
+    #[test]
+    fn a_missing_login_is_named_and_a_found_or_unseen_one_is_not() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let codex = argv(&["/usr/bin/codex", "exec", "--", "{prompt}"]);
+        let home = |v: &str| (v == "HOME").then(|| "/h".to_string());
+        let none = |_: &Path| false;
+        let why = missing_login(&codex, home, none).expect("no codex login");
+        assert!(
+            why == "no codex login (/h/.codex/auth.json missing, none of its key variables \
+                    set); run `codex login`, or set CODEX_API_KEY",
+            "{why}"
+        );
+        let keyed = |v: &str| matches!(v, "HOME" | "CODEX_API_KEY").then(|| "x".to_string());
+        assert_eq!(missing_login(&codex, keyed, none), None);
+        assert_eq!(
+            missing_login(&codex, home, |f: &Path| f
+                == Path::new("/h/.codex/auth.json")),
+            None
+        );
+        let moved = |v: &str| match v {
+            "HOME" => Some("/h".to_string()),
+            "CODEX_HOME" => Some("/c".to_string()),
+            _ => None,
+        };
+        assert!(
+            missing_login(&codex, moved, none)
+                .unwrap()
+                .contains("/c/auth.json")
+        );
+        let provider = argv(&[
+            "codex",
+            "exec",
+            "-c",
+            "model_provider=\"azure\"",
+            "--",
+            "{prompt}",
+        ]);
+        assert_eq!(missing_login(&provider, home, none), None);
+        assert_eq!(
+            missing_login(&argv(&["cursor-agent", "-p"]), home, none),
+            None
+        );
+        assert_eq!(
+            missing_login(&codex, |_: &str| None, none),
+            None,
+            "no HOME: unseen"
+        );
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub enum RunEnd {
     /// An API runner whose key variable is not set: nothing was sent (health counts
     /// it as `not installed`).
     NotConfigured { var: String },
+    /// A CLI runner whose login is nowhere to be seen (`core::login`): nothing was
+    /// started (health counts it as `not installed`). The text says where it looked.
+    NotLoggedIn { detail: String },
     /// An API request that got no reply to read (an error status, a transport
     /// failure, a bad or oversized body): health counts it as a failed exit.
     RequestFailed,
@@ -155,6 +158,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
         ),
         RunEnd::Stopped => ("stopped by shutdown".to_string(), None),
         RunEnd::NotConfigured { var } => (not_configured_reason(var), None),
+        RunEnd::NotLoggedIn { detail } => (clip("not logged in", detail), None),
         RunEnd::RequestFailed => (clip("request failed", &detail()), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
         RunEnd::Exited { .. } | RunEnd::Replied | RunEnd::FinalEvent => {

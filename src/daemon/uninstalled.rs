@@ -1,5 +1,5 @@
 //! The daemon's start-up and reload warning for a table none of whose runners can run:
-//! no CLI runner installed on its PATH, no API runner with its key variable set. Its
+//! no CLI runner installed on its PATH and logged in, no API runner with its key variable set. Its
 //! jobs would end unchecked.
 
 use crate::core::config::Settings;
@@ -29,12 +29,12 @@ pub(super) fn warn_uninstalled(settings: &Settings) {
         };
         let (found, fix) = match table.iter().all(Runner::is_cli) {
             true => (
-                "is installed on the daemon's PATH",
-                "install one or fix PATH",
+                "is installed on the daemon's PATH and logged in",
+                "install one, fix PATH or log one in",
             ),
             false => (
-                "is installed on the daemon's PATH or has its key variable set",
-                "install one, fix PATH or set a key",
+                "is installed on the daemon's PATH and logged in, or has its key variable set",
+                "install one, fix PATH, log one in or set a key",
             ),
         };
         tracing::warn!(

@@ -248,7 +248,10 @@ fn reserve<'a>(
 fn started_a_process(end: &RunEnd) -> bool {
     !matches!(
         end,
-        RunEnd::NotInstalled | RunEnd::SpawnFailed { .. } | RunEnd::NotConfigured { .. }
+        RunEnd::NotInstalled
+            | RunEnd::SpawnFailed { .. }
+            | RunEnd::NotConfigured { .. }
+            | RunEnd::NotLoggedIn { .. }
     )
 }
 

@@ -18,7 +18,7 @@ use crate::core::runner_table::Runner;
 use crate::engine::runner_folder::RunnerFolders;
 use crate::process::error::ProcessError;
 use crate::process::probe::{self, ProbeSpec};
-use crate::process::spawn::resolve_program;
+use crate::process::spawn::{missing_login, resolve_program};
 use crate::store::codex_files::{catalog_for, keep_catalog};
 use crate::store::state_dir::StateDir;
 
@@ -73,11 +73,14 @@ pub async fn read_catalog(
     Ok((catalog, run.stdout))
 }
 
-/// The codex runner that needs the catalog and its program, when codex is installed.
+/// The codex runner that needs the catalog and its program, when codex is installed
+/// and logged in (a logged-out codex would only wait out the deadline).
 fn codex(settings: &Settings) -> Option<(&Runner, std::path::PathBuf)> {
     let runner = codex_model::codex_runner(settings)?;
     let program = resolve_program(runner.argv.first()?)?;
-    Some((runner, program))
+    missing_login(runner, &settings.api_key_vars())
+        .is_none()
+        .then_some((runner, program))
 }
 
 /// The login's catalog, read in `cwd`, when some table has a codex runner that needs
@@ -124,12 +127,13 @@ pub async fn lookup_and_keep(
     Some(Ok(catalog))
 }
 
-/// True when a runner of `mode`'s table names the trimmed catalog but none was kept
-/// yet for its codex program (no daemon has read it): `ask` and `run` then read it once
-/// (`keep_if_missing`), and every later judge shares that copy.
-pub fn catalog_missing(settings: &Settings, mode: Mode) -> bool {
+/// True when a runner of the `modes`' tables names the trimmed catalog but none was
+/// kept yet for its codex program (no daemon has read it): `ask` and `run` then read
+/// it once (`keep_if_missing`), and every later judge shares that copy.
+pub fn catalog_missing(settings: &Settings, modes: &[Mode]) -> bool {
     let state = StateDir::new(&settings.state_dir);
-    settings.table(mode).iter().any(|runner| {
+    let mut runners = modes.iter().flat_map(|&mode| settings.table(mode));
+    runners.any(|runner| {
         runner.argv.iter().any(|a| a == CATALOG_ITEM)
             && runner
                 .argv
@@ -141,8 +145,8 @@ pub fn catalog_missing(settings: &Settings, mode: Mode) -> bool {
 
 /// Reads the login's catalog and keeps its trimmed copy when `catalog_missing`, in a
 /// fresh runner folder; a failure is logged and the runners start without it.
-pub async fn keep_if_missing(settings: &Settings, mode: Mode) {
-    if !catalog_missing(settings, mode) {
+pub async fn keep_if_missing(settings: &Settings, modes: &[Mode]) {
+    if !catalog_missing(settings, modes) {
         return;
     }
     let folders = RunnerFolders::default();

@@ -25,7 +25,10 @@ use crate::engine::runner_folder::RunnerFolders;
 use crate::process::api_call::{ApiClient, ApiRequest};
 use crate::process::pool::SupervisorPool;
 use crate::process::spawn::StopSignal;
-use crate::process::spawn::{self, Launcher, PromptSpec, RunOutput, RunSpec, Running, StartSpec};
+use crate::process::spawn::{
+    self, Launcher, PromptSpec, RunOutput, RunSpec, Running, StartSpec, missing_login,
+    resolve_program,
+};
 
 /// A boxed future that may move between threads.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -268,6 +271,10 @@ impl Processes {
         spec: &AttemptSpec<'_>,
         progress: &mut OnProgress<'_>,
     ) -> RunOutput {
+        let withheld = spec.settings.api_key_vars();
+        if let Some(end) = not_logged_in(spec.runner, &withheld) {
+            return RunOutput::not_started(end, Instant::now());
+        }
         // A fresh folder lives until the runner is gone, then goes with its content.
         let mut fresh = None;
         let cwd = match spec.workdir {
@@ -300,7 +307,6 @@ impl Processes {
             prestarted: false,
         });
         let invocation = build_invocation(&argv, &spec.job.prompt);
-        let withheld = spec.settings.api_key_vars();
         let run = RunSpec {
             argv: &invocation.argv,
             env: &spec.runner.env,
@@ -348,6 +354,10 @@ impl Spawner for Processes {
                     message: "an API runner starts no process, so none can wait".into(),
                 });
             }
+            let withheld = spec.settings.api_key_vars();
+            if let Some(end) = not_logged_in(spec.runner, &withheld) {
+                return Err(end);
+            }
             // Pre-started copies are of default-table runners only.
             let argv = match prepared_argv(spec.settings, Mode::Default, &spec.runner.argv) {
                 Ok(argv) => argv,
@@ -366,7 +376,6 @@ impl Spawner for Processes {
                     message: "its argv needs the prompt before it starts".into(),
                 });
             };
-            let withheld = spec.settings.api_key_vars();
             let start = StartSpec {
                 argv: &argv,
                 env: &spec.runner.env,
@@ -380,6 +389,18 @@ impl Spawner for Processes {
             Ok(Box::new(WaitingProcess { running, argv }) as Box<dyn WaitingRunner>)
         })
     }
+}
+
+/// `NotLoggedIn` for an installed CLI runner whose login is nowhere to be seen: it is
+/// not started (a logged-out codex waits for its network until the job's timeout).
+fn not_logged_in(runner: &Runner, withheld: &[&str]) -> Option<RunEnd> {
+    let detail = missing_login(runner, withheld)?;
+    // A program that is not there is "not installed", as before.
+    let installed = runner
+        .argv
+        .first()
+        .is_some_and(|p| resolve_program(p).is_some());
+    installed.then_some(RunEnd::NotLoggedIn { detail })
 }
 
 /// A runner process started ahead of its job (`process::spawn::Running`).

@@ -522,15 +522,6 @@ fn status_with_the_daemon_down_and_up() {
     drop(fake);
 }
 
-/// The login files codex and claude keep under HOME.
-fn log_in(w: &World) {
-    for file in ["home/.codex/auth.json", "home/.claude/.credentials.json"] {
-        let path = w.path(file);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, "{}").unwrap();
-    }
-}
-
 fn doctor(w: &World, extra_path: bool) -> Output {
     let mut cmd = w.command(&[]);
     cmd.env_remove("CATSTACK_LLM_JUDGE_RUNNERS");
@@ -550,8 +541,7 @@ fn doctor_finds_a_fake_runner_and_reports_a_missing_one() {
     let w = World::new();
     w.fake_program("codex", "echo 'codex-cli 9.9.9'");
     w.fake_program("claude", "echo '9.9.9 (Claude Code)'");
-    // Logged in (doctor fails a table whose runners are all logged out).
-    log_in(&w);
+    // Logged in (a World is; doctor fails a table whose runners are all logged out).
     let out = doctor(&w, true);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
@@ -589,6 +579,7 @@ fn doctor_fails_when_no_runner_is_installed() {
 #[test]
 fn doctor_fails_when_every_installed_runner_is_logged_out() {
     let w = World::new();
+    w.log_out();
     w.fake_program("codex", "echo 'codex-cli 9.9.9'");
     w.fake_program("claude", "echo '9.9.9 (Claude Code)'");
     let out = doctor(&w, true);
@@ -632,7 +623,7 @@ fn doctor_fails_when_every_installed_runner_is_logged_out() {
         "{v:#}"
     );
     // Logged in: usable, exit 0.
-    log_in(&w);
+    w.log_in();
     let out = doctor(&w, true);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }

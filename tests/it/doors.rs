@@ -534,3 +534,53 @@ fn ctrl_c_during_eval_prints_the_report_of_the_finished_runs_and_exits_130() {
         "the slow runner {pid} outlived eval"
     );
 }
+
+/// The shipped default table with neither CLI logged in: neither is started (a
+/// logged-out codex waited for its network until the job's timeout), each attempt says
+/// where the login was looked for, and the verdict comes at once.
+#[test]
+fn runners_with_no_login_are_not_started_and_say_so() {
+    let w = World::new();
+    w.log_out();
+    for program in ["claude", "codex"] {
+        w.fake_program(
+            program,
+            &format!("echo started >> {}/started\nexec sleep 300", s(&w.root)),
+        );
+    }
+    let job = w.job(
+        "j",
+        &json!({"prompt": "p", "transcript": "t", "hit_if_all_true": ["ok"]}),
+    );
+    let mut cmd = w.cli_with_fakes_on_path();
+    for var in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "CLAUDE_CODE_USE_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_API_KEY",
+        "OPENAI_API_KEY",
+        "CODEX_HOME",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env_remove(RUNNERS_VAR).arg("run").arg(&job);
+    let out = w.spawn(cmd).finish(NO_HANG);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let v = w.verdict_of("t", "j");
+    assert_eq!(v["outcome"], "unchecked", "{v}");
+    let tried = attempts(&v);
+    let names: Vec<&str> = tried.iter().map(|a| a.0.as_str()).collect();
+    assert!(names.starts_with(&["claude", "codex"]), "{v}");
+    for (runner, ok, reason) in &tried[..2] {
+        assert!(!ok);
+        assert!(
+            reason.starts_with(&format!("not logged in: no {runner} login ({}", s(&w.home)))
+                && reason.contains(s(&w.home)),
+            "{reason}"
+        );
+    }
+    assert!(!w.root.join("started").exists(), "a runner was started");
+}

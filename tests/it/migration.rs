@@ -182,13 +182,14 @@ fn enqueue_warns_when_no_daemon_holds_the_lock_and_when_there_is_no_transcript()
             && fs::metadata(w.state().join("status.json")).is_ok()
     });
     let mut cmd = w.command(std::slice::from_ref(&fake));
-    cmd.args(["enqueue", "--prompt", "p", "--transcript", "T"]);
+    cmd.args(["enqueue", "--prompt", "p", "--transcript", "T"])
+        .args(["--hit-if-all-true", "ok"]);
     let out = output(cmd);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         text(&out.stderr),
         "",
-        "no warning with a daemon and a transcript"
+        "no warning with a daemon, a transcript and a rule"
     );
 }
 

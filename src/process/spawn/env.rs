@@ -92,16 +92,34 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
     find_on_path(program.as_ref(), std::env::var_os("PATH").as_deref())
 }
 
-/// Whether a runner can be tried: a CLI's program is found (a few `stat`s, no
-/// process), an API runner's key variable is set (or it needs none).
+/// Whether a runner can be tried: a CLI's program is found and its login is not
+/// missing (a few `stat`s, no process), an API runner's key variable is set (or it
+/// needs none).
 pub fn is_installed(runner: &Runner) -> bool {
     match &runner.api {
         Some(api) => api.key_is_set(|var| std::env::var_os(var)),
-        None => runner
-            .argv
-            .first()
-            .is_some_and(|program| resolve_program(program).is_some()),
+        None => {
+            runner
+                .argv
+                .first()
+                .is_some_and(|program| resolve_program(program).is_some())
+                && missing_login(runner, &[]).is_none()
+        }
     }
+}
+
+/// Why a CLI runner has no login it could use (`core::login::missing_login`), as it
+/// would start: its table's `env` over this process's, without the `withheld` keys.
+pub fn missing_login(runner: &Runner, withheld: &[&str]) -> Option<String> {
+    let var = |name: &str| {
+        let value = match runner.env.get(name) {
+            Some(own) => Some(own.clone()),
+            None if withheld.contains(&name) => None,
+            None => std::env::var(name).ok(),
+        };
+        value.filter(|v| !v.trim().is_empty())
+    };
+    crate::core::login::missing_login(&runner.argv, var, |f| f.exists())
 }
 
 /// `program` on a `PATH` value, if it is there and executable. Only absolute entries:

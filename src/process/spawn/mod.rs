@@ -29,7 +29,7 @@ use crate::process::supervisor::{self, Launch, Report};
 use attempt::{Attempt, outer_pid};
 use capture::{Lines, Tail};
 pub use control::{Control, StopSignal, stopped};
-pub use env::{CHILD_VAR, find_on_path, is_installed, resolve_program};
+pub use env::{CHILD_VAR, find_on_path, is_installed, missing_login, resolve_program};
 use env::{inherited_env, runner_env};
 
 /// How long to wait for pipes to close once the runner and its tree are gone.

@@ -14,6 +14,9 @@ use serde_json::Value;
 /// First 16 hex digits of SHA-1 of a transcript: its verdict folder's name.
 pub use llm_judge::api::transcript_hash;
 
+/// The login files of codex and claude, under HOME.
+const LOGIN_FILES: [&str; 2] = [".codex/auth.json", ".claude/.credentials.json"];
+
 /// The verdict folder of jobs with no usable transcript (`""`).
 pub const NO_TRANSCRIPT: &str = "da39a3ee5e6b4b0d";
 
@@ -96,7 +99,25 @@ impl World {
         )
         .expect("write default test config");
         world.config("");
+        world.log_in();
         world
+    }
+
+    /// The login files codex and claude keep under HOME (what `core::login` looks
+    /// for): a world is logged in unless a test logs it out.
+    pub fn log_in(&self) {
+        for file in LOGIN_FILES {
+            let path = self.home.join(file);
+            fs::create_dir_all(path.parent().expect("a file in a folder")).expect("login folder");
+            fs::write(path, "{}").expect("write a login file");
+        }
+    }
+
+    /// Removes the login files of [`World::log_in`].
+    pub fn log_out(&self) {
+        for file in LOGIN_FILES {
+            let _ = fs::remove_file(self.home.join(file));
+        }
     }
 
     /// A path inside the world.
