@@ -174,6 +174,47 @@ def clip(label: str, detail: str) -> str:
 _clip = clip
 
 
+def _last_meaningful_line(reason: str) -> str:
+    """A reason of several lines as its label (up to the first ": ") and its last non-blank line."""
+    reason = reason.strip()
+    if "\n" not in reason:
+        return reason
+    label = reason.split(": ", 1)[0]
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return last if last.startswith(label) else f"{label}: {last}"
+
+
+def _fair_cap(lengths: list, room: int) -> int:
+    """The largest length each part may keep so that all fit in `room` together."""
+    if sum(lengths) <= room:
+        return 1 << 62
+    left = room
+    ordered = sorted(lengths)
+    for i, length in enumerate(ordered):
+        share = left // (len(ordered) - i)
+        if length > share:
+            return share
+        left -= length
+    return 1 << 62
+
+
+def no_answer_reason(attempts: list) -> str:
+    """`no runner answered: <runner>: <reason>; ...`, each runner keeping its own part (its label and the last line of
+    its detail), with a fair share of the 300 code points when they do not all fit."""
+    label = "no runner answered"
+    if not attempts:
+        return label
+    parts = [(f"{a.get('runner')}: ", _last_meaningful_line(str(a.get("reason")))) for a in attempts]
+    room = max(0, REASON_LIMIT - len(label) - 2 - 2 * (len(parts) - 1))
+    cap = _fair_cap([len(r) + len(t) for r, t in parts], room)
+    kept = []
+    for runner, text in parts:
+        keep = max(0, cap - len(runner))
+        kept.append(runner + (text[len(text) - keep:] if len(text) > keep else text))
+    return clip(label, "; ".join(kept))
+
+
 def clip_prompt_field(text: object) -> str:
     """One prompt field, trimmed and capped to its last PROMPT_FIELD_CAP characters."""
     return str(text or "").strip()[-PROMPT_FIELD_CAP:]
@@ -622,8 +663,7 @@ def verdict(job: dict, result: dict) -> dict:
         if notices is not None:
             judged["on_hit"] = notices
     else:
-        tried = "; ".join(f"{a.get('runner')}: {a.get('reason')}" for a in attempts if isinstance(a, dict))
-        judged["reason"] = clip("no runner answered", tried)
+        judged["reason"] = no_answer_reason([a for a in attempts if isinstance(a, dict)])
     if isinstance(job.get("rule_id"), str) and job["rule_id"]:
         judged["rule_id"] = job["rule_id"]
     return judged

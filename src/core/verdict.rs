@@ -314,13 +314,71 @@ fn clip_whole(reason: &str) -> String {
     reason.chars().take(REASON_MAX_CHARS).collect()
 }
 
+/// `no runner answered: <runner>: <reason>; …`: each runner keeps its own part (its
+/// reason's label and the last line of its detail), and when they do not all fit in
+/// 300 characters each gets a fair share, so one runner's long log never pushes
+/// another's out.
 fn no_answer_reason(attempts: &[Attempt]) -> String {
-    let detail = attempts
+    const LABEL: &str = "no runner answered";
+    if attempts.is_empty() {
+        return LABEL.to_string();
+    }
+    let parts: Vec<(String, String)> = attempts
         .iter()
-        .map(|a| format!("{}: {}", a.runner, a.reason))
+        .map(|a| (format!("{}: ", a.runner), last_meaningful_line(&a.reason)))
+        .collect();
+    let separators = 2 * (parts.len() - 1);
+    let room = REASON_MAX_CHARS.saturating_sub(LABEL.len() + 2 + separators);
+    let lengths: Vec<usize> = parts
+        .iter()
+        .map(|(runner, text)| runner.chars().count() + text.chars().count())
+        .collect();
+    let cap = fair_cap(&lengths, room);
+    let detail = parts
+        .iter()
+        .map(|(runner, text)| {
+            let keep = cap.saturating_sub(runner.chars().count());
+            let count = text.chars().count();
+            let kept: String = text.chars().skip(count.saturating_sub(keep)).collect();
+            format!("{runner}{kept}")
+        })
         .collect::<Vec<_>>()
         .join("; ");
-    clip("no runner answered", &detail)
+    clip(LABEL, &detail)
+}
+
+/// A reason of several lines as its label (up to the first `: `) and its last
+/// non-blank line: a runner's log lines before it say less than its last word.
+fn last_meaningful_line(reason: &str) -> String {
+    let reason = reason.trim();
+    if !reason.contains('\n') {
+        return reason.to_string();
+    }
+    let label = reason.split(": ").next().unwrap_or(reason);
+    let last = reason.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    match last.starts_with(label) {
+        true => last.to_string(),
+        false => format!("{label}: {last}"),
+    }
+}
+
+/// The largest length each part may keep so the parts fit in `room` together (parts
+/// shorter than it keep all of theirs).
+fn fair_cap(lengths: &[usize], room: usize) -> usize {
+    if lengths.iter().sum::<usize>() <= room {
+        return usize::MAX;
+    }
+    let mut sorted = lengths.to_vec();
+    sorted.sort_unstable();
+    let mut left = room;
+    for (i, &len) in sorted.iter().enumerate() {
+        let share = left / (sorted.len() - i);
+        if len > share {
+            return share;
+        }
+        left -= len;
+    }
+    usize::MAX
 }
 
 /// What an answer means under a job's rule.

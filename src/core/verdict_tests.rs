@@ -246,8 +246,26 @@ fn no_answer_lists_attempts_and_keeps_the_end() {
     );
     let long = no_answer_reason(&[a("codex", &"y".repeat(400)), a("claude", "exit 1: tail")]);
     assert_eq!(long.chars().count(), REASON_MAX_CHARS);
-    assert!(long.starts_with("no runner answered: y"));
-    assert!(long.ends_with("claude: exit 1: tail"));
+    assert!(long.starts_with("no runner answered: codex: y"), "{long}");
+    assert!(long.ends_with("; claude: exit 1: tail"), "{long}");
+    // claude first, then a codex whose stderr is a page of timestamped log lines: each
+    // keeps its own last line.
+    let logs: String = (0..40)
+        .map(|i| format!("2026-12-06T10:00:{i:02}Z ERROR codex_core: retrying connection\n"))
+        .collect();
+    let both = no_answer_reason(&[
+        a("claude", "exit 1: Not logged in · Please run /login"),
+        a("codex", &format!("exit 1: {logs}stream error: unauthorized")),
+    ]);
+    assert_eq!(
+        both,
+        "no runner answered: claude: exit 1: Not logged in · Please run /login; codex: exit 1: \
+         stream error: unauthorized"
+    );
+    // Two long reasons share the room.
+    let two = no_answer_reason(&[a("a", &"x".repeat(400)), a("b", &"z".repeat(400))]);
+    assert!(two.chars().count() <= REASON_MAX_CHARS, "{two}");
+    assert!(two.contains("a: xxx") && two.contains("; b: zzz"), "{two}");
 }
 
 #[test]
