@@ -226,9 +226,14 @@ impl ApiSpec {
             .is_none_or(|var| lookup(var).is_some_and(|v| !v.to_string_lossy().trim().is_empty()))
     }
 
-    /// The URL the request goes to.
+    /// The URL the request goes to. An `anthropic` base without `/v1` is taken as the
+    /// Anthropic SDKs and Claude Code's `ANTHROPIC_BASE_URL` take it (they add `/v1`).
     pub fn endpoint_url(&self) -> String {
-        format!("{}/{}", self.base_url, self.protocol.endpoint())
+        let version = match self.protocol {
+            Protocol::Anthropic if !self.base_url.ends_with("/v1") => "/v1",
+            _ => "",
+        };
+        format!("{}{version}/{}", self.base_url, self.protocol.endpoint())
     }
 
     /// What identifies this runner besides its name (health, cache and single-flight
@@ -317,6 +322,15 @@ mod tests {
             s.endpoint_url(),
             "http://127.0.0.1:11434/v1/chat/completions"
         );
+        // An Anthropic base as its SDKs take it, without /v1, gets it added.
+        for base in ["https://gw.example.com/anthropic", "https://gw.example.com/anthropic/"] {
+            let sdk_style = ApiEntry {
+                base_url: Some(base.into()),
+                ..model("m")
+            };
+            let s = spec(Protocol::Anthropic, sdk_style).unwrap();
+            assert_eq!(s.endpoint_url(), "https://gw.example.com/anthropic/v1/messages");
+        }
         let s = spec(Protocol::OpenAiChat, model("gpt-4o-mini")).unwrap();
         assert_eq!(s.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
         let no_key = ApiEntry {

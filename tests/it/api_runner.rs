@@ -114,6 +114,25 @@ fn anthropic_answers_with_the_key_the_prompt_and_usage_priced_by_the_table() {
     );
 }
 
+/// `base_url` as the Anthropic SDKs and Claude Code take it (no `/v1`) reaches the same
+/// endpoint as one with it: a copied base URL got `http 404` before.
+#[test]
+fn an_anthropic_base_url_without_v1_reaches_the_messages_endpoint() {
+    let w = World::new();
+    let server = StandIn::start(ok(anthropic_reply("{\"ok\": true}")));
+    let bare = server.base_url().trim_end_matches("/v1").to_string();
+    let config = w.config_file(
+        "bare.toml",
+        &format!(
+            "[[runners.default]]\nname = \"api\"\napi = \"anthropic\"\nmodel = \"m\"\n\
+             base_url = \"{bare}\"\napi_key_env = \"{KEY_VAR}\"\n"
+        ),
+    );
+    let out = ask(&w, &config, "30", "q");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(server.requests()[0].line, "POST /v1/messages HTTP/1.1");
+}
+
 /// A short key (a local server's `k`) is not masked: masking it rewrote every `k` of
 /// the body, so usage read 0 and the spend cap under-counted.
 #[test]
