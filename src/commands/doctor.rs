@@ -245,9 +245,16 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
             found += usize::from(installed);
             usable += usize::from(installed && login != Login::Missing);
         }
+        // Only the default table fails doctor: an investigate table nothing can run (an
+        // API-only config, whose API runners may not investigate) leaves investigate
+        // jobs unchecked, which is a warning.
+        let level = match mode {
+            Mode::Default => Level::Fail,
+            Mode::Investigate => Level::Warn,
+        };
         if found == 0 {
             report.add(
-                Level::Fail,
+                level,
                 format!(
                     "{} table: no runner is installed, so its jobs end unchecked",
                     mode.name()
@@ -255,7 +262,7 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
             );
         } else if usable == 0 {
             report.add(
-                Level::Fail,
+                level,
                 format!(
                     "{} table: no runner is usable (each one is missing, not logged in, or \
                      an API runner without its key), so its jobs end unchecked",

@@ -32,19 +32,31 @@ pub fn shipped(mode: Mode) -> i32 {
     }
 }
 
-/// API runners have no argv, so the override form cannot hold them: they are left out,
-/// with a note on stderr.
+/// The table as `[name, argv]` pairs. An API runner has no argv: its pair says what it
+/// is instead, `[name, ["api:<protocol>", "<model>", "<base URL>"]]` (never a command:
+/// the override variable cannot hold API runners), with a note on stderr.
 fn print_table(table: &[Runner]) -> i32 {
     for r in table.iter().filter(|r| !r.is_cli()) {
-        say_err!(
-            "llm-judge runners: {:?} is an API runner, left out (this list holds CLI runners only)",
-            r.name
+        say_warn!(
+            "llm-judge runners: {:?} is an API runner: its entry names its protocol, model and \
+             base URL, not a command ({} cannot hold API runners)",
+            r.name,
+            crate::core::runner_table::RUNNERS_VAR
         );
     }
     let pairs: Vec<Value> = table
         .iter()
-        .filter(|r| r.is_cli())
-        .map(|r| json!([r.name, r.argv]))
+        .map(|r| match &r.api {
+            Some(api) => json!([
+                r.name,
+                [
+                    format!("api:{}", api.protocol.name()),
+                    api.model,
+                    api.base_url
+                ]
+            ]),
+            None => json!([r.name, r.argv]),
+        })
         .collect();
     if print_stdout(&format!("{}\n", Value::Array(pairs))) {
         EXIT_OK

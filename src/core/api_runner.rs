@@ -323,13 +323,19 @@ mod tests {
             "http://127.0.0.1:11434/v1/chat/completions"
         );
         // An Anthropic base as its SDKs take it, without /v1, gets it added.
-        for base in ["https://gw.example.com/anthropic", "https://gw.example.com/anthropic/"] {
+        for base in [
+            "https://gw.example.com/anthropic",
+            "https://gw.example.com/anthropic/",
+        ] {
             let sdk_style = ApiEntry {
                 base_url: Some(base.into()),
                 ..model("m")
             };
             let s = spec(Protocol::Anthropic, sdk_style).unwrap();
-            assert_eq!(s.endpoint_url(), "https://gw.example.com/anthropic/v1/messages");
+            assert_eq!(
+                s.endpoint_url(),
+                "https://gw.example.com/anthropic/v1/messages"
+            );
         }
         let s = spec(Protocol::OpenAiChat, model("gpt-4o-mini")).unwrap();
         assert_eq!(s.api_key_env.as_deref(), Some("OPENAI_API_KEY"));

@@ -355,7 +355,11 @@ fn last_meaningful_line(reason: &str) -> String {
         return reason.to_string();
     }
     let label = reason.split(": ").next().unwrap_or(reason);
-    let last = reason.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    let last = reason
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("");
     match last.starts_with(label) {
         true => last.to_string(),
         false => format!("{label}: {last}"),

@@ -255,7 +255,10 @@ fn no_answer_lists_attempts_and_keeps_the_end() {
         .collect();
     let both = no_answer_reason(&[
         a("claude", "exit 1: Not logged in · Please run /login"),
-        a("codex", &format!("exit 1: {logs}stream error: unauthorized")),
+        a(
+            "codex",
+            &format!("exit 1: {logs}stream error: unauthorized"),
+        ),
     ]);
     assert_eq!(
         both,

@@ -377,6 +377,50 @@ fn runners_prints_the_table_a_mode_uses_and_the_shipped_one() {
     assert_eq!((code, table), (Some(0), shipped_default));
 }
 
+/// An API-only config (the README's "Judge without a CLI"): `runners` lists its API
+/// runner in a form that says what it is, `doctor` passes with a warning that
+/// investigate jobs would be unchecked (API runners may not investigate).
+#[test]
+fn an_api_only_config_is_listed_and_passes_doctor_with_a_warning() {
+    let w = World::new();
+    w.config(
+        "[[runners.default]]\nname = \"haiku-api\"\napi = \"anthropic\"\n\
+         model = \"claude-haiku-4-5\"\napi_key_env = \"LLM_JUDGE_TEST_KEY\"\n",
+    );
+    let plain = || {
+        let mut cmd = w.command(&[]);
+        cmd.env_remove(RUNNERS_VAR).env("PATH", "/usr/bin:/bin");
+        cmd.env("LLM_JUDGE_TEST_KEY", "sk-test-0123456789abcdef");
+        cmd
+    };
+    let (code, table, err) = runners_table(plain(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        table,
+        json!([[
+            "haiku-api",
+            [
+                "api:anthropic",
+                "claude-haiku-4-5",
+                "https://api.anthropic.com/v1"
+            ]
+        ]])
+    );
+    assert!(err.contains("\"haiku-api\" is an API runner"), "{err}");
+    let out = output({
+        let mut cmd = plain();
+        cmd.arg("doctor");
+        cmd
+    });
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("warn  investigate table: no runner is installed, so its jobs end unchecked"),
+        "{said}"
+    );
+    assert!(!said.contains("FAIL"), "{said}");
+}
+
 #[test]
 fn set_flags_override_config_keys_for_ask_and_run() {
     let w = World::new();

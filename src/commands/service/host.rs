@@ -193,6 +193,8 @@ pub(crate) struct InstallFacts {
     pub(crate) sudo_user: Option<String>,
     /// Each configured runner program and where the service's `PATH` finds it.
     pub(crate) runners: Vec<(String, Option<PathBuf>)>,
+    /// Each configured API runner's name and the variable its key is read from.
+    pub(crate) api_runners: Vec<(String, Option<String>)>,
     /// Why the existing state folder would stop the daemon, if it would.
     pub(crate) state_dir_error: Option<String>,
     /// The state folder's judge.log.
@@ -263,6 +265,12 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
             (program.to_string(), hit)
         })
         .collect();
+    let api_runners = tables
+        .default
+        .iter()
+        .chain(&tables.investigate)
+        .filter_map(|r| Some((r.name.clone(), r.api.as_ref()?.api_key_env.clone())))
+        .collect();
     let linger = (host.manager == Manager::Systemd).then(|| linger(host));
     Ok(InstallFacts {
         host: host.clone(),
@@ -272,6 +280,7 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
         runner_override: settings.runner_override.is_some(),
         sudo_user,
         runners,
+        api_runners,
         state_dir_error,
         linger,
     })

@@ -198,13 +198,22 @@ fn install_notes(facts: &InstallFacts) -> Vec<String> {
             None => missing.push(program.clone()),
         }
     }
-    if found.is_empty() {
+    for (name, key) in &facts.api_runners {
+        notes.push(match key {
+            Some(var) => format!(
+                "API runner {name}: the service must have {var} in its environment (systemctl \
+                 --user edit llm-judge, or the launchd plist's EnvironmentVariables)"
+            ),
+            None => format!("API runner {name}: sends no key"),
+        });
+    }
+    if found.is_empty() && facts.api_runners.is_empty() {
         notes.push(format!(
             "warning: none of the runners ({}) is on the service's PATH, so every job would be `unchecked`; \
              install one, or run `llm-judge service install` again from a shell whose PATH finds it",
             missing.join(", ")
         ));
-    } else {
+    } else if !found.is_empty() {
         let mut line = format!("runners on the service's PATH: {}", found.join(", "));
         if !missing.is_empty() {
             line.push_str(&format!("; not found: {}", missing.join(", ")));
@@ -428,6 +437,7 @@ mod tests {
                 ("codex".into(), Some(PathBuf::from("/usr/bin/codex"))),
                 ("claude".into(), None),
             ],
+            api_runners: Vec::new(),
             state_dir_error: None,
             judge_log: PathBuf::from("/home/u/.cache/catstack-llm-judge/judge.log"),
             linger: Some(Linger::Off),
@@ -511,6 +521,23 @@ mod tests {
         assert_eq!(
             plan_install(&f).unwrap_err().to_string(),
             "the daemon would refuse to start: /x is a symlink"
+        );
+    }
+
+    /// An API-only config: no CLI on the service's PATH is no warning, and each API
+    /// runner's key variable is named as the service's to hold.
+    #[test]
+    fn api_runners_count_as_runners_and_name_their_key() {
+        let mut facts = facts(Manager::Systemd);
+        facts.runners = vec![("codex".into(), None), ("claude".into(), None)];
+        let none = install_notes(&facts).join("\n");
+        assert!(none.contains("every job would be `unchecked`"), "{none}");
+        facts.api_runners = vec![("haiku-api".into(), Some("ANTHROPIC_API_KEY".into()))];
+        let api = install_notes(&facts).join("\n");
+        assert!(!api.contains("unchecked"), "{api}");
+        assert!(
+            api.contains("API runner haiku-api: the service must have ANTHROPIC_API_KEY"),
+            "{api}"
         );
     }
 
