@@ -46,9 +46,22 @@ impl fmt::Display for KeyProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let key = &self.key;
         match &self.problem {
-            Problem::Unknown { message } => {
-                write!(f, "key {key}: {message}; remove or rename that key")
-            }
+            Problem::Unknown { message } => match unknown_field(message) {
+                Some((field, known)) => {
+                    let at = match key.rsplit_once('.') {
+                        Some((table, last)) if last == field => format!(" in {table}"),
+                        _ if key == field => String::new(),
+                        _ => format!(" in {key}"),
+                    };
+                    write!(f, "key {field}{at} is not a config key")?;
+                    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+                    match crate::core::job_keys::resembles(field, &names) {
+                        Some(meant) => write!(f, "; did you mean {meant}?"),
+                        None => write!(f, "; the keys there: {}", known.join(", ")),
+                    }
+                }
+                None => write!(f, "key {key}: {message}; remove or rename that key"),
+            },
             Problem::WrongType {
                 found,
                 expected,
@@ -126,10 +139,60 @@ pub fn locate(
     for entry in entries {
         insert(&mut merged, &entry.path, entry.value.clone());
         if let Err(message) = try_build(merged.clone()) {
-            return Some(problem(default, entry, message));
+            let mut found = problem(default, entry, message);
+            // An unknown key inside a table of the file (a `[[runners.default]]` entry)
+            // is on its own line, not on the table's header.
+            if let (Some((_, text)), Problem::Unknown { message }) = (file, &found.problem)
+                && let Some((field, _)) = unknown_field(message)
+                && let Some(line) = field_line(text, &found.key, field)
+            {
+                found.origin = Origin::File { line: Some(line) };
+            }
+            return Some(found);
         }
     }
     None
+}
+
+/// The 1-based line where `field` is written inside the value at the dotted `key` (a
+/// table, or a list of tables), when it is written there once.
+fn field_line(text: &str, key: &str, field: &str) -> Option<usize> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let mut value = None;
+    let mut table = doc.get_ref();
+    for part in key.split('.') {
+        let (_, found) = table.iter().find(|(k, _)| k.get_ref() == part)?;
+        value = Some(found);
+        if let toml::de::DeValue::Table(inner) = found.get_ref() {
+            table = inner;
+        }
+    }
+    let mut spans = Vec::new();
+    collect_field(value?.get_ref(), field, &mut spans);
+    match spans.as_slice() {
+        [at] => Some(text[..(*at).min(text.len())].matches('\n').count() + 1),
+        _ => None,
+    }
+}
+
+/// Where `field` is a key of `value` (a table) or of the tables in it (a list).
+fn collect_field(value: &toml::de::DeValue<'_>, field: &str, spans: &mut Vec<usize>) {
+    match value {
+        toml::de::DeValue::Table(table) => {
+            spans.extend(
+                table
+                    .iter()
+                    .filter(|(k, _)| k.get_ref() == field)
+                    .map(|(k, _)| k.span().start),
+            );
+        }
+        toml::de::DeValue::Array(items) => {
+            for item in items.iter() {
+                collect_field(item.get_ref(), field, spans);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The keys `over` sets, as the config merge applies them: a table over a default
@@ -191,6 +254,21 @@ fn problem(default: &Table, entry: Entry, message: String) -> KeyProblem {
         origin: entry.origin,
         problem,
     }
+}
+
+/// The field and the fields there are, from serde's "unknown field `x`, expected one
+/// of `a`, `b`" (or "expected `a`").
+fn unknown_field(message: &str) -> Option<(&str, Vec<String>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected = rest.split_once("expected").map_or("", |(_, e)| e);
+    let known = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect();
+    Some((field, known))
 }
 
 /// What a config key takes, in words, and its default when the default sets it.

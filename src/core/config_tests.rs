@@ -142,13 +142,39 @@ fn health_and_cache_tables_merge_key_by_key() {
 #[test]
 fn unknown_keys_are_named() {
     let e = parse_config(Some("wrokers = 2\n")).unwrap_err().to_string();
-    assert!(e.contains("wrokers"), "{e}");
+    assert_eq!(e, "key wrokers is not a config key; did you mean workers?");
+    let e = parse_config(Some("zzz = 2\n")).unwrap_err().to_string();
+    assert!(
+        e.starts_with("key zzz is not a config key; the keys there: state_dir, workers"),
+        "{e}"
+    );
     let e = parse_config(Some(
         "[[runners.default]]\nname = \"a\"\nargv = [\"a\"]\nshell = true\n",
     ))
     .unwrap_err()
     .to_string();
-    assert!(e.contains("shell"), "{e}");
+    assert!(
+        e.starts_with("key shell in runners.default is not a config key"),
+        "{e}"
+    );
+    // A misspelt key inside a runner entry is reported at its own line.
+    let text =
+        "# mine\n\n[[runners.default]]\nname = \"a\"\nargv = [\"/bin/a\"]\nmax_concurent = 2\n";
+    match parse_config(Some(text)) {
+        Err(ConfigError::Key(problem)) => {
+            assert_eq!(
+                problem.origin,
+                crate::core::config_key::Origin::File { line: Some(6) }
+            );
+            assert!(
+                problem
+                    .to_string()
+                    .ends_with("did you mean max_concurrent?"),
+                "{problem}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -68,9 +68,9 @@ pub fn unknown_keys<'a>(
 /// way, since one edit turns them into other words (`uid`, `pid`); names up to six
 /// letters allow one edit that keeps the first letter (or swaps the first two), so
 /// `mdoe` and `promtp` match but `code` and `book` do not; longer names allow two.
-pub fn resembles(key: &str, known: &[&'static str]) -> Option<&'static str> {
+pub fn resembles<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let key = squeeze(key);
-    let mut best: Option<(usize, &'static str)> = None;
+    let mut best: Option<(usize, &'k str)> = None;
     for &candidate in known {
         let name = squeeze(candidate);
         let distance = edit_distance(&key, &name);
