@@ -15,9 +15,17 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
     let pending = match outbox::pending(&dir) {
         Ok(pending) => pending,
         Err(e) => {
+            if let Some(why) = crate::store::permissions::entry_denied(&dir) {
+                say_err!("llm-judge drain: cannot read {}: {why}", dir.display());
+                return EXIT_FAILURE;
+            }
             crate::store::judge_log::init(&state.log(), settings.config.log_max_bytes, false);
             tracing::error!(folder = %dir.display(), "drain refused: {e}", e = crate::support::error::Chain(&e));
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!(
+                "llm-judge drain: cannot read {}: {e}",
+                dir.display(),
+                e = crate::support::error::Chain(&e)
+            );
             return EXIT_FAILURE;
         }
     };

@@ -135,7 +135,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
             e = crate::support::error::Chain(&e)
         );
         return match e {
-            EnqueueError::StillQueued { .. } => EXIT_USAGE,
+            EnqueueError::StillQueued { .. } | EnqueueError::Unsafe(_) => EXIT_USAGE,
             _ => EXIT_FAILURE,
         };
     }
@@ -253,6 +253,9 @@ enum EnqueueError {
     /// The job file cannot be published.
     #[error(transparent)]
     Publish(std::io::Error),
+    /// The state folder is one the daemon refuses (others could plant jobs).
+    #[error(transparent)]
+    Unsafe(#[from] crate::store::permissions::PermissionError),
 }
 
 /// A job ready to write.
@@ -483,6 +486,12 @@ fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), En
         path: state.root.clone(),
         source,
     })?;
+    // The daemon refuses a state folder others could plant jobs in; so does enqueue.
+    for dir in [&state.root, &state.jobs()] {
+        if let Some(warning) = crate::store::permissions::check_private(dir)? {
+            say_warn!("llm-judge enqueue: warning: {warning}");
+        }
+    }
     let target = state.jobs().join(format!("{}.json", job.id));
     state_dir::publish_new(&target, &job.bytes, settings.config.fsync).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {

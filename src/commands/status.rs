@@ -30,6 +30,14 @@ pub struct StatusArgs {
 /// Shows status; returns the exit code.
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let state = StateDir::new(&settings.state_dir);
+    // Another user's private state folder would read as "daemon not running".
+    if let Some(why) = crate::store::permissions::entry_denied(&state.root) {
+        say_err!(
+            "llm-judge status: state folder {}: {why}",
+            state.root.display()
+        );
+        return EXIT_FAILURE;
+    }
     // An empty report would look like an idle judge; a wrong folder should be obvious.
     if let Err(e) = std::fs::symlink_metadata(&state.root) {
         say_err!(

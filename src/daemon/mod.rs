@@ -495,9 +495,10 @@ impl Daemon {
                 });
                 self.extras = self.extras_for(&self.base);
                 self.status_dirty = true;
+                // After the tables jobs use are rebuilt: the line shows the new values.
+                self.apply_codex_catalog(false);
                 tracing::info!(workers = self.workers(), "config reloaded");
                 uninstalled::warn_uninstalled(&self.base);
-                self.apply_codex_catalog(false);
                 self.read_codex_catalog();
             }
             Err(e) => tracing::error!(

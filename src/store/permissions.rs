@@ -81,6 +81,35 @@ pub enum AclFormatError {
     Torn(usize),
 }
 
+/// When this user cannot enter `path` or one of the folders above it: which folder,
+/// its owner and mode, and what to do (a private state folder of another user looked
+/// empty, or gave a bare "Permission denied").
+pub fn entry_denied(path: &Path) -> Option<String> {
+    use rustix::fs::{Access, access};
+    let me = rustix::process::geteuid().as_raw();
+    let mut walked = PathBuf::new();
+    for part in path.components() {
+        walked.push(part);
+        if access(&walked, Access::EXEC_OK).is_ok() {
+            continue;
+        }
+        let meta = std::fs::metadata(&walked).ok()?;
+        if !meta.is_dir() {
+            return None;
+        }
+        return Some(format!(
+            "{} is not open to this user (uid {me}): it belongs to uid {} (mode {:o}); run \
+             llm-judge as that user (e.g. sudo -u '#{}' llm-judge ...), or give a state folder \
+             of your own with --state-dir",
+            walked.display(),
+            meta.uid(),
+            meta.mode() & 0o7777,
+            meta.uid()
+        ));
+    }
+    None
+}
+
 /// Refuses a folder owned by another user or writable by others; returns a warning
 /// for a group-writable one.
 pub fn check_private(dir: &Path) -> Result<Option<String>, PermissionError> {

@@ -679,3 +679,66 @@ fn every_command_help_has_an_example() {
         );
     }
 }
+
+/// `enqueue` refuses a state folder the daemon would refuse (others could plant jobs),
+/// with the same words and fix, and writes nothing.
+#[test]
+fn enqueue_refuses_a_state_folder_writable_by_others() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    fs::set_permissions(w.state(), fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run(w.command(&[]), &["enqueue", "--prompt", "p", "--id", "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is writable by others") && stderr(&out).contains("chmod o-w"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(w.jobs_left().is_empty());
+}
+
+/// `status` and `drain` run by another user on a private state folder name the folder,
+/// its owner and what to do ("daemon not running" and a bare "Permission denied"
+/// before). Root only: the test drops to `nobody` with setpriv.
+#[test]
+fn status_and_drain_of_another_users_state_folder_say_whose_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    if !rustix::process::geteuid().is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("note: needs root and setpriv to run as another user; not run here");
+        return;
+    }
+    let w = World::new();
+    // The world's own folder open to others; the state folder stays private (0700).
+    fs::set_permissions(&w.root, fs::Permissions::from_mode(0o755)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        let mut cmd = Command::new("/usr/bin/setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .arg("--state-dir")
+            .arg(w.state())
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", "/nonexistent");
+        cmd.output().expect("setpriv")
+    };
+    let probe = as_nobody(&["--version"]);
+    if !probe.status.success() {
+        eprintln!(
+            "note: `nobody` cannot run {BIN} here ({}); not run",
+            stderr(&probe).trim()
+        );
+        return;
+    }
+    for args in [&["status"][..], &["drain", "--transcript", "T"][..]] {
+        let out = as_nobody(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let said = stderr(&out);
+        assert!(
+            said.contains(&format!(
+                "{} is not open to this user (uid 65534): it belongs to uid 0",
+                w.state().display()
+            )) && said.contains("--state-dir"),
+            "{args:?}: {said}"
+        );
+    }
+}

@@ -127,6 +127,9 @@ fn a_reload_lowers_and_raises_how_many_jobs_run_at_once() {
         wait_for("config reloaded", NO_HANG, || {
             w.log().matches("config reloaded").count() == reloads
         });
+        // The line says the new value (it said the one before).
+        let said = w.log_lines("config reloaded").pop().unwrap_or_default();
+        assert!(said.contains(&format!("workers={workers}")), "{said}");
     };
     let enqueue_three = |phase: &str, seconds: &str| {
         for i in 0..3 {
