@@ -336,6 +336,7 @@ async fn run_all(
                 let next = if interrupted { Control::StopNow } else { Control::Stop };
                 interrupted = true;
                 let _ = stop.send(next);
+                progress.interrupted();
                 continue;
             }
         };
@@ -349,7 +350,8 @@ async fn run_all(
                     *slot = Some(verdict);
                 }
             }
-            Ok(None) => progress.bar.inc(1),
+            // Stopped by Ctrl-C: not a finished run (the bar jumped to its total).
+            Ok(None) => {}
             Err(e) => {
                 progress.bar.inc(1);
                 say_err!("llm-judge eval: a run failed (counted unchecked): {e}");
@@ -471,6 +473,12 @@ impl Progress {
             bar,
             tally: rows.iter().map(|r| (r.clone(), 0, 0)).collect(),
         }
+    }
+
+    /// Ctrl-C: the runs in flight are being stopped; the bar stays where it is.
+    fn interrupted(&mut self) {
+        self.bar
+            .set_message("interrupted: stopping the runs in flight (Ctrl-C again: at once)");
     }
 
     /// One run ended: advance, and show each runner's accuracy so far.
