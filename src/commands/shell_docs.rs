@@ -43,9 +43,16 @@ fn write_pages(command: clap::Command, dir: &Path) -> i32 {
         std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(command, dir));
     match written {
         Ok(()) => {
+            // `man -M` wants a man1/ folder inside; a path with a slash is read as a file.
+            let page = dir.join("llm-judge.1");
+            let page = match page.is_absolute() || page.starts_with(".") {
+                true => page,
+                false => Path::new(".").join(page),
+            };
             say!(
-                "man pages written to {} (man -M {0} llm-judge)",
-                dir.display()
+                "man pages written to {} (read one with: man {})",
+                dir.display(),
+                page.display()
             );
             EXIT_OK
         }

@@ -288,6 +288,13 @@ impl Daemon {
         self.write_status();
         let line = status_line(self.board.waiting(), self.board.running());
         self.notify(&format!("READY=1\nSTATUS={line}"));
+        // What a person who just started it needs next (it is silent until a job comes).
+        tracing::info!(
+            jobs = %self.state.jobs().display(),
+            "ready: queue a job with `llm-judge --state-dir {} enqueue --prompt '…' --wait 60`; \
+             `llm-judge --state-dir {0} status` shows the queue, judge.log in it every event",
+            self.state.root.display()
+        );
         let mut watchdog = self
             .notifier
             .as_ref()

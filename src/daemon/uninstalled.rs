@@ -30,11 +30,11 @@ pub(super) fn warn_uninstalled(settings: &Settings) {
         let (found, fix) = match table.iter().all(Runner::is_cli) {
             true => (
                 "is installed on the daemon's PATH and logged in",
-                "install one, fix PATH or log one in",
+                "install or log in one of them, or fix PATH,",
             ),
             false => (
                 "is installed on the daemon's PATH and logged in, or has its key variable set",
-                "install one, fix PATH, log one in or set a key",
+                "install or log in one of them, set a key, or fix PATH,",
             ),
         };
         tracing::warn!(

@@ -625,5 +625,5 @@ fn the_daemon_warns_at_start_when_no_api_runner_has_its_key() {
     let mut cmd = w.cli();
     cmd.env_remove(KEY_VAR).arg("--config").arg(&config);
     let _daemon = w.start_with(cmd);
-    w.wait_log("default table: none of its runners (haiku-api) is installed on the daemon's PATH and logged in, or has its key variable set, so its jobs end unchecked; install one, fix PATH, log one in or set a key in the service's environment");
+    w.wait_log("default table: none of its runners (haiku-api) is installed on the daemon's PATH and logged in, or has its key variable set, so its jobs end unchecked; install or log in one of them, set a key, or fix PATH, in the service's environment");
 }
