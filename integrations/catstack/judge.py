@@ -367,7 +367,8 @@ def _table(args: list) -> list:
 
 def runners(mode: object = None) -> list:
     """The table llm-judge uses for mode, as [(name, argv)]: CATSTACK_LLM_JUDGE_RUNNERS, else the
-    config file (LLM_JUDGE_CONFIG, ~/.config/llm-judge/config.toml), else the shipped table.
+    config file (LLM_JUDGE_CONFIG, $XDG_CONFIG_HOME/llm-judge/config.toml), else the shipped table;
+    an API runner is [name, ["api:<protocol>", model, base URL]] (not a command).
     A bad variable or config is a ValueError naming it (from `llm-judge runners`)."""
     return _table(["--mode", "investigate" if mode == "investigate" else "default"])
 

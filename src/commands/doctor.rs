@@ -316,7 +316,7 @@ fn check_runner(
             path.display()
         ),
     );
-    let login = check_login(mode, &runner.name, &path, report);
+    let login = check_login(settings, mode, runner, report);
     report.runners.push(serde_json::json!({
         "table": mode.name(), "name": runner.name, "program": program,
         "path": path.display().to_string(), "version": version,
@@ -368,47 +368,29 @@ fn in_fresh_folder<T>(work: impl AsyncFnOnce(&Path) -> T) -> Result<T, String> {
     Ok(runtime.block_on(work(folder.path())))
 }
 
-/// Warns about each installed runner whose login is nowhere to be seen (the runner CLIs
-/// fail every job then, after a second or so, with "Not logged in").
-fn check_login(mode: Mode, runner: &str, program: &Path, report: &mut Report) -> Login {
-    let Some(name) = program.file_name().and_then(|n| n.to_str()) else {
-        return Login::Unknown;
-    };
-    let Some(home) = std::env::var_os("HOME") else {
-        return Login::Unknown;
-    };
-    let config_dir = crate::core::login::config_dir_var(name)
-        .and_then(std::env::var_os)
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from);
-    let Some(places) = crate::core::login::places(name, Path::new(&home), config_dir.as_deref())
-    else {
-        return Login::Unknown;
-    };
-    let by_var = places
-        .vars
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
-    if by_var || places.files.iter().any(|f| f.exists()) {
-        return Login::Found;
+/// Warns about each installed runner whose login is nowhere to be seen, as the judge
+/// sees it before it starts one (its table's `env`, the tables' API keys withheld): the
+/// judge does not start such a runner, so its jobs go to the next one.
+fn check_login(settings: &Settings, mode: Mode, runner: &Runner, report: &mut Report) -> Login {
+    let withheld = settings.api_key_vars();
+    if let Some(detail) = crate::process::spawn::missing_login(runner, &withheld) {
+        report.add(
+            Level::Warn,
+            format!(
+                "{} runner {}: not logged in: {detail}; the judge skips it. doctor sees this \
+                 shell's environment; the service's may differ",
+                mode.name(),
+                runner.name
+            ),
+        );
+        return Login::Missing;
     }
-    let files: Vec<String> = places
-        .files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect();
-    report.add(
-        Level::Warn,
-        format!(
-            "{} runner {runner}: not logged in (none of {} is set, no {}); its jobs fail: {}. \
-             doctor sees this shell's environment; the service's may differ",
-            mode.name(),
-            places.vars.join(", "),
-            files.join(", "),
-            places.fix
-        ),
-    );
-    Login::Missing
+    let program = runner.argv.first().map(String::as_str).unwrap_or_default();
+    let name = program.rsplit('/').next().unwrap_or(program);
+    match crate::core::login::places(name, Path::new("/"), None) {
+        Some(_) => Login::Found,
+        None => Login::Unknown,
+    }
 }
 
 /// Which model each codex runner with `-m` runs with, per this login's catalog.
