@@ -29,8 +29,9 @@ pub const CODEX_CONFIG: [&str; 10] = [
     "web_search=\"disabled\"",
 ];
 
-/// The features an investigate codex may switch off with `--disable`.
-pub const CODEX_DISABLE: [&str; 4] = ["multi_agent", "goals", "shell_tool", "view_image"];
+/// The features an investigate codex may switch off with `--disable` (`hooks`: a judge
+/// never runs the user's codex hooks, which would judge the judge).
+pub const CODEX_DISABLE: [&str; 5] = ["multi_agent", "goals", "shell_tool", "view_image", "hooks"];
 
 /// The largest `CLAUDE_CODE_MAX_OUTPUT_TOKENS` accepted: Claude Code 2.1.328's own
 /// `max_tokens` when the variable is unset.

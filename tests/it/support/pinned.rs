@@ -41,6 +41,8 @@ pub const DEFAULT_CODEX: &[&str] = &[
     "view_image",
     "--disable",
     "shell_tool",
+    "--disable",
+    "hooks",
     "--",
     "{prompt}",
 ];
@@ -114,6 +116,8 @@ pub const INVESTIGATE_CODEX: &[&str] = &[
     "goals",
     "--disable",
     "view_image",
+    "--disable",
+    "hooks",
     "--",
     "{prompt}",
 ];
