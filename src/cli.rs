@@ -95,6 +95,21 @@ enum Command {
         #[arg(long)]
         shipped: bool,
     },
+    /// One hook call of Claude Code, Codex or Cursor (installed by `llm-judge hooks install`).
+    #[command(
+        after_help = "Reads the hook's JSON on stdin and writes the harness's own answer on stdout.\nAlways exits 0: a broken config, a daemon that is down or a full disk never break the\nsession (they are logged, and said once a session). Rules: $XDG_CONFIG_HOME/llm-judge/rules.toml.\n\nExample (what `hooks install claude` writes into ~/.claude/settings.json):\n  {\"type\": \"command\", \"command\": \"/home/me/.cargo/bin/llm-judge hook claude\", \"timeout\": 150}"
+    )]
+    Hook {
+        /// The harness calling.
+        #[arg(value_enum)]
+        harness: commands::HarnessArg,
+        /// claude's asyncRewake hook: judge the rewake rules, exit 2 with the notice on a hit.
+        #[arg(long)]
+        rewake: bool,
+    },
+    /// Install or remove llm-judge's hooks in Claude Code, Codex or Cursor; trust a project's rules.
+    #[command(subcommand)]
+    Hooks(commands::hooks::HooksAction),
     /// Write a job into the inbox safely and print its id.
     #[command(after_help = commands::enqueue::EXAMPLES)]
     Enqueue(commands::enqueue::EnqueueArgs),
@@ -166,6 +181,14 @@ pub fn main() -> i32 {
         Command::Man(args) => return commands::shell_docs::man(Cli::command(), args),
         _ => {}
     }
+    // A hook loads its config itself: a broken one must not break the session.
+    if let Command::Hook { harness, rewake } = &cli.command {
+        let sources = Sources {
+            sets: cli.sets.clone(),
+            ..Sources::from_process(cli.config.clone(), cli.state_dir.clone())
+        };
+        return commands::hook::main((*harness).into(), *rewake, &sources);
+    }
     // The shipped tables need no config (a broken one must not hide them).
     if let Command::Runners {
         mode,
@@ -225,7 +248,8 @@ pub fn main() -> i32 {
         Command::Status(args) => commands::status::main(&settings, &args),
         Command::Doctor(args) => commands::doctor::main(&settings, &args),
         Command::Service(action) => commands::service::main(&settings, action),
+        Command::Hooks(action) => commands::hooks::main(&settings, &sources, action),
         // Answered before the config is read.
-        Command::Completions { .. } | Command::Man(_) => EXIT_OK,
+        Command::Completions { .. } | Command::Man(_) | Command::Hook { .. } => EXIT_OK,
     }
 }

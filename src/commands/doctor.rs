@@ -144,7 +144,79 @@ pub fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
     check_state(&StateDir::new(&settings.state_dir), &mut report);
     check_hooks_state_dir(settings, &mut report);
     check_budget(settings, &mut report);
+    check_hooks(&mut report);
     report.finish()
+}
+
+/// Per harness, whether llm-judge's hooks are in the user's settings; whether the
+/// user's rules file loads.
+fn check_hooks(report: &mut Report) {
+    use crate::core::hooks::input::Harness;
+    let sources = crate::store::config_file::Sources::from_process(None, None);
+    let program = crate::commands::service::host::this_binary()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for harness in [Harness::Claude, Harness::Codex, Harness::Cursor] {
+        let Some(path) = crate::commands::hooks::settings_path(&sources, harness, None) else {
+            continue;
+        };
+        let doc = crate::commands::hook::rules_files::read(&path)
+            .ok()
+            .flatten()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+        let entries = crate::core::hooks::install::entries(harness, &program);
+        let text = match doc {
+            Some(doc) if crate::core::hooks::install::installed(harness, &doc, &entries) => {
+                format!("{} hooks: installed in {}", harness.name(), path.display())
+            }
+            Some(doc) if has_judge_hook(&doc) => format!(
+                "{} hooks: in {}, but not as this binary writes them; run `llm-judge hooks install {}`",
+                harness.name(),
+                path.display(),
+                harness.name()
+            ),
+            _ => format!(
+                "{} hooks: not installed (`llm-judge hooks install {}` judges its sessions)",
+                harness.name(),
+                harness.name()
+            ),
+        };
+        report.add(Level::Ok, text);
+    }
+    let Some(path) = crate::commands::hook::rules_files::user_rules_path(&sources) else {
+        return;
+    };
+    match crate::commands::hook::rules_files::read(&path) {
+        Ok(None) => report.add(
+            Level::Ok,
+            format!("rules: no {} (hooks judge nothing)", path.display()),
+        ),
+        Ok(Some(text)) => match crate::core::hooks::rules::parse_rules(&text) {
+            Ok(rules) => report.add(
+                Level::Ok,
+                format!(
+                    "rules: {} ({} rules, {} enabled)",
+                    path.display(),
+                    rules.len(),
+                    rules.iter().filter(|r| r.enabled).count()
+                ),
+            ),
+            Err(e) => report.add(
+                Level::Warn,
+                format!(
+                    "rules: {} {e}; the hooks judge nothing until it is fixed",
+                    path.display()
+                ),
+            ),
+        },
+        Err(why) => report.add(Level::Warn, format!("rules: {why}")),
+    }
+}
+
+/// True when some hook command of `doc` runs `llm-judge hook`.
+fn has_judge_hook(doc: &serde_json::Value) -> bool {
+    let text = doc.to_string();
+    text.contains("llm-judge") && text.contains(" hook ")
 }
 
 /// The spend cap: unset, under it (with the day's spend), or reached (jobs end unchecked).

@@ -34,10 +34,13 @@ pub const EXAMPLES: &str = "Examples:
   llm-judge eval cases.jsonl
   llm-judge eval cases.jsonl --runner claude --workers 2 --min-accuracy 0.9
   llm-judge eval cases.jsonl --json | jq '.runners[] | {runner, accuracy}'
+  llm-judge eval --rules ~/.config/llm-judge/rules.toml my-rule-cases.jsonl
 
 Each line of CASES.jsonl is a job object (the keys of a job file) plus \"expect\":
   {\"id\": \"r1\", \"prompt\": \"Did the reply retract a claim? Reply {\\\"retracts\\\": true|false}\",
    \"hit_if_all_true\": [\"retracts\"], \"expect\": \"hit\"}
+With --rules, each line is a rule case instead: the job that rule asks about the reply,
+  {\"rule\": \"claims-unverified-tests\", \"reply\": \"All tests pass.\", \"expect\": \"hit\"}
 Every case runs on every runner of its mode's table, each alone (no fallback), with no
 answer cache (unless --cache) and no runner health. Exit 0; 1 when a runner's accuracy
 is under --min-accuracy or the file cannot be read; 2 for a bad line or a file that is
@@ -66,6 +69,10 @@ pub struct EvalArgs {
     /// (default-mode cases; with `cache.ttl_seconds = 0` there is none).
     #[arg(long)]
     cache: bool,
+    /// The cases are rule cases ({"rule", "reply", "user"?, "expect"}): each judged as
+    /// the job that rule of this rules file (a hooks rules.toml) asks about the reply.
+    #[arg(long, value_name = "RULES.toml")]
+    rules: Option<PathBuf>,
 }
 
 /// `--min-accuracy`'s value: a fraction from 0 to 1.
@@ -84,7 +91,14 @@ fn fraction(text: &str) -> Result<f64, String> {
 /// Runs the cases and prints the report; the exit code.
 pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     let file = args.cases.display().to_string();
-    let cases = match read_cases(&args.cases, settings) {
+    let rules = match args.rules.as_deref().map(read_rules).transpose() {
+        Ok(rules) => rules,
+        Err(why) => {
+            say_err!("llm-judge eval: {why}");
+            return EXIT_USAGE;
+        }
+    };
+    let cases = match read_cases(&args.cases, settings, rules) {
         Ok(Ok(cases)) => cases,
         Ok(Err(errors)) => {
             for e in &errors {
@@ -201,6 +215,14 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     }
 }
 
+/// The rules of `--rules FILE`, every one (an enabled = false rule is measured too).
+fn read_rules(path: &Path) -> Result<Vec<crate::core::hooks::rules::Rule>, String> {
+    let text = crate::commands::hook::rules_files::read(path)?
+        .ok_or_else(|| format!("--rules {}: no such file", path.display()))?;
+    crate::core::hooks::rules::parse_rules(&text)
+        .map_err(|e| format!("--rules {} {e}", path.display()))
+}
+
 /// Why the cases file was not read.
 enum ReadError {
     /// A FIFO, a device, a folder: reading it may never end or never stop.
@@ -221,6 +243,7 @@ impl From<std::io::Error> for ReadError {
 fn read_cases(
     path: &Path,
     settings: &Settings,
+    rules: Option<Vec<crate::core::hooks::rules::Rule>>,
 ) -> Result<Result<Vec<Case>, Vec<CaseError>>, ReadError> {
     use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: opening a FIFO with no writer must not wait; it is refused below.
@@ -237,6 +260,13 @@ fn read_cases(
     let max = settings.config.max_job_bytes;
     let mut reader = std::io::BufReader::new(file);
     let mut cases = CaseReader::new(settings.config.timeouts());
+    if let Some(rules) = rules {
+        let base = std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_default();
+        cases = cases.with_rules(rules, base);
+    }
     let mut line = Vec::new();
     for number in 1.. {
         line.clear();

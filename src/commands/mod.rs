@@ -6,6 +6,8 @@ pub mod doctor_api;
 pub mod drain;
 pub mod enqueue;
 pub mod eval;
+pub mod hook;
+pub mod hooks;
 pub mod run;
 pub mod runners;
 pub mod service;
@@ -19,6 +21,25 @@ use crate::core::job::Mode;
 pub enum ModeArg {
     Default,
     Investigate,
+}
+
+/// A harness on the command line (`llm-judge hook <harness>`, `hooks install <harness>`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum HarnessArg {
+    Claude,
+    Codex,
+    Cursor,
+}
+
+impl From<HarnessArg> for crate::core::hooks::input::Harness {
+    fn from(h: HarnessArg) -> Self {
+        use crate::core::hooks::input::Harness;
+        match h {
+            HarnessArg::Claude => Harness::Claude,
+            HarnessArg::Codex => Harness::Codex,
+            HarnessArg::Cursor => Harness::Cursor,
+        }
+    }
 }
 
 impl From<ModeArg> for Mode {

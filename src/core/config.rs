@@ -70,6 +70,12 @@ pub enum ConfigError {
     /// `output_cap_bytes` below 1024.
     #[error("key output_cap_bytes is below 1024; give 1024 or more")]
     OutputCapTooSmall,
+    /// `hooks.wait_ms` above the longest a stop may be held.
+    #[error(
+        "key hooks.wait_ms is {value}; give at most {} (milliseconds a block rule's stop waits)",
+        crate::core::hooks::rules::MAX_WAIT_MS
+    )]
+    WaitTooLong { value: u64 },
     /// `workers = 0`.
     #[error("key workers is 0; give 1 or more")]
     NoWorkers,
@@ -118,7 +124,16 @@ pub struct Config {
     pub max_runs_per_hour: Option<i64>,
     pub health: HealthConfig,
     pub cache: CacheConfig,
+    pub hooks: HooksConfig,
     pub runners: Tables,
+}
+
+/// `[hooks]` (docs/hooks.md): how long a block rule's stop waits, and the block cap.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    pub wait_ms: u64,
+    pub max_blocks: u32,
 }
 
 /// `[health]` (docs/reference.md, "Beyond catstack").
@@ -359,6 +374,11 @@ fn check(config: &Config) -> Result<(), ConfigError> {
     }
     if config.output_cap_bytes < 1024 {
         return Err(ConfigError::OutputCapTooSmall);
+    }
+    if config.hooks.wait_ms > crate::core::hooks::rules::MAX_WAIT_MS {
+        return Err(ConfigError::WaitTooLong {
+            value: config.hooks.wait_ms,
+        });
     }
     check_table("default", &config.runners.default)?;
     check_table("investigate", &config.runners.investigate)?;

@@ -4,11 +4,14 @@
 //! key of the answer. Pure: the file is read (bounded per line) by `commands::eval`.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::core::hooks::jobs::job_for;
+use crate::core::hooks::rules::Rule;
 use crate::core::job::{HitRule, Job, TimeoutRules, job_from_object, json_type};
 use crate::core::job_keys::{JOB_KEYS, unknown_keys};
 use crate::core::verdict::Outcome;
@@ -95,6 +98,16 @@ pub enum CaseError {
         id: String,
         first: usize,
     },
+    /// A rule case (`eval --rules`) naming no rule of the rules file.
+    #[error("line {line}: no rule named {name:?} in the rules file; the rules: {known}")]
+    UnknownRule {
+        line: usize,
+        name: String,
+        known: String,
+    },
+    /// A rule case without its reply.
+    #[error("line {line}: no \"reply\" string; give the agent's reply to judge")]
+    NoReply { line: usize },
     /// Bad lines past the first `ERRORS_KEPT`, counted only.
     #[error("and {count} more bad lines")]
     More { count: usize },
@@ -113,6 +126,9 @@ pub const ERRORS_KEPT: usize = 20;
 /// edit fixes them all); any bad line means no case runs.
 pub struct CaseReader {
     timeouts: TimeoutRules,
+    /// `eval --rules`: each line is a rule case, judged as its rule's job; a relative
+    /// `cwd` is taken from the folder given with the rules (the cases file's).
+    rules: Option<(Vec<Rule>, PathBuf)>,
     cases: Vec<Case>,
     errors: Vec<CaseError>,
     more: usize,
@@ -124,6 +140,7 @@ impl CaseReader {
     pub fn new(timeouts: TimeoutRules) -> Self {
         CaseReader {
             timeouts,
+            rules: None,
             cases: Vec::new(),
             errors: Vec::new(),
             more: 0,
@@ -131,12 +148,30 @@ impl CaseReader {
         }
     }
 
+    /// A reader of rule cases (`eval --rules`): each line `{"rule", "reply", "user"?,
+    /// "cwd"?, "id"?, "expect"}` becomes the job `rule` asks about that reply; a relative
+    /// `cwd` is inside `base` (the cases file's folder).
+    pub fn with_rules(mut self, rules: Vec<Rule>, base: PathBuf) -> Self {
+        self.rules = Some((rules, base));
+        self
+    }
+
     /// Line `line` (1-based; its newline may be left on); blank lines are skipped.
     pub fn line(&mut self, line: usize, bytes: &[u8]) {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        match parse_case(bytes, line, self.timeouts) {
+        let parsed = match &self.rules {
+            Some((rules, base)) => rule_case(bytes, line, rules, base).and_then(|obj| {
+                parse_case(
+                    Value::Object(obj).to_string().as_bytes(),
+                    line,
+                    self.timeouts,
+                )
+            }),
+            None => parse_case(bytes, line, self.timeouts),
+        };
+        match parsed {
             Ok(case) => match self.ids.get(&case.job.id) {
                 Some(&first) => self.error(CaseError::DuplicateId {
                     line,
@@ -255,6 +290,62 @@ fn parse_case(bytes: &[u8], line: usize, timeouts: TimeoutRules) -> Result<Case,
     Ok(Case { job, expect })
 }
 
+/// The keys of a rule case.
+const RULE_CASE_KEYS: [&str; 6] = ["rule", "reply", "user", "cwd", "id", "expect"];
+
+/// A rule case as the case its rule's job makes (the job keys and `expect`).
+fn rule_case(
+    bytes: &[u8],
+    line: usize,
+    rules: &[Rule],
+    base: &Path,
+) -> Result<Map<String, Value>, CaseError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| CaseError::NotJson {
+        line,
+        message: json_message(&e),
+    })?;
+    let Value::Object(obj) = value else {
+        return Err(CaseError::NotObject {
+            line,
+            found: json_type(&value),
+        });
+    };
+    let unknown = unknown_keys(obj.keys().map(String::as_str), &RULE_CASE_KEYS);
+    if !unknown.typos.is_empty() || !unknown.others.is_empty() {
+        let mut keys: Vec<(String, Option<&'static str>)> = unknown
+            .typos
+            .into_iter()
+            .map(|t| (t.key, Some(t.resembles)))
+            .collect();
+        keys.extend(unknown.others.into_iter().map(|k| (k, None)));
+        return Err(CaseError::UnknownKeys { line, keys });
+    }
+    let name = obj.get("rule").and_then(Value::as_str).unwrap_or_default();
+    let Some(rule) = rules.iter().find(|r| r.name == name) else {
+        let known: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+        return Err(CaseError::UnknownRule {
+            line,
+            name: name.to_string(),
+            known: known.join(", "),
+        });
+    };
+    let Some(reply) = obj.get("reply").and_then(Value::as_str) else {
+        return Err(CaseError::NoReply { line });
+    };
+    let user = obj.get("user").and_then(Value::as_str);
+    let cwd = obj
+        .get("cwd")
+        .and_then(Value::as_str)
+        .map(|dir| base.join(dir).to_string_lossy().into_owned());
+    let mut case = job_for(rule, reply, user, cwd.as_deref());
+    for key in ["id", "expect"] {
+        if let Some(value) = obj.get(key) {
+            case.insert(key.into(), value.clone());
+        }
+    }
+    Ok(case)
+}
+
 /// The keys a case may hold: a job's and `expect`.
 const CASE_KEYS: [&str; 12] = {
     let mut keys = [""; 12];
@@ -296,6 +387,62 @@ fn json_message(e: &serde_json::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shipped example rules and their labelled case files read as eval cases:
+    /// every rule has cases of both outcomes, and each case is its rule's job.
+    #[test]
+    fn the_shipped_example_rules_have_cases_eval_reads() {
+        let rules =
+            crate::core::hooks::rules::parse_rules(include_str!("../../rules/examples.toml"))
+                .expect("rules/examples.toml");
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules/cases");
+        let timeouts = TimeoutRules {
+            default_seconds: 60.0,
+            max_seconds: 600.0,
+        };
+        for rule in &rules {
+            assert!(!rule.enabled, "{}: shipped examples start off", rule.name);
+            let path = base.join(format!("{}.jsonl", rule.name));
+            let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let mut reader = CaseReader::new(timeouts).with_rules(rules.clone(), base.clone());
+            for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+                reader.line(i + 1, line);
+            }
+            let cases = reader
+                .finish()
+                .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+            let expects: Vec<Expect> = cases.iter().map(|c| c.expect).collect();
+            assert!(
+                expects.contains(&Expect::Hit) && expects.contains(&Expect::Clean),
+                "{}",
+                rule.name
+            );
+            for case in &cases {
+                assert_eq!(case.job.rule_id.as_deref(), Some(rule.name.as_str()));
+                assert_eq!(case.job.mode, rule.mode);
+                if let Some(Value::String(cwd)) = &case.job.cwd {
+                    assert!(Path::new(cwd).is_dir(), "{}: {cwd}", case.job.id);
+                }
+            }
+        }
+        // A rule case names a rule of the file and carries its reply.
+        let mut reader = CaseReader::new(timeouts).with_rules(rules, base);
+        reader.line(1, br#"{"rule": "nope", "reply": "r", "expect": "hit"}"#);
+        reader.line(2, br#"{"rule": "gives-up-early", "expect": "hit"}"#);
+        reader.line(
+            3,
+            br#"{"rule": "gives-up-early", "reply": "r", "expect": "hit", "repyl": 1}"#,
+        );
+        let errors: Vec<String> = reader
+            .finish()
+            .unwrap_err()
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors[0].contains("no rule named \"nope\""), "{errors:?}");
+        assert!(errors[1].contains("no \"reply\""), "{errors:?}");
+        assert!(errors[2].contains("repyl"), "{errors:?}");
+    }
     use crate::core::job::Mode;
 
     const RULES: TimeoutRules = TimeoutRules {

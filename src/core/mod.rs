@@ -14,6 +14,7 @@ pub mod eval;
 pub mod eval_cases;
 pub mod eval_report;
 pub mod health;
+pub mod hooks;
 pub mod job;
 pub mod job_keys;
 pub mod job_life;

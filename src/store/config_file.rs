@@ -131,7 +131,8 @@ impl Sources {
         }
     }
 
-    fn var(&self, name: &str) -> Option<&str> {
+    /// The value of environment variable `name`, as captured.
+    pub fn var(&self, name: &str) -> Option<&str> {
         self.env
             .iter()
             .find(|(k, _)| k == name)
@@ -231,6 +232,31 @@ fn parse_set(flag: &str) -> Result<toml::Table, SetError> {
         })
 }
 
+/// The embedded default config with `sources`' state folder (flag, variable, default):
+/// what a hook logs and keeps its messages with when the config cannot be loaded.
+pub fn load_embedded(sources: &Sources) -> Option<Settings> {
+    let config = crate::core::config::parse_config(None).ok()?;
+    let state_dir = state_dir(sources, &config);
+    Some(Settings {
+        state_dir: std::path::absolute(&state_dir).unwrap_or(state_dir),
+        config,
+        config_path: None,
+        runner_override: None,
+        runner_error: None,
+        runtime_dir: None,
+    })
+}
+
+/// The user's llm-judge config folder: `$XDG_CONFIG_HOME/llm-judge`, by default
+/// `~/.config/llm-judge` (config.toml, rules.toml and the trusted project rules live here).
+pub fn config_folder(sources: &Sources) -> Option<PathBuf> {
+    let base = match sources.var("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(sources.var("HOME")?).join(".config"),
+    };
+    Some(base.join("llm-judge"))
+}
+
 fn config_path(sources: &Sources) -> Option<PathBuf> {
     if let Some(path) = &sources.config_flag {
         return Some(path.clone());
@@ -238,11 +264,7 @@ fn config_path(sources: &Sources) -> Option<PathBuf> {
     if let Some(path) = sources.var(CONFIG_VAR) {
         return Some(PathBuf::from(path));
     }
-    let base = match sources.var("XDG_CONFIG_HOME") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(sources.var("HOME")?).join(".config"),
-    };
-    let candidate = base.join("llm-judge").join("config.toml");
+    let candidate = config_folder(sources)?.join("config.toml");
     candidate.is_file().then_some(candidate)
 }
 

@@ -340,6 +340,17 @@ pub fn init(log_path: &Path, max_total_bytes: u64, also_stderr: bool) {
     // because judge.log is rotated and launchd's own log file is not.
     let stderr_on = (also_stderr || choice.asked)
         && std::env::var_os("LLM_JUDGE_STDERR_LOG").is_none_or(|v| v != "off");
+    init_with(log_path, max_total_bytes, stderr_on);
+}
+
+/// `init` with nothing on stderr, whatever was asked: a hook's stderr is the harness's
+/// (shown to the user, or read as a block's reason).
+pub fn init_log_only(log_path: &Path, max_total_bytes: u64) {
+    init_with(log_path, max_total_bytes, false);
+}
+
+fn init_with(log_path: &Path, max_total_bytes: u64, stderr_on: bool) {
+    let choice = crate::support::log_level::chosen();
     // One layer formats each event once for both places.
     let sinks = EventSinks {
         log: RotatingLog::new(log_path, max_total_bytes),

@@ -10,6 +10,7 @@ pub mod config_file;
 pub mod daemon_lock;
 pub mod file_lock;
 pub mod health_store;
+pub mod hook_session;
 pub mod judge_log;
 pub mod outbox;
 pub mod permissions;

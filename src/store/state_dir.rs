@@ -116,6 +116,11 @@ impl StateDir {
         self.verdicts().join(transcript_hash(transcript))
     }
 
+    /// `hooks/`: what `llm-judge hook` keeps per session (`store::hook_session`).
+    pub fn hooks(&self) -> PathBuf {
+        self.root.join("hooks")
+    }
+
     /// The judge's own files for codex: its instructions per table, the trimmed
     /// model catalog (`store::codex_files`).
     pub fn codex(&self) -> PathBuf {

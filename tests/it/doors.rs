@@ -314,7 +314,7 @@ fn run_judges_a_job_into_the_state_folder_that_holds_it() {
     let runner = w.runner("ok", "echo '{}'");
     let mut refused = w.cli();
     refused
-        .env(RUNNERS_VAR, table(&[runner.clone()]))
+        .env(RUNNERS_VAR, table(std::slice::from_ref(&runner)))
         .arg("run")
         .arg(&job);
     let refused = w.run(refused);

@@ -288,7 +288,7 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
 
 /// This binary's absolute path, preferring the path it was started by (a stable
 /// symlink such as Homebrew's) when that is the same file.
-fn this_binary() -> Result<PathBuf, HostError> {
+pub(crate) fn this_binary() -> Result<PathBuf, HostError> {
     let exe = std::env::current_exe().map_err(HostError::NoBinary)?;
     if exe.to_string_lossy().ends_with(" (deleted)") {
         return Err(HostError::BinaryGone { exe });

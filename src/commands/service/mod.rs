@@ -17,7 +17,7 @@
 
 mod call;
 mod execute;
-mod host;
+pub(crate) mod host;
 mod launchd;
 mod plan;
 mod spec;

@@ -1,0 +1,49 @@
+//! Earlier verdicts of the session, delivered to the agent at its next prompt or start
+//! (Cursor: at its next stop): each hit's notice exactly once. A verdict is taken out
+//! by rename (`store::outbox`) and removed only after the answer holding it is written;
+//! clean ones go silently, unchecked ones are counted and said once a session.
+
+use crate::core::hooks::jobs::session_key;
+use crate::core::hooks::output::Answer;
+use crate::store::outbox;
+
+use super::Call;
+use super::settle::hit_notice;
+
+impl Call<'_> {
+    /// The notices of the session's verdicts that are there now.
+    pub(super) fn deliver(&mut self) -> Answer {
+        let dir = self.state.verdict_dir(&session_key(&self.input));
+        let pending = match outbox::pending(&dir) {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::warn!(folder = %dir.display(), "cannot read the session's verdicts: {e}");
+                return Answer::default();
+            }
+        };
+        let mut answer = Answer::default();
+        let mut unchecked = 0;
+        for path in pending {
+            let Some(taken) = outbox::take(&path) else {
+                continue; // Another call took it.
+            };
+            match hit_notice(&taken.verdict) {
+                Some(notice) => answer.notices.push(notice),
+                None if taken.verdict["outcome"] == "unchecked" => unchecked += 1,
+                None => {}
+            }
+            self.taken.push(taken);
+        }
+        if unchecked > 0 {
+            self.tell_once(
+                "unchecked",
+                format!(
+                    "the judge could not check {unchecked} reply{} (no runner answered); \
+                     `llm-judge doctor` says why",
+                    if unchecked == 1 { "" } else { "s" }
+                ),
+            );
+        }
+        answer
+    }
+}

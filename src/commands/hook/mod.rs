@@ -1,0 +1,192 @@
+//! `llm-judge hook claude|codex|cursor` (docs/hooks.md): one hook call of a harness.
+//! It reads the hook's JSON on stdin, queues a job per matching rule when the agent
+//! stops, waits (bounded) for the verdicts of block rules, delivers earlier verdicts as
+//! notices at the next prompt or start, and writes the harness's own output shape. It
+//! never breaks the session: whatever fails, it exits 0 with nothing that blocks, one
+//! judge.log line, and at most one `systemMessage` a session saying what is wrong.
+
+mod deliver;
+pub mod rules_files;
+mod settle;
+mod stop;
+
+use std::io::{Read, Write};
+
+use crate::core::config::Settings;
+use crate::core::hooks::input::{Event, Harness, HookInput, parse_input};
+use crate::core::hooks::jobs::session_key;
+use crate::core::hooks::output::{Answer, render};
+use crate::core::hooks::rules::Trigger;
+use crate::store::config_file::{self, Sources};
+use crate::store::hook_session::HookSession;
+use crate::store::state_dir::StateDir;
+use crate::support::exit::EXIT_OK;
+
+/// A hook's stdin larger than this is not read (a reply is cut to 24,000 characters).
+const MAX_INPUT_BYTES: u64 = 8 << 20;
+/// Session folders untouched this long go at the next session start.
+const SESSION_KEEP: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// Exit status of a rewake hook with a hit: claude's `asyncRewake` wakes the model.
+pub const EXIT_REWAKE: i32 = 2;
+
+/// Runs one hook call; the exit code (0, or 2 for a rewake hook's hit).
+pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
+    // A judge's own runner must not judge: nothing read, nothing written.
+    if crate::commands::enqueue::recursion_guard() {
+        return EXIT_OK;
+    }
+    let mut bytes = Vec::new();
+    let _ = std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES)
+        .read_to_end(&mut bytes);
+    let (settings, config_problem) = match config_file::load(sources) {
+        Ok(settings) => (Some(settings), None),
+        Err(e) => (
+            config_file::load_embedded(sources),
+            Some(crate::support::error::chain(&e)),
+        ),
+    };
+    let Some(settings) = settings else {
+        return EXIT_OK;
+    };
+    let state = StateDir::new(&settings.state_dir);
+    if state.create().is_ok() {
+        crate::store::judge_log::init_log_only(&state.log(), settings.config.log_max_bytes);
+    }
+    let input = match parse_input(harness, &bytes) {
+        Ok(input) => input,
+        Err(e) => {
+            tracing::warn!(harness = harness.name(), "hook input ignored: {e}");
+            return EXIT_OK;
+        }
+    };
+    let mut call = Call::new(&settings, state, sources, input);
+    if let Some(problem) = config_problem {
+        call.tell_once(
+            "config",
+            format!("config not loaded ({problem}); the hooks use the defaults"),
+        );
+    }
+    let (answer, code) = match rewake {
+        true => call.rewake(),
+        false => (call.handle(), EXIT_OK),
+    };
+    // A rewake hit is exit 2 with the notice on stderr (claude wakes the model with it).
+    let written = match (code, &answer.block, rewake) {
+        (EXIT_REWAKE, Some(reason), _) => writeln!(std::io::stderr().lock(), "{reason}").is_ok(),
+        (_, _, true) => true,
+        _ => match render(harness, &call.input.event, &answer) {
+            Some(out) => writeln!(std::io::stdout().lock(), "{out}").is_ok(),
+            None => true,
+        },
+    };
+    call.finish(written);
+    code
+}
+
+/// One hook call: its settings, state folder, input and session.
+struct Call<'a> {
+    settings: &'a Settings,
+    state: StateDir,
+    sources: &'a Sources,
+    input: HookInput,
+    /// `None` when the session's folder cannot be made (nothing is remembered then).
+    session: Option<HookSession>,
+    /// What the user is told this call (once a session each).
+    system_message: Option<String>,
+    /// Verdicts taken out for this answer: removed once it is written, given back if
+    /// it cannot be (so a notice is delivered exactly once).
+    taken: Vec<crate::store::outbox::Taken>,
+}
+
+impl<'a> Call<'a> {
+    fn new(
+        settings: &'a Settings,
+        state: StateDir,
+        sources: &'a Sources,
+        input: HookInput,
+    ) -> Self {
+        let session = match HookSession::open(&state, &session_key(&input)) {
+            Ok(session) => Some(session),
+            Err(e) => {
+                tracing::warn!("hook session folder: {e}");
+                None
+            }
+        };
+        Call {
+            settings,
+            state,
+            sources,
+            input,
+            session,
+            system_message: None,
+            taken: Vec::new(),
+        }
+    }
+
+    /// The answer to the harness for this event.
+    fn handle(&mut self) -> Answer {
+        let mut answer = match self.input.event.clone() {
+            Event::Stop => self.on_stop(Trigger::Stop),
+            Event::SubagentStop => self.on_stop(Trigger::SubagentStop),
+            Event::AgentResponse => {
+                self.queue_for_later(Trigger::Stop);
+                Answer::default()
+            }
+            Event::LoopEnd => self.on_loop_end(),
+            Event::PromptSubmit => {
+                self.keep_prompt();
+                self.deliver()
+            }
+            Event::SessionStart => {
+                crate::store::hook_session::prune(&self.state, SESSION_KEEP);
+                self.deliver()
+            }
+            Event::Other(_) => Answer::default(),
+        };
+        answer.system_message = self.system_message.take();
+        answer
+    }
+
+    /// Says `text` to the user, once in this session for `topic` (and always logs it).
+    fn tell_once(&mut self, topic: &str, text: String) {
+        tracing::warn!(session = %self.input.session, "{text}");
+        let first = self.session.as_ref().is_none_or(|s| s.say_once(topic));
+        if first && self.system_message.is_none() {
+            self.system_message = Some(format!("llm-judge: {text}"));
+        }
+    }
+
+    /// The verdicts taken for the answer: gone once it was written, back otherwise.
+    fn finish(self, written: bool) {
+        for taken in self.taken {
+            let done = match written {
+                true => taken.done(),
+                false => taken.give_back(),
+            };
+            if let Err(e) = done {
+                tracing::warn!("verdict taken for a hook's answer: {e}");
+            }
+        }
+    }
+
+    fn keep_prompt(&self) {
+        if let (Some(session), Some(prompt)) = (&self.session, &self.input.prompt)
+            && let Err(e) = session.save_prompt(prompt)
+        {
+            tracing::warn!("cannot keep the user's prompt for the judge: {e}");
+        }
+    }
+
+    /// The rules for this session's folder; problems are told once.
+    fn rules(&mut self) -> Vec<crate::core::hooks::rules::Rule> {
+        let cwd = self.input.cwd.as_deref().map(std::path::Path::new);
+        let loaded = rules_files::load(self.sources, cwd);
+        for problem in loaded.problems {
+            self.tell_once(&format!("rules {problem}"), problem);
+        }
+        loaded.rules
+    }
+}

@@ -1,0 +1,153 @@
+//! Where a hook's rules come from: the user's `rules.toml` (`$LLM_JUDGE_RULES`, else
+//! `$XDG_CONFIG_HOME/llm-judge/rules.toml`), and a project's `.llm-judge/rules.toml`
+//! (in the session's folder or the nearest folder above it that has one) only while
+//! its content is the one the user pinned with `llm-judge hooks trust`: the agent being
+//! judged can edit a project's files, so any change to that file switches its rules off
+//! until the user trusts it again (docs/hooks.md, "Project rules").
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::digest::sha256_hex;
+use crate::core::hooks::rules::{Rule, merged, parse_rules};
+use crate::store::config_file::{Sources, config_folder};
+
+/// Names the user's rules file instead of the config folder's.
+pub const RULES_VAR: &str = "LLM_JUDGE_RULES";
+/// A project's rules file, relative to the project's folder.
+pub const PROJECT_RULES: &str = ".llm-judge/rules.toml";
+/// The pins of trusted project rules files, in the config folder.
+const PINS_FILE: &str = "trusted-rules.json";
+/// A rules file larger than this is refused.
+const MAX_RULES_BYTES: u64 = 1 << 20;
+
+/// The rules in force, and what could not be read (for the user).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub rules: Vec<Rule>,
+    pub problems: Vec<String>,
+}
+
+/// The user's rules file.
+pub fn user_rules_path(sources: &Sources) -> Option<PathBuf> {
+    match sources.var(RULES_VAR) {
+        Some(path) => Some(PathBuf::from(path)),
+        None => config_folder(sources).map(|dir| dir.join("rules.toml")),
+    }
+}
+
+/// The rules for a session in `cwd`.
+pub fn load(sources: &Sources, cwd: Option<&Path>) -> Loaded {
+    let mut loaded = Loaded::default();
+    let mut files = Vec::new();
+    if let Some(path) = user_rules_path(sources) {
+        match read(&path) {
+            Ok(Some(text)) => match parse_rules(&text) {
+                Ok(rules) => files.push(rules),
+                Err(e) => loaded.problems.push(format!(
+                    "rules file {} {e}; its rules are off until it is fixed",
+                    path.display()
+                )),
+            },
+            Ok(None) => {}
+            Err(why) => loaded.problems.push(why),
+        }
+    }
+    // Keyed as `hooks trust` pins it: the real path, links resolved.
+    if let Some(path) = cwd
+        .and_then(project_rules)
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+    {
+        match project(sources, &path) {
+            Ok(rules) => files.push(rules),
+            Err(why) => loaded.problems.push(why),
+        }
+    }
+    loaded.rules = merged(files);
+    loaded
+}
+
+/// A project's rules when the user trusts this content of the file.
+fn project(sources: &Sources, path: &Path) -> Result<Vec<Rule>, String> {
+    let text = read(path)?.unwrap_or_default();
+    let pinned = pins(sources)
+        .trusted
+        .get(&path.display().to_string())
+        .cloned();
+    let hash = format!("sha256:{}", sha256_hex(text.as_bytes()));
+    let folder = path.parent().and_then(Path::parent).unwrap_or(path);
+    match pinned {
+        Some(pin) if pin == hash => {}
+        Some(_) => {
+            return Err(format!(
+                "project rules {} changed since you trusted them, so they are off; read them, \
+                 then run `llm-judge hooks trust {}`",
+                path.display(),
+                folder.display()
+            ));
+        }
+        None => {
+            return Err(format!(
+                "project rules {} are not trusted, so they are off; read them, then run \
+                 `llm-judge hooks trust {}`",
+                path.display(),
+                folder.display()
+            ));
+        }
+    }
+    parse_rules(&text).map_err(|e| format!("rules file {} {e}", path.display()))
+}
+
+/// `.llm-judge/rules.toml` in `cwd` or the nearest folder above it that has one.
+pub fn project_rules(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .map(|dir| dir.join(PROJECT_RULES))
+        .find(|path| path.is_file())
+}
+
+/// The pinned project rules files: path to `sha256:<hex>` of the content trusted.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Pins {
+    #[serde(default)]
+    pub trusted: BTreeMap<String, String>,
+}
+
+/// The pins file.
+pub fn pins_path(sources: &Sources) -> Option<PathBuf> {
+    config_folder(sources).map(|dir| dir.join(PINS_FILE))
+}
+
+/// The pins (none when there is no pins file or it cannot be read).
+pub fn pins(sources: &Sources) -> Pins {
+    pins_path(sources)
+        .and_then(|path| read(&path).ok().flatten())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// The pin of `text` as trusted content.
+pub fn pin_of(text: &str) -> String {
+    format!("sha256:{}", sha256_hex(text.as_bytes()))
+}
+
+/// A file's text; `None` when there is no such file, an error naming it otherwise.
+pub fn read(path: &Path) -> Result<Option<String>, String> {
+    let file = match crate::store::state_dir::open_nofollow(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_RULES_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_RULES_BYTES {
+        return Err(format!("{} is over 1 MiB; it is not read", path.display()));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}

@@ -1,0 +1,456 @@
+//! `llm-judge hooks install|uninstall claude|codex|cursor` and `hooks trust` (docs/hooks.md):
+//! the judge's hook entries merged into (or taken out of) a harness's settings file,
+//! keeping every other key and hook, with a backup of the file as it was; codex's trust
+//! of those hooks written on request; a project's rules trusted as they are now.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use crate::commands::HarnessArg;
+use crate::commands::hook::rules_files::{self, PROJECT_RULES, Pins, pin_of, pins, pins_path};
+use crate::core::config::Settings;
+use crate::core::hooks::input::Harness;
+use crate::core::hooks::install::{self, Change};
+use crate::core::hooks::rules::parse_rules;
+use crate::store::config_file::Sources;
+use crate::store::state_dir::{self, StateDir};
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+
+/// The example rules, all off, written as the user's rules file when there is none.
+pub const EXAMPLE_RULES: &str = include_str!("../../rules/examples.toml");
+
+/// What `llm-judge hooks` does.
+#[derive(Subcommand, Debug)]
+pub enum HooksAction {
+    /// Add llm-judge's hooks to a harness's settings (keeps everything else; a backup is kept).
+    #[command(
+        after_help = "Examples:\n  llm-judge hooks install claude\n  llm-judge hooks install codex --trust --dry-run\n  llm-judge hooks install cursor --project .\n\nFiles: claude ~/.claude/settings.json ($CLAUDE_CONFIG_DIR), codex ~/.codex/hooks.json\n($CODEX_HOME), Cursor ~/.cursor/hooks.json; with --project DIR, DIR/.claude/settings.json,\nDIR/.codex/hooks.json, DIR/.cursor/hooks.json. Writes the example rules (all off) to\n$XDG_CONFIG_HOME/llm-judge/rules.toml when there is none."
+    )]
+    Install {
+        /// The harness.
+        #[arg(value_enum)]
+        harness: HarnessArg,
+        /// The project's own settings in DIR instead of the user's.
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Print what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// codex only: record the hooks' trust in codex's config.toml, as codex's /hooks does.
+        #[arg(long)]
+        trust: bool,
+    },
+    /// Remove llm-judge's hooks (and only those) from a harness's settings.
+    #[command(after_help = "Example:\n  llm-judge hooks uninstall claude")]
+    Uninstall {
+        /// The harness.
+        #[arg(value_enum)]
+        harness: HarnessArg,
+        /// The project's own settings in DIR instead of the user's.
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Print what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Trust a project's .llm-judge/rules.toml as it is now (any later change turns it off).
+    #[command(after_help = "Example:\n  llm-judge hooks trust ~/src/my-project")]
+    Trust {
+        /// The project folder.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs a `hooks` action; the exit code.
+pub fn main(settings: &Settings, sources: &Sources, action: HooksAction) -> i32 {
+    let result = match action {
+        HooksAction::Install {
+            harness,
+            project,
+            dry_run,
+            trust,
+        } => install(
+            settings,
+            sources,
+            harness.into(),
+            project.as_deref(),
+            dry_run,
+            trust,
+        ),
+        HooksAction::Uninstall {
+            harness,
+            project,
+            dry_run,
+        } => uninstall(sources, harness.into(), project.as_deref(), dry_run),
+        HooksAction::Trust { dir } => trust_project(sources, &dir),
+    };
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(Refused::Usage(why)) => {
+            say_err!("llm-judge hooks: {why}");
+            EXIT_USAGE
+        }
+        Err(Refused::Failed(why)) => {
+            say_err!("llm-judge hooks: {why}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+/// Why a `hooks` action did nothing.
+enum Refused {
+    /// The user can fix it by giving something else (exit 2).
+    Usage(String),
+    /// A file could not be read or written (exit 1).
+    Failed(String),
+}
+
+/// The settings file of `harness`: the project's in `project`, else the user's.
+pub fn settings_path(
+    sources: &Sources,
+    harness: Harness,
+    project: Option<&Path>,
+) -> Option<PathBuf> {
+    if let Some(dir) = project {
+        let dir = std::path::absolute(dir).ok()?;
+        return Some(match harness {
+            Harness::Claude => dir.join(".claude/settings.json"),
+            Harness::Codex => dir.join(".codex/hooks.json"),
+            Harness::Cursor => dir.join(".cursor/hooks.json"),
+        });
+    }
+    let home = PathBuf::from(sources.var("HOME")?);
+    Some(match harness {
+        Harness::Claude => sources
+            .var("CLAUDE_CONFIG_DIR")
+            .map_or_else(|| home.join(".claude"), PathBuf::from)
+            .join("settings.json"),
+        Harness::Codex => codex_home(sources, &home).join("hooks.json"),
+        Harness::Cursor => home.join(".cursor/hooks.json"),
+    })
+}
+
+/// `$CODEX_HOME`, else `~/.codex`, as codex names it (not resolved: its trust keys
+/// hold the path as written).
+fn codex_home(sources: &Sources, home: &Path) -> PathBuf {
+    sources
+        .var("CODEX_HOME")
+        .map_or_else(|| home.join(".codex"), PathBuf::from)
+}
+
+fn install(
+    settings: &Settings,
+    sources: &Sources,
+    harness: Harness,
+    project: Option<&Path>,
+    dry_run: bool,
+    trust: bool,
+) -> Result<(), Refused> {
+    if trust && harness != Harness::Codex {
+        return Err(Refused::Usage(
+            "--trust is for codex only (claude and Cursor run hooks without it)".into(),
+        ));
+    }
+    let program = crate::commands::service::host::this_binary()
+        .map_err(|e| Refused::Failed(crate::support::error::chain(&e)))?;
+    let program = program.to_string_lossy().into_owned();
+    let path = settings_path(sources, harness, project)
+        .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;
+    let (mut doc, existed) = read_json(&path)?;
+    let entries = install::entries(harness, &program);
+    let changes = install::add(harness, &mut doc, &entries)
+        .map_err(|e| Refused::Usage(format!("{}: {e}", path.display())))?;
+    let verb = if dry_run { "would add" } else { "added" };
+    report(harness, &path, &changes, verb);
+    if !changes.is_empty() {
+        write_json(&path, &doc, existed, dry_run)?;
+    }
+    if program.contains("/target/debug/") || program.contains("/target/release/") {
+        say!(
+            "note: the hooks run the build at {program}; a rebuild or `cargo clean` changes it under \
+             them. Install the binary (cargo install --locked --path .) and install the hooks from there"
+        );
+    }
+    if harness == Harness::Codex {
+        codex_trust(sources, &path, &doc, project, trust, dry_run)?;
+    }
+    if harness == Harness::Cursor {
+        say!(
+            "Cursor reads {} when it is saved; a project's hooks run in trusted workspaces only",
+            path.display()
+        );
+    }
+    starter_rules(sources, dry_run)?;
+    let state = StateDir::new(&settings.state_dir);
+    if crate::store::daemon_lock::holder(&state.lock()).is_none() {
+        say!(
+            "next: start the daemon (`llm-judge service install`, or `llm-judge daemon`): without it \
+             block rules are judged inside the hook, and notices wait until it runs"
+        );
+    }
+    Ok(())
+}
+
+fn uninstall(
+    sources: &Sources,
+    harness: Harness,
+    project: Option<&Path>,
+    dry_run: bool,
+) -> Result<(), Refused> {
+    let path = settings_path(sources, harness, project)
+        .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;
+    let (mut doc, existed) = read_json(&path)?;
+    let changes = install::remove(harness, &mut doc);
+    report(
+        harness,
+        &path,
+        &changes,
+        if dry_run { "would remove" } else { "removed" },
+    );
+    if !changes.is_empty() {
+        write_json(&path, &doc, existed, dry_run)?;
+    }
+    if harness == Harness::Codex && project.is_none() {
+        let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
+        let config = codex_home(sources, &home).join("config.toml");
+        if let Some(text) = rules_files::read(&config).map_err(Refused::Failed)? {
+            let without = install::without_trust_block(&text);
+            if without != text {
+                say!(
+                    "{} llm-judge's trust block from {}",
+                    if dry_run { "would remove" } else { "removed" },
+                    config.display()
+                );
+                if !dry_run {
+                    write_text(&config, &without, true)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Says what changed in `path`.
+fn report(harness: Harness, path: &Path, changes: &[Change], verb: &str) {
+    if changes.is_empty() {
+        match verb {
+            "added" | "would add" => say!(
+                "{} hooks: already installed in {}",
+                harness.name(),
+                path.display()
+            ),
+            _ => say!(
+                "{} hooks: none of llm-judge's in {}",
+                harness.name(),
+                path.display()
+            ),
+        }
+        return;
+    }
+    let names: Vec<String> = changes
+        .iter()
+        .map(|c| match c {
+            Change::Added(e) | Change::Removed(e) => e.clone(),
+            Change::Updated(e) => format!("{e} (updated)"),
+        })
+        .collect();
+    say!(
+        "{} hooks: {verb} {} in {}",
+        harness.name(),
+        names.join(", "),
+        path.display()
+    );
+}
+
+/// The file's JSON (an empty object when there is no file) and whether it existed; a
+/// file that is not JSON is never overwritten.
+fn read_json(path: &Path) -> Result<(Value, bool), Refused> {
+    match rules_files::read(path).map_err(Refused::Failed)? {
+        None => Ok((serde_json::json!({}), false)),
+        Some(text) if text.trim().is_empty() => Ok((serde_json::json!({}), true)),
+        Some(text) => serde_json::from_str(&text).map(|v| (v, true)).map_err(|e| {
+            Refused::Usage(format!(
+                "{} is not JSON ({e}); fix it, then run this again (nothing was changed)",
+                path.display()
+            ))
+        }),
+    }
+}
+
+/// Writes `doc` to `path` (pretty, by rename), after a backup of the file as it was.
+fn write_json(path: &Path, doc: &Value, existed: bool, dry_run: bool) -> Result<(), Refused> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(|e| Refused::Failed(e.to_string()))?;
+    text.push('\n');
+    if dry_run {
+        say!("{} would be:\n{text}", path.display());
+        return Ok(());
+    }
+    write_text(path, &text, existed)
+}
+
+/// Writes `text` to `path` by rename, keeping its mode; the file as it was is kept as
+/// `<path>.llm-judge.bak` first.
+fn write_text(path: &Path, text: &str, existed: bool) -> Result<(), Refused> {
+    use std::os::unix::fs::PermissionsExt;
+    let failed = |what: &str, e: std::io::Error| {
+        Refused::Failed(format!("cannot {what} {}: {e}", path.display()))
+    };
+    let mode = std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(0o644);
+    if existed {
+        let backup = PathBuf::from(format!("{}.llm-judge.bak", path.display()));
+        std::fs::copy(path, &backup).map_err(|e| failed("back up", e))?;
+        say!("backup: {}", backup.display());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| failed("make the folder of", e))?;
+    }
+    state_dir::publish_with_mode(path, text.as_bytes(), mode).map_err(|e| failed("write", e))
+}
+
+/// codex runs a hook only once it is trusted: record it (`--trust`) or say how.
+fn codex_trust(
+    sources: &Sources,
+    hooks_file: &Path,
+    doc: &Value,
+    project: Option<&Path>,
+    trust: bool,
+    dry_run: bool,
+) -> Result<(), Refused> {
+    let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
+    let config = codex_home(sources, &home).join("config.toml");
+    if !trust {
+        say!(
+            "codex skips a hook until you trust it: open codex, type /hooks and trust llm-judge's, or \
+             run `llm-judge hooks install codex --trust` to record their trust in {} (add --dry-run to \
+             see it first)",
+            config.display()
+        );
+    } else {
+        let source = hooks_file.to_string_lossy();
+        let entries = install::codex_trust(&source, doc);
+        let old = rules_files::read(&config)
+            .map_err(Refused::Failed)?
+            .unwrap_or_default();
+        let new = install::with_trust_block(&old, &entries);
+        if let Err(e) = new.parse::<toml::Table>() {
+            return Err(Refused::Usage(format!(
+                "{} would not be valid TOML with llm-judge's trust entries ({}); it may already hold \
+                 an entry for these hooks: trust them in codex (/hooks) instead",
+                config.display(),
+                e.message().trim()
+            )));
+        }
+        if new != old {
+            let block: String = install::with_trust_block("", &entries);
+            say!(
+                "{} to {}:\n{block}",
+                if dry_run { "would add" } else { "added" },
+                config.display()
+            );
+            if !dry_run {
+                write_text(&config, &new, !old.is_empty())?;
+            }
+        } else {
+            say!("codex trust: already recorded in {}", config.display());
+        }
+    }
+    if let Some(dir) = project {
+        say!(
+            "codex loads a project's hooks only in a trusted project: codex asks when you open it in \
+             {} (or set [projects.\"{}\"] trust_level = \"trusted\" in {})",
+            dir.display(),
+            std::path::absolute(dir)
+                .unwrap_or_else(|_| dir.to_path_buf())
+                .display(),
+            config.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the example rules (all off) as the user's rules file when there is none.
+fn starter_rules(sources: &Sources, dry_run: bool) -> Result<(), Refused> {
+    let Some(path) = rules_files::user_rules_path(sources) else {
+        return Ok(());
+    };
+    if path.exists() {
+        let count = rules_files::read(&path)
+            .ok()
+            .flatten()
+            .and_then(|t| parse_rules(&t).ok())
+            .map(|r| (r.len(), r.iter().filter(|r| r.enabled).count()));
+        match count {
+            Some((all, on)) => say!("rules: {} ({all} rules, {on} enabled)", path.display()),
+            None => say!(
+                "rules: {} does not load; `llm-judge doctor` says why",
+                path.display()
+            ),
+        }
+        return Ok(());
+    }
+    if dry_run {
+        say!(
+            "would write the example rules (all off) to {}",
+            path.display()
+        );
+        return Ok(());
+    }
+    write_text(&path, EXAMPLE_RULES, false)?;
+    say!(
+        "wrote the example rules, all off, to {}: set enabled = true on those you want",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Pins a project's rules file as it is now (the hook then reads it).
+fn trust_project(sources: &Sources, dir: &Path) -> Result<(), Refused> {
+    let path = std::fs::canonicalize(dir.join(PROJECT_RULES)).map_err(|e| {
+        Refused::Usage(format!(
+            "{}: {e}; give a folder with a {PROJECT_RULES}",
+            dir.join(PROJECT_RULES).display()
+        ))
+    })?;
+    let text = rules_files::read(&path)
+        .map_err(Refused::Failed)?
+        .ok_or_else(|| Refused::Usage(format!("{} is not there", path.display())))?;
+    let rules = parse_rules(&text).map_err(|e| {
+        Refused::Usage(format!("{} {e}; fix it before trusting it", path.display()))
+    })?;
+    let pins_file = pins_path(sources).ok_or_else(|| Refused::Usage("HOME is not set".into()))?;
+    let mut all: Pins = pins(sources);
+    all.trusted
+        .insert(path.display().to_string(), pin_of(&text));
+    let text = serde_json::to_string_pretty(&all).map_err(|e| Refused::Failed(e.to_string()))?;
+    if let Some(folder) = pins_file.parent() {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| Refused::Failed(format!("{}: {e}", folder.display())))?;
+    }
+    state_dir::publish_with_mode(&pins_file, format!("{text}\n").as_bytes(), 0o600)
+        .map_err(|e| Refused::Failed(format!("cannot write {}: {e}", pins_file.display())))?;
+    say!(
+        "trusted {} as it is now ({} rules):",
+        path.display(),
+        rules.len()
+    );
+    for rule in &rules {
+        say!(
+            "  {} ({}{}, {})",
+            rule.name,
+            rule.action.name(),
+            if rule.mode == crate::core::job::Mode::Investigate {
+                ", investigate"
+            } else {
+                ""
+            },
+            if rule.enabled { "on" } else { "off" }
+        );
+    }
+    say!("any change to it turns its rules off until you trust it again");
+    Ok(())
+}

@@ -1,0 +1,235 @@
+//! The job a rule asks about one reply: its id (the same for a retried hook, so a turn
+//! is never judged twice), the session's verdict key, and the job object the daemon
+//! reads (docs/reference.md, "Job file").
+
+use serde_json::{Map, Value, json};
+
+use super::input::HookInput;
+use super::prompt::render;
+use super::rules::{Action, Hit, Rule, Trigger};
+use crate::core::digest::sha1_hex;
+use crate::core::job::Mode;
+
+/// A job to queue for one rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleJob {
+    pub id: String,
+    pub rule: String,
+    pub action: Action,
+    /// The rule's own wait, if it sets one.
+    pub wait_ms: Option<u64>,
+    /// The job file's object.
+    pub job: Map<String, Value>,
+}
+
+/// A session's verdict key (its jobs' `transcript`): `<harness>:<session id>`, so two
+/// harnesses' sessions never share a folder.
+pub fn session_key(input: &HookInput) -> String {
+    format!("{}:{}", input.harness.name(), input.session)
+}
+
+/// The id of `rule`'s job about `reply` in the input's turn: the same for a retried
+/// hook (same session, turn, rule and reply), another for the agent's next reply.
+pub fn job_id(input: &HookInput, rule: &str, reply: &str) -> String {
+    let key = json!([
+        input.harness.name(),
+        input.session,
+        input.turn.as_deref().unwrap_or(""),
+        rule,
+        sha1_hex(reply.as_bytes(), 20)
+    ]);
+    format!("hook-{}", sha1_hex(key.to_string().as_bytes(), 12))
+}
+
+/// The jobs of the enabled `rules` for `trigger` whose action is in `actions`, about
+/// the input's reply (none without one), with the user's `prompt` when known.
+pub fn rule_jobs(
+    input: &HookInput,
+    rules: &[Rule],
+    trigger: Trigger,
+    actions: &[Action],
+    prompt: Option<&str>,
+) -> Vec<RuleJob> {
+    let Some(reply) = input.reply.as_deref().filter(|r| !r.trim().is_empty()) else {
+        return Vec::new();
+    };
+    rules
+        .iter()
+        .filter(|r| r.enabled && r.on.contains(&trigger) && actions.contains(&r.action))
+        .map(|rule| RuleJob {
+            id: job_id(input, &rule.name, reply),
+            rule: rule.name.clone(),
+            action: rule.action,
+            wait_ms: rule.wait_ms,
+            job: job_object(input, rule, reply, prompt),
+        })
+        .collect()
+}
+
+fn job_object(
+    input: &HookInput,
+    rule: &Rule,
+    reply: &str,
+    prompt: Option<&str>,
+) -> Map<String, Value> {
+    let mut job = job_for(rule, reply, prompt, input.cwd.as_deref());
+    job.insert("id".into(), json!(job_id(input, &rule.name, reply)));
+    job.insert("transcript".into(), json!(session_key(input)));
+    job.insert(
+        "hook".into(),
+        json!(format!("llm-judge hook {}", input.harness.name())),
+    );
+    job
+}
+
+/// The job `rule` asks about `reply` (with the user's `prompt`; an investigate rule
+/// works in `cwd`): its prompt, rule keys, notice, mode and timeout, without the keys
+/// of a session (`id`, `transcript`, `hook`). `eval --rules` judges these.
+pub fn job_for(
+    rule: &Rule,
+    reply: &str,
+    prompt: Option<&str>,
+    cwd: Option<&str>,
+) -> Map<String, Value> {
+    let mut job = Map::new();
+    job.insert(
+        "prompt".into(),
+        json!(render(&rule.question, reply, prompt)),
+    );
+    job.insert("rule_id".into(), json!(rule.name));
+    match &rule.hit {
+        Hit::AllTrue(keys) => {
+            job.insert("hit_if_all_true".into(), json!(keys));
+            job.insert("on_hit".into(), json!(rule.notice));
+        }
+        Hit::AnyTrue(pairs) => {
+            let notices: Map<String, Value> =
+                pairs.iter().map(|(k, n)| (k.clone(), json!(n))).collect();
+            job.insert("hit_if_any_true".into(), Value::Object(notices));
+        }
+    }
+    if rule.mode == Mode::Investigate {
+        job.insert("mode".into(), json!("investigate"));
+        if let Some(cwd) = cwd {
+            job.insert("cwd".into(), json!(cwd));
+        }
+    }
+    if let Some(seconds) = rule.timeout_seconds {
+        job.insert("timeout_seconds".into(), json!(seconds));
+    }
+    job
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::hooks::input::{Event, Harness};
+    use crate::core::hooks::rules::parse_rules;
+    use crate::core::job::{TimeoutRules, parse_job};
+
+    fn input(reply: &str, turn: &str) -> HookInput {
+        HookInput {
+            harness: Harness::Codex,
+            event: Event::Stop,
+            session: "s1".into(),
+            turn: Some(turn.into()),
+            cwd: Some("/w/project".into()),
+            reply: Some(reply.into()),
+            prompt: None,
+            stop_hook_active: false,
+            loop_count: None,
+        }
+    }
+
+    const RULES: &str = r#"
+[[rule]]
+name = "tests"
+action = "block"
+question = "Did it claim tests pass? Reply {\"unverified\": bool}"
+hit_if_all_true = ["unverified"]
+notice = "Run the tests."
+[[rule]]
+name = "look"
+question = "Is the blocker real? Reply {\"fake\": bool}"
+hit_if_any_true = { fake = "Not a real blocker." }
+mode = "investigate"
+timeout_seconds = 30
+[[rule]]
+name = "off"
+enabled = false
+question = "q"
+hit_if_all_true = ["x"]
+notice = "n"
+[[rule]]
+name = "helpers"
+on = ["subagent-stop"]
+question = "q"
+hit_if_all_true = ["x"]
+notice = "n"
+"#;
+
+    #[test]
+    fn each_enabled_rule_of_the_event_gives_a_valid_job() {
+        let rules = parse_rules(RULES).unwrap();
+        let all = [Action::Block, Action::Notice];
+        let jobs = rule_jobs(
+            &input("All tests pass.", "t1"),
+            &rules,
+            Trigger::Stop,
+            &all,
+            Some("fix it"),
+        );
+        let names: Vec<&str> = jobs.iter().map(|j| j.rule.as_str()).collect();
+        assert_eq!(names, ["tests", "look"]);
+        let rules_t = TimeoutRules {
+            default_seconds: 60.0,
+            max_seconds: 600.0,
+        };
+        for j in &jobs {
+            let text = Value::Object(j.job.clone()).to_string();
+            let job = parse_job(text.as_bytes(), &j.id, rules_t).expect("a job the judge reads");
+            assert_eq!(job.transcript, "codex:s1");
+            assert_eq!(job.rule_id.as_deref(), Some(j.rule.as_str()));
+            assert!(job.typos.is_empty() && !job.has_no_rule());
+        }
+        assert_eq!(jobs[0].job["on_hit"], "Run the tests.");
+        assert_eq!(
+            (jobs[1].job["mode"].as_str(), jobs[1].job["cwd"].as_str()),
+            (Some("investigate"), Some("/w/project"))
+        );
+        assert_eq!(jobs[1].job["timeout_seconds"], 30.0);
+        assert!(
+            !jobs[0].job.contains_key("cwd"),
+            "a default rule works in a fresh folder"
+        );
+        let helpers = rule_jobs(&input("r", "t1"), &rules, Trigger::SubagentStop, &all, None);
+        assert_eq!(helpers.len(), 1);
+        assert!(
+            rule_jobs(
+                &input("r", "t1"),
+                &rules,
+                Trigger::Stop,
+                &[Action::Rewake],
+                None
+            )
+            .is_empty()
+        );
+        assert!(
+            rule_jobs(&input("  ", "t1"), &rules, Trigger::Stop, &all, None).is_empty(),
+            "no reply"
+        );
+    }
+
+    #[test]
+    fn a_retried_hook_gets_the_same_id_and_a_new_reply_another() {
+        let id = |reply: &str, turn: &str| job_id(&input(reply, turn), "tests", reply);
+        assert_eq!(id("a", "t1"), id("a", "t1"));
+        assert_ne!(
+            id("a", "t1"),
+            id("b", "t1"),
+            "the reply after a block is judged anew"
+        );
+        assert_ne!(id("a", "t1"), id("a", "t2"));
+        assert!(id("a", "t1").starts_with("hook-") && id("a", "t1").len() == 29);
+    }
+}

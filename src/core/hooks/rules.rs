@@ -1,0 +1,416 @@
+//! The user's rules (`rules.toml`, docs/hooks.md): each a question asked about an
+//! agent's reply at a hook event, what makes its answer a hit, and what a hit does
+//! (block the stop, or a notice at the next prompt). Unknown keys and wrong values are
+//! refused with the file's line, as config keys are.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::core::job::Mode;
+
+/// When a rule is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// The agent finished its reply (Cursor: `afterAgentResponse`).
+    Stop,
+    /// A helper agent finished (claude and codex `SubagentStop`).
+    SubagentStop,
+}
+
+/// What a hit does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// The stop waits (up to `wait_ms`) for the verdict; a hit sends the agent back to
+    /// work with the notice. Anything else lets the stop through (a later hit becomes a
+    /// notice).
+    Block,
+    /// The stop goes on at once; a hit's notice reaches the agent at the session's next
+    /// prompt or start.
+    Notice,
+    /// Claude only: judged in the background by an `asyncRewake` hook, which wakes the
+    /// model with the notice on a hit.
+    Rewake,
+}
+
+impl Action {
+    /// Its name in rules.toml.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Block => "block",
+            Action::Notice => "notice",
+            Action::Rewake => "rewake",
+        }
+    }
+}
+
+/// What makes an answer a hit: the job keys of the same names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hit {
+    /// Every key is JSON `true`.
+    AllTrue(Vec<String>),
+    /// Any key is JSON `true`; each key's notice says why (in the rule's order).
+    AnyTrue(Vec<(String, String)>),
+}
+
+/// One rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub name: String,
+    pub on: Vec<Trigger>,
+    pub action: Action,
+    /// The question; the judge adds the reply (and the user's prompt) as data.
+    pub question: String,
+    pub hit: Hit,
+    /// What the agent is told on a hit (with `hit_if_any_true`: its keys' notices).
+    pub notice: String,
+    pub mode: Mode,
+    /// Off: never asked (the shipped examples start off).
+    pub enabled: bool,
+    /// How long a block (or rewake) waits for the verdict; `None`: the config's.
+    pub wait_ms: Option<u64>,
+    /// Per runner; `None`: the config's default.
+    pub timeout_seconds: Option<f64>,
+    /// The line of its `[[rule]]` header in the file.
+    pub line: usize,
+}
+
+/// A rules file that cannot be used: its line (when known) and what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{}{message}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+pub struct RulesError {
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// The longest a block may hold a stop (the harness's own hook timeout is above it).
+pub const MAX_WAIT_MS: u64 = 120_000;
+
+/// The keys of a `[[rule]]` table, as messages list them.
+const RULE_KEYS: [&str; 11] = [
+    "name",
+    "on",
+    "action",
+    "question",
+    "hit_if_all_true",
+    "hit_if_any_true",
+    "notice",
+    "mode",
+    "enabled",
+    "wait_ms",
+    "timeout_seconds",
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    rule: Vec<toml::Spanned<Entry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    #[serde(default = "default_on")]
+    on: Vec<Trigger>,
+    #[serde(default = "default_action")]
+    action: Action,
+    question: String,
+    #[serde(default)]
+    hit_if_all_true: Option<Vec<String>>,
+    #[serde(default)]
+    hit_if_any_true: Option<toml::Table>,
+    #[serde(default)]
+    notice: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default = "default_enabled")]
+    enabled: bool,
+    #[serde(default)]
+    wait_ms: Option<u64>,
+    #[serde(default)]
+    timeout_seconds: Option<f64>,
+}
+
+fn default_on() -> Vec<Trigger> {
+    vec![Trigger::Stop]
+}
+
+fn default_action() -> Action {
+    Action::Notice
+}
+
+fn default_enabled() -> bool {
+    true
+}
+
+/// Reads a rules file; every rule is checked, the first problem is the error.
+pub fn parse_rules(text: &str) -> Result<Vec<Rule>, RulesError> {
+    let file: File = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+    let mut rules: Vec<Rule> = Vec::with_capacity(file.rule.len());
+    for spanned in file.rule {
+        let line = line_of(text, spanned.span().start);
+        let rule = check(spanned.into_inner(), line).map_err(|message| RulesError {
+            line: Some(line),
+            message,
+        })?;
+        if rules.iter().any(|r| r.name == rule.name) {
+            return Err(RulesError {
+                line: Some(line),
+                message: format!(
+                    "a second rule named {:?}; give each rule its own name",
+                    rule.name
+                ),
+            });
+        }
+        rules.push(rule);
+    }
+    Ok(rules)
+}
+
+/// A rule from its table, or what is wrong with it.
+fn check(entry: Entry, line: usize) -> Result<Rule, String> {
+    let name = entry.name.trim().to_string();
+    if name.is_empty() || name.chars().any(char::is_control) || name.chars().count() > 64 {
+        return Err(format!(
+            "name {:?}: give a short name (1 to 64 characters, no control characters)",
+            entry.name
+        ));
+    }
+    if entry.question.trim().is_empty() {
+        return Err(format!(
+            "rule {name:?}: question is empty; ask what the reply should be checked for"
+        ));
+    }
+    if entry.on.is_empty() {
+        return Err(format!(
+            "rule {name:?}: on is empty; give [\"stop\"] or [\"subagent-stop\"]"
+        ));
+    }
+    let mode = match entry.mode.as_deref() {
+        None | Some("default") => Mode::Default,
+        Some("investigate") => Mode::Investigate,
+        Some(other) => {
+            return Err(format!(
+                "rule {name:?}: mode {other:?} is not a mode; give \"investigate\" (read-only \
+                 runners in the session's folder) or leave it out"
+            ));
+        }
+    };
+    let hit = match (entry.hit_if_all_true, entry.hit_if_any_true) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "rule {name:?}: give hit_if_all_true or hit_if_any_true, not both"
+            ));
+        }
+        (Some(keys), None) if !keys.is_empty() && keys.iter().all(|k| !k.is_empty()) => {
+            Hit::AllTrue(keys)
+        }
+        (None, Some(table)) if !table.is_empty() => Hit::AnyTrue(any_true(&name, table)?),
+        _ => {
+            return Err(format!(
+                "rule {name:?}: no hit keys; give hit_if_all_true = [\"key\"] (or \
+                 hit_if_any_true = {{ key = \"notice\" }}) naming the answer's keys that make a hit \
+                 (without one every answer would be a hit)"
+            ));
+        }
+    };
+    let notice = match (entry.notice, &hit) {
+        (Some(n), _) if !n.trim().is_empty() => n,
+        (_, Hit::AnyTrue(_)) => String::new(),
+        _ => {
+            return Err(format!(
+                "rule {name:?}: notice is missing; say what the agent is told on a hit"
+            ));
+        }
+    };
+    if entry.wait_ms.is_some_and(|w| w > MAX_WAIT_MS) {
+        return Err(format!(
+            "rule {name:?}: wait_ms is above {MAX_WAIT_MS}; give a shorter wait"
+        ));
+    }
+    if entry
+        .timeout_seconds
+        .is_some_and(|t| !t.is_finite() || t <= 0.0)
+    {
+        return Err(format!(
+            "rule {name:?}: timeout_seconds must be a number of seconds above 0"
+        ));
+    }
+    Ok(Rule {
+        name,
+        on: entry.on,
+        action: entry.action,
+        question: entry.question,
+        hit,
+        notice,
+        mode,
+        enabled: entry.enabled,
+        wait_ms: entry.wait_ms,
+        timeout_seconds: entry.timeout_seconds,
+        line,
+    })
+}
+
+/// `hit_if_any_true`'s keys and notices, in the file's order.
+fn any_true(name: &str, table: toml::Table) -> Result<Vec<(String, String)>, String> {
+    table
+        .into_iter()
+        .map(|(key, value)| match value {
+            toml::Value::String(notice) if !notice.trim().is_empty() => Ok((key, notice)),
+            _ => Err(format!(
+                "rule {name:?}: hit_if_any_true.{key} must be the notice (a string) the agent \
+                 gets when {key} is true"
+            )),
+        })
+        .collect()
+}
+
+/// A TOML or shape error with its line, and "did you mean" for a misspelt key.
+fn toml_error(text: &str, e: &toml::de::Error) -> RulesError {
+    let line = e.span().map(|s| line_of(text, s.start));
+    let message = e.message().trim().to_string();
+    let message = match unknown_field(&message) {
+        Some(field) => match crate::core::job_keys::resembles(field, &RULE_KEYS) {
+            Some(meant) => format!("{field} is not a rule key; did you mean {meant}?"),
+            None => format!(
+                "{field} is not a rule key; the keys of a [[rule]]: {}",
+                RULE_KEYS.join(", ")
+            ),
+        },
+        None => message,
+    };
+    RulesError { line, message }
+}
+
+fn unknown_field(message: &str) -> Option<&str> {
+    message
+        .strip_prefix("unknown field `")?
+        .split_once('`')
+        .map(|(field, _)| field)
+}
+
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+/// The rules of several files (the user's first), those with the same name later
+/// replacing earlier ones: a project may turn off or change a rule of the user's.
+pub fn merged(files: Vec<Vec<Rule>>) -> Vec<Rule> {
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out: Vec<Rule> = Vec::new();
+    for rule in files.into_iter().flatten() {
+        match by_name.get(&rule.name) {
+            Some(&at) => out[at] = rule,
+            None => {
+                by_name.insert(rule.name.clone(), out.len());
+                out.push(rule);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+# mine
+[[rule]]
+name = "claims-unverified-tests"
+on = ["stop"]
+action = "block"
+question = """Did the assistant say that tests pass without running them in this turn?
+Reply {"unverified": true|false}"""
+hit_if_all_true = ["unverified"]
+notice = "You said the tests pass but ran none this turn. Run them and show the output."
+
+[[rule]]
+name = "blockers"
+on = ["stop", "subagent-stop"]
+question = "Is a stated blocker false? Reply {\"false_blocker\": bool, \"gave_up\": bool}"
+hit_if_any_true = { false_blocker = "That blocker is not real.", gave_up = "Do not give up." }
+mode = "investigate"
+enabled = false
+wait_ms = 2000
+"#;
+
+    #[test]
+    fn a_rules_file_reads_into_rules_in_order() {
+        let rules = parse_rules(GOOD).unwrap();
+        assert_eq!(rules.len(), 2);
+        let first = &rules[0];
+        assert_eq!(first.name, "claims-unverified-tests");
+        assert_eq!(
+            (first.action, first.on.as_slice()),
+            (Action::Block, &[Trigger::Stop][..])
+        );
+        assert_eq!(first.hit, Hit::AllTrue(vec!["unverified".into()]));
+        assert_eq!(
+            (first.line, first.enabled, first.mode),
+            (3, true, Mode::Default)
+        );
+        let second = &rules[1];
+        assert_eq!(second.action, Action::Notice, "the default action");
+        assert_eq!(second.on, [Trigger::Stop, Trigger::SubagentStop]);
+        assert_eq!(
+            second.hit,
+            Hit::AnyTrue(vec![
+                ("false_blocker".into(), "That blocker is not real.".into()),
+                ("gave_up".into(), "Do not give up.".into())
+            ])
+        );
+        assert_eq!(
+            (second.mode, second.enabled, second.wait_ms),
+            (Mode::Investigate, false, Some(2000))
+        );
+        assert_eq!(second.line, 12);
+        assert!(parse_rules("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_values_are_refused_with_their_line() {
+        let rule = |extra: &str| {
+            format!(
+                "[[rule]]\nname = \"r\"\nquestion = \"q\"\nhit_if_all_true = [\"k\"]\nnotice = \"n\"\n{extra}"
+            )
+        };
+        for (text, line, words) in [
+            (rule("actoin = \"block\"\n"), Some(6), "actoin is not a rule key; did you mean action?"),
+            (rule("zzz = 1\n"), Some(6), "zzz is not a rule key; the keys of a [[rule]]: name, on"),
+            (rule("action = \"blok\"\n"), Some(6), "unknown variant `blok`"),
+            (rule("on = [\"start\"]\n"), Some(6), "unknown variant `start`"),
+            (rule("mode = \"investigat\"\n"), Some(1), "mode \"investigat\" is not a mode"),
+            (rule("hit_if_any_true = { a = \"b\" }\n"), Some(1), "not both"),
+            (rule("wait_ms = 999999\n"), Some(1), "wait_ms is above"),
+            (rule("timeout_seconds = 0\n"), Some(1), "above 0"),
+            ("[[rule]]\nname = \"r\"\nquestion = \"q\"\nnotice = \"n\"\n".to_string(), Some(1), "no hit keys"),
+            ("[[rule]]\nname = \"r\"\nquestion = \"q\"\nhit_if_all_true = [\"k\"]\n".to_string(), Some(1), "notice is missing"),
+            ("[[rule]]\nname = \"\"\nquestion = \"q\"\nhit_if_all_true = [\"k\"]\nnotice = \"n\"\n".to_string(), Some(1), "give a short name"),
+            (format!("{}\n{}", rule(""), rule("")), Some(7), "a second rule named \"r\""),
+            ("rule = 1".to_string(), Some(1), "invalid type"),
+            ("[[rule]\n".to_string(), Some(1), ""),
+        ] {
+            let e = parse_rules(&text).unwrap_err();
+            assert_eq!(e.line, line, "{text}: {e}");
+            assert!(e.to_string().contains(words), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_later_file_replaces_a_rule_of_the_same_name() {
+        let user = parse_rules(GOOD).unwrap();
+        let mut project = parse_rules(GOOD).unwrap();
+        project.truncate(1);
+        project[0].enabled = false;
+        let all = merged(vec![user, project]);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].name, "claims-unverified-tests");
+        assert!(!all[0].enabled, "the project's copy");
+    }
+}
