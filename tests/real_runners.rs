@@ -6,6 +6,8 @@
 #[path = "it/support/mod.rs"]
 mod support;
 
+#[path = "real_runners/hooks.rs"]
+mod hooks;
 #[path = "real_runners/install.rs"]
 mod install;
 #[path = "real_runners/lane.rs"]

@@ -94,6 +94,9 @@ struct Shared {
     requests: Mutex<Vec<Request>>,
     first: Reply,
     after_tools: String,
+    /// (needle, text): a model request whose body holds a needle gets its text (the
+    /// first that matches), before `first`.
+    by_content: Vec<(String, String)>,
     stop: AtomicBool,
 }
 
@@ -111,9 +114,23 @@ impl StandIn {
         StandIn::start(Reply::Text(text.to_string()), text)
     }
 
+    /// Answers a model request whose body holds one of the needles with that needle's
+    /// text (the first that matches), any other with `default`.
+    pub fn by_content(rules: &[(&str, &str)], default: &str) -> StandIn {
+        let rules = rules
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        StandIn::serve_with(Reply::Text(default.to_string()), default, rules)
+    }
+
     /// Answers model requests without tool results with `first`, those with tool
     /// results with the text `after_tools`.
     pub fn start(first: Reply, after_tools: &str) -> StandIn {
+        StandIn::serve_with(first, after_tools, Vec::new())
+    }
+
+    fn serve_with(first: Reply, after_tools: &str, by_content: Vec<(String, String)>) -> StandIn {
         let listener = TcpListener::bind("127.0.0.1:0").expect("stand-in: bind 127.0.0.1:0");
         listener
             .set_nonblocking(true)
@@ -123,6 +140,7 @@ impl StandIn {
             requests: Mutex::new(Vec::new()),
             first,
             after_tools: after_tools.to_string(),
+            by_content,
             stop: AtomicBool::new(false),
         });
         let s = Arc::clone(&shared);
@@ -282,6 +300,11 @@ fn serve(stream: TcpStream, s: &Shared) {
     let path = req.path.clone();
     let streaming = req.body["stream"] == true;
     let model_name = req.body["model"].clone();
+    let matched = s
+        .by_content
+        .iter()
+        .find(|(needle, _)| req.body_text.contains(needle.as_str()))
+        .map(|(_, text)| Reply::Text(text.clone()));
     s.requests.lock().expect("stand-in lock").push(req);
     if upgrade {
         // codex tries a WebSocket first; 426 makes it switch to HTTP POST at once.
@@ -292,10 +315,10 @@ fn serve(stream: TcpStream, s: &Shared) {
         respond(&mut out, "200 OK", "application/json", b"{}");
         return;
     }
-    let reply = if tool_results {
-        Reply::Text(s.after_tools.clone())
-    } else {
-        s.first.clone()
+    let reply = match (matched, tool_results) {
+        (Some(reply), _) => reply,
+        (None, true) => Reply::Text(s.after_tools.clone()),
+        (None, false) => s.first.clone(),
     };
     let events = if path.starts_with("/v1/messages") {
         if !streaming {
