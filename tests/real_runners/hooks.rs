@@ -184,7 +184,7 @@ fn a_claude_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
     };
     let next = resume("Next task");
     assert!(
-        counts(&next, NOTICE).iter().any(|&n| n == 1),
+        counts(&next, NOTICE).contains(&1),
         "{:?}",
         counts(&next, NOTICE)
     );
@@ -259,7 +259,7 @@ fn a_codex_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
     };
     let next = resume("Next task");
     assert!(
-        counts(&next, NOTICE).iter().any(|&n| n == 1),
+        counts(&next, NOTICE).contains(&1),
         "{:?}",
         counts(&next, NOTICE)
     );
