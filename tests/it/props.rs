@@ -512,6 +512,7 @@ const VOCAB: &[&str] = &[
     "goals",
     "shell_tool",
     "view_image",
+    "hooks",
     "unified_exec",
     "model_instructions_file={instructions}",
     "model_instructions_file=\"/tmp/evil.md\"",
@@ -544,7 +545,7 @@ const CODEX_NARROWING: &[&str] = &[
     "web_search=\"disabled\"",
 ];
 /// The features an accepted investigate codex may switch off.
-const CODEX_OFF: &[&str] = &["multi_agent", "goals", "shell_tool", "view_image"];
+const CODEX_OFF: &[&str] = &["multi_agent", "goals", "shell_tool", "view_image", "hooks"];
 
 const PROGRAMS: &[&str] = &[
     "claude",
