@@ -7,8 +7,8 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands;
 use crate::commands::ModeArg;
-use crate::commands::service::ServiceAction;
 use crate::commands::status::StatusArgs;
+use crate::service::ServiceAction;
 use crate::store::config_file::{self, Sources};
 use crate::support::exit::{EXIT_OK, EXIT_USAGE};
 
@@ -247,7 +247,7 @@ pub fn main() -> i32 {
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
         Command::Doctor(args) => commands::doctor::main(&settings, &args),
-        Command::Service(action) => commands::service::main(&settings, action),
+        Command::Service(action) => crate::service::main(&settings, action),
         Command::Hooks(action) => commands::hooks::main(&settings, &sources, action),
         // Answered before the config is read.
         Command::Completions { .. } | Command::Man(_) | Command::Hook { .. } => EXIT_OK,

@@ -11,19 +11,20 @@ pub(crate) mod core;
 pub(crate) mod daemon;
 pub(crate) mod engine;
 pub(crate) mod process;
+pub(crate) mod service;
 pub(crate) mod store;
 
 /// What this library offers beyond the binary: the pure rules the property tests
 /// check, and the two names the integration tests compute. Everything else is
 /// `pub(crate)`, so the compiler reports what nothing uses.
 pub mod api {
-    pub use crate::core::answer::last_json_object;
     pub use crate::core::job::{
         HitRule, Job, JobError, Mode, TimeoutRules, check_id, parse_job, timeout_of,
     };
-    pub use crate::core::runner_table::Runner;
+    pub use crate::core::runner::table::Runner;
     pub use crate::core::safety::check_investigate_table;
-    pub use crate::core::usage::OutputFormat;
+    pub use crate::core::verdict::answer::last_json_object;
+    pub use crate::core::verdict::usage::OutputFormat;
     pub use crate::core::verdict::{
         Attempt, Output, REASON_MAX_CHARS, RunEnd, clip, judge_attempt,
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::{RUNNERS_VAR, Runner};
+use crate::core::runner::table::{RUNNERS_VAR, Runner};
 use crate::core::safety::check_investigate_table;
 use crate::process::probe::ProbeSpec;
 use crate::process::spawn::resolve_program;
@@ -153,7 +153,7 @@ pub fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
 fn check_hooks(report: &mut Report) {
     use crate::core::hooks::input::Harness;
     let sources = crate::store::config_file::Sources::from_process(None, None);
-    let program = crate::commands::service::host::this_binary()
+    let program = crate::service::host::this_binary()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     for harness in [Harness::Claude, Harness::Codex, Harness::Cursor] {
@@ -459,7 +459,7 @@ fn check_login(settings: &Settings, mode: Mode, runner: &Runner, report: &mut Re
     }
     let program = runner.argv.first().map(String::as_str).unwrap_or_default();
     let name = program.rsplit('/').next().unwrap_or(program);
-    match crate::core::login::places(name, Path::new("/"), None) {
+    match crate::core::runner::login::places(name, Path::new("/"), None) {
         Some(_) => Login::Found,
         None => Login::Unknown,
     }
@@ -490,8 +490,8 @@ fn check_codex_models(settings: &Settings, report: &mut Report) {
             return;
         }
     };
-    let (applied, _) = crate::core::codex_model::apply_to_settings(settings, &catalog);
-    for m in crate::core::codex_model::models_in_use(settings, &applied) {
+    let (applied, _) = crate::core::codex::model::apply_to_settings(settings, &catalog);
+    for m in crate::core::codex::model::models_in_use(settings, &applied) {
         match &m.replaced {
             Some(from) => report.add(
                 Level::Warn,

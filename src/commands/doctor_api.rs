@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::core::api_protocol::judge_call;
-use crate::core::api_runner::ApiSpec;
+use crate::core::api::protocol::judge_call;
+use crate::core::api::spec::ApiSpec;
 use crate::core::verdict::RunEnd;
 use crate::process::api_call::{ApiClient, ApiRequest};
 

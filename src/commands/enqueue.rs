@@ -11,8 +11,8 @@ use thiserror::Error;
 
 use crate::commands::ModeArg;
 use crate::core::config::Settings;
+use crate::core::job::keys::{JOB_KEYS, KeyTypo, unknown_keys};
 use crate::core::job::parse_job;
-use crate::core::job_keys::{JOB_KEYS, KeyTypo, unknown_keys};
 use crate::store::outbox;
 use crate::store::state_dir::{self, StateDir};
 use crate::store::verdict_watch::{Stopper, VerdictWatch, Woke};

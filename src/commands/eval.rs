@@ -12,10 +12,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::core::config::Settings;
+use crate::core::eval::cases::{CaseError, CaseReader};
 use crate::core::eval::{
     Case, Judged, Report, RunnerReport, Seat, alone, labels, percent, render, seats, select,
 };
-use crate::core::eval_cases::{CaseError, CaseReader};
 use crate::core::job::Job;
 use crate::core::verdict::{Outcome, Verdict};
 use crate::engine::attempts::{CacheSlot, Extras, judge};

@@ -154,7 +154,7 @@ fn install(
             "--trust is for codex only (claude and Cursor run hooks without it)".into(),
         ));
     }
-    let program = crate::commands::service::host::this_binary()
+    let program = crate::service::host::this_binary()
         .map_err(|e| Refused::Failed(crate::support::error::chain(&e)))?;
     let program = program.to_string_lossy().into_owned();
     let path = settings_path(sources, harness, project)

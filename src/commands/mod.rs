@@ -10,7 +10,6 @@ pub mod hook;
 pub mod hooks;
 pub mod run;
 pub mod runners;
-pub mod service;
 pub mod shell_docs;
 pub mod status;
 

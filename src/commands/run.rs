@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::RUNNERS_VAR;
+use crate::core::runner::table::RUNNERS_VAR;
 use crate::engine::lifecycle::{self, Handled};
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::open_state;

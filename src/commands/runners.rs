@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::core::config::{Settings, parse_config};
 use crate::core::job::Mode;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, print_stdout};
 
 /// Prints the table `run`, `ask` and the daemon use for `mode` (config file, `--set`,
@@ -41,7 +41,7 @@ fn print_table(table: &[Runner]) -> i32 {
             "llm-judge runners: {:?} is an API runner: its entry names its protocol, model and \
              base URL, not a command ({} cannot hold API runners)",
             r.name,
-            crate::core::runner_table::RUNNERS_VAR
+            crate::core::runner::table::RUNNERS_VAR
         );
     }
     let pairs: Vec<Value> = table

@@ -9,7 +9,7 @@ use std::time::UNIX_EPOCH;
 use serde_json::{Value, json};
 
 use crate::core::config::Settings;
-use crate::core::job_life::{ClaimRecord, Stage};
+use crate::core::job::life::{ClaimRecord, Stage};
 use crate::core::spend::{Budget, DAY, HOUR, dollars, over_budget, totals_since};
 use crate::process::os::is_alive;
 use crate::store::state_dir::{StateDir, is_job_name, now_unix};

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::core::config::HealthConfig;
 use crate::core::digest::sha1_hex;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::core::verdict::RunEnd;
 
 /// Timeouts in a row that bench a runner.
@@ -70,7 +70,7 @@ pub fn key(runner: &Runner) -> String {
     }
     if !runner.env.is_empty() {
         text.push_str("\0\0env");
-        for item in crate::core::runner_env::identity(&runner.env) {
+        for item in crate::core::runner::env::identity(&runner.env) {
             text.push('\0');
             text.push_str(&item);
         }

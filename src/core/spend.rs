@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::usage::Usage;
+use crate::core::verdict::usage::Usage;
 
 /// Seconds in the cap's hour.
 pub const HOUR: f64 = 3600.0;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::core::codex_model::{self, Catalog, ModelInUse};
+use crate::core::codex::model::{self as codex_model, Catalog, ModelInUse};
 use crate::core::config::Settings;
 use crate::engine::codex_catalog::{self, CatalogReadError};
 use crate::engine::runner_folder::RunnerFolders;

@@ -4,7 +4,7 @@
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::{RUNNERS_VAR, Runner};
+use crate::core::runner::table::{RUNNERS_VAR, Runner};
 use crate::process::spawn::is_installed;
 
 /// Warns about each table none of whose runners is usable.

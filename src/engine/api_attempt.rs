@@ -1,13 +1,13 @@
 //! What an API runner's attempt gave, once the seam (`engine::spawner`) has sent its
 //! request: the attempt, its answer (the whole reply as one JSON object first) and the
-//! `RunEnd` health and the spend ledger read (`core::api_protocol::judge_call`).
+//! `RunEnd` health and the spend ledger read (`core::api::protocol::judge_call`).
 
 use std::io::ErrorKind;
 
-use crate::core::api_protocol::{CallEnd, judge_call};
-use crate::core::key_mask::{mask_object, mask_text};
-use crate::core::runner_table::Runner;
-use crate::core::usage::OutputFormat;
+use crate::core::api::key_mask::{mask_object, mask_text};
+use crate::core::api::protocol::{CallEnd, judge_call};
+use crate::core::runner::table::Runner;
+use crate::core::verdict::usage::OutputFormat;
 use crate::core::verdict::{Judged, Output, RunEnd, judge_attempt};
 
 /// Judges how `runner`'s request ended. Only an API runner sends one; a spawner that

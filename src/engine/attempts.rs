@@ -6,9 +6,9 @@ use serde_json::{Map, Value};
 use crate::core::config::Settings;
 use crate::core::health::sign_of;
 use crate::core::job::{Job, Mode};
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::core::spend::{CapReached, SpendEntry};
-use crate::core::usage::output_format;
+use crate::core::verdict::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };

@@ -1,5 +1,5 @@
 //! A codex argv's placeholders filled with the judge's own files right before a start
-//! (`core::codex_slim`): the instructions file of the job's table, written first when
+//! (`core::codex::slim`): the instructions file of the job's table, written first when
 //! missing or changed (codex exits before any request without it), and the trimmed
 //! catalog the daemon last kept for this codex program, or nothing when there is none.
 
@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-use crate::core::codex_slim::{CATALOG_ITEM, Files, INSTRUCTIONS_ITEM, fill, has_placeholders};
+use crate::core::codex::slim::{CATALOG_ITEM, Files, INSTRUCTIONS_ITEM, fill, has_placeholders};
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::process::spawn::resolve_program;

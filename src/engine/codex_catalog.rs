@@ -1,20 +1,20 @@
 //! The codex model choice (docs/reference.md, "Runners"), the I/O part: read the login's
 //! catalog with a bounded `codex debug models`, run as a runner is (under its own
 //! supervisor, in a fresh folder, with the runner's environment), and keep its trimmed
-//! copy for slim codex runners; the choice itself is `core::codex_model`, the trimming
-//! `core::codex_slim`.
+//! copy for slim codex runners; the choice itself is `core::codex::model`, the trimming
+//! `core::codex::slim`.
 
 use std::path::Path;
 use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::core::codex_model::{self, Catalog, CatalogError};
-use crate::core::codex_slim::CATALOG_ITEM;
-use crate::core::codex_slim::trimmed_catalog;
+use crate::core::codex::model::{self as codex_model, Catalog, CatalogError};
+use crate::core::codex::slim::CATALOG_ITEM;
+use crate::core::codex::slim::trimmed_catalog;
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::engine::runner_folder::RunnerFolders;
 use crate::process::error::ProcessError;
 use crate::process::probe::{self, ProbeSpec};
@@ -95,7 +95,7 @@ pub async fn lookup(settings: &Settings, cwd: &Path) -> Option<Result<Catalog, C
 }
 
 /// `lookup`, and the read's trimmed copy kept in the state folder for the codex
-/// runners that name it (`core::codex_slim`; a failure to keep it is logged, and
+/// runners that name it (`core::codex::slim`; a failure to keep it is logged, and
 /// those runners then start without it).
 pub async fn lookup_and_keep(
     settings: &Settings,

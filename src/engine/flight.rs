@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::core::digest::sha1_hex_full;
 use crate::core::job::Job;
-use crate::core::runner_table::{Runner, table_identity};
+use crate::core::runner::table::{Runner, table_identity};
 use crate::core::verdict::Attempt;
 
 /// What a leader found: the answer (runner and object), if any, and its attempts.

@@ -2,7 +2,7 @@
 //! existing absolute folder that is safe to give, else a fresh empty folder per runner
 //! with the reason. Claude's read confinement is relative to its working folder, so
 //! `/`, `$HOME`, a folder above `$HOME`, and the judge's own folders are never given
-//! (`core::read_scope::cwd_refusal`). Checked once when the job is read, and logged
+//! (`core::safety::read_scope::cwd_refusal`). Checked once when the job is read, and logged
 //! then, so a job answered from the cache or by an identical running job leaves the
 //! same trace as one that starts runners.
 
@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::core::config::Settings;
 use crate::core::job::Job;
-use crate::core::read_scope::cwd_refusal;
+use crate::core::safety::read_scope::cwd_refusal;
 use crate::store::state_dir::StateDir;
 
 /// Where the runners of a job work.

@@ -7,9 +7,9 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::core::job::life::FileIdentity;
+use crate::core::job::prefix::{PREFIX_BYTES, transcript_in_prefix};
 use crate::core::job::{Job, JobError, cut_short, unreadable_job};
-use crate::core::job_life::FileIdentity;
-use crate::core::job_prefix::{PREFIX_BYTES, transcript_in_prefix};
 use crate::store::state_dir::{self, StateDir, stem_of};
 
 /// Logs what the job says that its producer most likely did not mean, once, when the

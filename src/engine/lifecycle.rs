@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::config::Settings;
+use crate::core::job::life::{FileIdentity, Previous};
 use crate::core::job::{Job, JobError, parse_job};
-use crate::core::job_life::{FileIdentity, Previous};
 use crate::core::verdict::{Outcome, Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::{CacheSlot, Extras};
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};

@@ -216,8 +216,8 @@ async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
 /// the failure feeds runner health as a CLI's would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
-    use crate::core::api_protocol::CallEnd;
-    use crate::core::runner_table::Runner;
+    use crate::core::api::protocol::CallEnd;
+    use crate::core::runner::table::Runner;
     use crate::store::health_store::HealthStore;
 
     let busy = CallEnd::Response {

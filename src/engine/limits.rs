@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 
 /// Slots of limited runners in this process.
 #[derive(Default)]

@@ -37,7 +37,7 @@ use tokio::sync::Notify;
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::engine::endings::let_go;
 use crate::engine::prestart_rules::{early_output_problem, waiting_for, wanted};
 use crate::engine::runner_folder::{RunnerFolder, RunnerFolders};

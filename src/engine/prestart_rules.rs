@@ -4,7 +4,7 @@
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 
 /// The runners of `settings`' default table that may have copies waiting, and how many:
 /// `prestart`, at most `workers`; none under the override variable.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::core::verdict::Outcome;
 use crate::engine::attempts::Extras;
 use crate::engine::lifecycle::WorkerLink;

@@ -8,13 +8,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::core::job_life::{ClaimRecord, FileIdentity, Previous, Stage, TakeOver, take_over};
+use crate::core::job::life::{ClaimRecord, FileIdentity, Previous, Stage, TakeOver, take_over};
 use crate::engine::runner_folder::{FOLDER_PREFIX, STAGING_PREFIX, is_abandoned};
 use crate::process::os::{kill_recorded_group, kill_tagged, kill_tagged_prefix};
 use crate::store::claim::{self, Acquired};
 use crate::store::state_dir::{self, StateDir, transcript_hash};
 
-/// Acts on what the previous holder of a claim left (`core::job_life::take_over`):
+/// Acts on what the previous holder of a claim left (`core::job::life::take_over`):
 /// stops its runners, finishes its publish, logs an interruption. Returns the take-over.
 pub fn recover(
     previous: &Previous,

@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::core::api_protocol::CallEnd;
+use crate::core::api::protocol::CallEnd;
 use crate::core::config::Settings;
-use crate::core::job_life::FileIdentity;
+use crate::core::job::life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Extras;
 use crate::engine::endings::Ended;

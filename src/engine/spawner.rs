@@ -12,13 +12,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::core::api_protocol::CallEnd;
-use crate::core::api_runner::ApiSpec;
+use crate::core::api::protocol::CallEnd;
+use crate::core::api::spec::ApiSpec;
 use crate::core::config::Settings;
 use crate::core::job::{Job, Mode};
-use crate::core::runner_table::{Runner, build_invocation, stdin_payload, waiting_argv};
-use crate::core::usage::output_format;
+use crate::core::runner::table::{Runner, build_invocation, stdin_payload, waiting_argv};
 use crate::core::verdict::RunEnd;
+use crate::core::verdict::usage::output_format;
 use crate::engine::codex_argv::prepared_argv;
 use crate::engine::endings::{Ended, Endings, let_go};
 use crate::engine::runner_folder::RunnerFolders;

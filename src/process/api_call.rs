@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
-use crate::core::api_protocol::{CallEnd, headers, request_body};
-use crate::core::api_runner::ApiSpec;
-use crate::core::key_mask::{mask_body, mask_text};
+use crate::core::api::key_mask::{mask_body, mask_text};
+use crate::core::api::protocol::{CallEnd, headers, request_body};
+use crate::core::api::spec::ApiSpec;
 use crate::process::spawn::{StopSignal, stopped};
 
 /// How long an idle pooled connection is kept (the provider closes it after about a

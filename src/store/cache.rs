@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::core::codex_slim::{INSTRUCTIONS_ITEM, instructions_for};
+use crate::core::codex::slim::{INSTRUCTIONS_ITEM, instructions_for};
 use crate::core::config::CacheConfig;
 use crate::core::digest::sha1_hex_full;
 use crate::core::job::Mode;
-use crate::core::runner_table::{Runner, table_identity};
+use crate::core::runner::table::{Runner, table_identity};
 use crate::store::state_dir::{StateDir, now_unix};
 
 /// Stores between two checks of the entry count.

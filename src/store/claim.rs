@@ -10,7 +10,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::core::job_life::{
+use crate::core::job::life::{
     ClaimRecord, FileIdentity, IllegalMove, Previous, RunnerRecord, Stage,
 };
 use crate::process::tag::new_tag;
@@ -43,7 +43,7 @@ pub struct Claim {
 }
 
 /// A held claim under which this holder judges the job: its record always exists.
-/// The `core::job_life::Stage` moves after `start_running` are each saved as they are
+/// The `core::job::life::Stage` moves after `start_running` are each saved as they are
 /// made; an illegal move is refused and nothing is saved. Dropping it releases the
 /// lock but keeps the record (it then reads as an interruption); `release` ends it.
 #[derive(Debug)]

@@ -2,14 +2,14 @@
 //! it is a symlink): the instructions of each table (`instructions-<table>.md`) and the
 //! trimmed model catalog of each codex program (`catalog-<program key>.json`), files
 //! `0600`, published by rename, read with `O_NOFOLLOW`. What they hold is
-//! `core::codex_slim`'s.
+//! `core::codex::slim`'s.
 
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::core::codex_slim::instructions_for;
+use crate::core::codex::slim::instructions_for;
 use crate::core::digest::sha1_hex;
 use crate::core::job::Mode;
 use crate::store::state_dir::{StateDir, open_nofollow, private_dir, publish};

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::core::config::key::Origin;
 use crate::core::config::{
     CONFIG_VAR, Config, ConfigError, STATE_DIR_VAR, Settings, key_hint, parse_config_with,
 };
-use crate::core::config_key::Origin;
-use crate::core::runner_table::{OverrideError, RUNNERS_VAR, parse_override};
+use crate::core::runner::table::{OverrideError, RUNNERS_VAR, parse_override};
 use crate::core::safety::check_investigate_home;
 use crate::support::error::Chain;
 
@@ -357,7 +357,7 @@ mod tests {
         let home = home.path().canonicalize().unwrap();
         let mut settings: serde_json::Value = serde_json::json!({"disableAllHooks": true,
             "permissions": {"blockReadsOutsideWorkingDirectories": true,
-                "deny": crate::core::read_scope::SHIPPED_DENY}});
+                "deny": crate::core::safety::read_scope::SHIPPED_DENY}});
         let table = |settings: &serde_json::Value| {
             let argv = serde_json::json!([
                 "claude",

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::config::HealthConfig;
 use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, standing, update};
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 use crate::process::spawn::is_installed;
 use crate::store::file_lock::{open_lock_file, try_lock_exclusive};
 use crate::store::state_dir::{StateDir, now_unix};

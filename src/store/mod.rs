@@ -51,7 +51,7 @@ pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, St
     if settings.runner_override.is_some() {
         tracing::warn!(
             "{} is set: it replaces every runner table (no safety check)",
-            crate::core::runner_table::RUNNERS_VAR
+            crate::core::runner::table::RUNNERS_VAR
         );
     }
     Ok(state)

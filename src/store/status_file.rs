@@ -31,7 +31,7 @@ pub struct StatusRecord {
     /// The model each codex runner with `-m` is started with (docs/reference.md, "Runners",
     /// the codex model).
     #[serde(default)]
-    pub codex_models: Vec<crate::core::codex_model::ModelInUse>,
+    pub codex_models: Vec<crate::core::codex::model::ModelInUse>,
     /// Runners started ahead of their jobs, waiting now (`prestart`).
     #[serde(default)]
     pub prestarted: usize,

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first; `support` is a leaf that uses nothing of the crate.
-const LAYERS: [&str; 8] = [
-    "support", "core", "process", "store", "engine", "daemon", "commands", "cli",
+const LAYERS: [&str; 9] = [
+    "support", "core", "process", "store", "engine", "daemon", "service", "commands", "cli",
 ];
 
 fn rank(layer: &str) -> Option<usize> {

@@ -275,7 +275,7 @@ fn toml_error(text: &str, e: &toml::de::Error) -> RulesError {
     let line = e.span().map(|s| line_of(text, s.start));
     let message = e.message().trim().to_string();
     let message = match unknown_field(&message) {
-        Some(field) => match crate::core::job_keys::resembles(field, &RULE_KEYS) {
+        Some(field) => match crate::core::job::keys::resembles(field, &RULE_KEYS) {
             Some(meant) => format!("{field} is not a rule key; did you mean {meant}?"),
             None => format!(
                 "{field} is not a rule key; the keys of a [[rule]]: {}",

@@ -6,8 +6,8 @@ use super::Unsafe;
 use super::flags::{
     Arity, Flag, Grammar, args_before_prompt, find, parse_flags, refuse_both_forms, tools,
 };
-use crate::core::read_scope::settings_problem;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
+use crate::core::safety::read_scope::settings_problem;
 
 pub(super) const READ_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 pub(super) const MUST_DENY: [&str; 4] = ["Write", "Edit", "NotebookEdit", "Bash"];

@@ -169,7 +169,7 @@ proptest! {
                 let permissions = &settings["permissions"];
                 prop_assert_eq!(&permissions["blockReadsOutsideWorkingDirectories"], true, "{:?}", args);
                 let denied = permissions["deny"].as_array().cloned().unwrap_or_default();
-                let shipped = crate::core::read_scope::SHIPPED_DENY;
+                let shipped = crate::core::safety::read_scope::SHIPPED_DENY;
                 prop_assert!(shipped.iter().all(|r| denied.contains(&(*r).into())), "{:?}", args);
                 let extra = permissions["additionalDirectories"].as_array().cloned().unwrap_or_default();
                 prop_assert!(!extra.contains(&"/".into()), "{:?}", args);

@@ -1,10 +1,10 @@
 //! codex's investigate rules: `codex exec` only, its flag grammar, the read-only
 //! sandbox, no user config, and `-c`/`--disable` limited to the narrowing keys
-//! (`core::safety_keys`).
+//! (`core::safety::keys`).
 
 use super::Unsafe;
 use super::flags::{Arity, Flag, Grammar, find, parse_flags, refuse_both_forms};
-use crate::core::safety_keys::{CODEX_CONFIG, CODEX_DISABLE};
+use crate::core::safety::keys::{CODEX_CONFIG, CODEX_DISABLE};
 
 const CODEX_GRAMMAR: Grammar = Grammar {
     arity: |name| match name {

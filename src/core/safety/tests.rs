@@ -16,7 +16,7 @@ fn check(argv: &[&str]) -> Result<(), String> {
 pub(super) static CONFINED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     serde_json::json!({"disableAllHooks": true, "permissions": {
         "blockReadsOutsideWorkingDirectories": true,
-        "deny": crate::core::read_scope::SHIPPED_DENY,
+        "deny": crate::core::safety::read_scope::SHIPPED_DENY,
     }})
     .to_string()
 });
@@ -336,7 +336,7 @@ fn settings_sources_must_be_empty_and_settings_may_only_disable_hooks() {
         serde_json::json!({"additionalDirectories": ["/var/log/app"]}),
     ))
     .unwrap();
-    let mut more = crate::core::read_scope::SHIPPED_DENY.to_vec();
+    let mut more = crate::core::safety::read_scope::SHIPPED_DENY.to_vec();
     more.push("Read(/srv/secrets/**)");
     check_owned(with(serde_json::json!({"deny": more}))).unwrap();
     let e = check_owned(with(serde_json::json!({"additionalDirectories": ["/"]}))).unwrap_err();

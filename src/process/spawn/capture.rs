@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::oneshot;
 
-use crate::core::usage::FinalWatch;
+use crate::core::verdict::usage::FinalWatch;
 
 /// The last `cap` bytes of a stream, shared so a cut-off reader still leaves its data.
 #[derive(Clone)]

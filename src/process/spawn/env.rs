@@ -6,8 +6,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::core::runner_env::RunnerEnv;
-use crate::core::runner_table::Runner;
+use crate::core::runner::env::RunnerEnv;
+use crate::core::runner::table::Runner;
 use crate::process::error::ProcessError;
 use crate::process::supervisor::Env;
 use crate::process::tag::TAG_VAR;
@@ -108,7 +108,7 @@ pub fn is_installed(runner: &Runner) -> bool {
     }
 }
 
-/// Why a CLI runner has no login it could use (`core::login::missing_login`), as it
+/// Why a CLI runner has no login it could use (`core::runner::login::missing_login`), as it
 /// would start: its table's `env` over this process's, without the `withheld` keys.
 pub fn missing_login(runner: &Runner, withheld: &[&str]) -> Option<String> {
     let var = |name: &str| {
@@ -119,7 +119,7 @@ pub fn missing_login(runner: &Runner, withheld: &[&str]) -> Option<String> {
         };
         value.filter(|v| !v.trim().is_empty())
     };
-    crate::core::login::missing_login(&runner.argv, var, |f| f.exists())
+    crate::core::runner::login::missing_login(&runner.argv, var, |f| f.exists())
 }
 
 /// `program` on a `PATH` value, if it is there and executable. Only absolute entries:

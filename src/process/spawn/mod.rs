@@ -21,9 +21,9 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 
-use crate::core::runner_env::RunnerEnv;
-use crate::core::usage::{FinalWatch, OutputFormat};
+use crate::core::runner::env::RunnerEnv;
 use crate::core::verdict::RunEnd;
+use crate::core::verdict::usage::{FinalWatch, OutputFormat};
 use crate::process::pool::SupervisorPool;
 use crate::process::supervisor::{self, Launch, Report};
 use attempt::{Attempt, outer_pid};
@@ -96,7 +96,7 @@ pub struct PromptSpec<'a> {
     /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
     pub stop: Option<&'a StopSignal>,
     /// How its stdout is read: a format with a final event ends the wait there
-    /// (`core::usage::FinalWatch`).
+    /// (`core::verdict::usage::FinalWatch`).
     pub format: OutputFormat,
 }
 

@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::core::api_runner::{ApiSpec, Protocol};
-use crate::core::usage::Usage;
+use crate::core::api::spec::{ApiSpec, Protocol};
+use crate::core::verdict::usage::Usage;
 use crate::core::verdict::{Judged, RunEnd, clip, human_number, not_configured_reason};
 
 /// The Messages API version the request names.
@@ -245,7 +245,7 @@ pub fn judge_call(runner: &str, spec: &ApiSpec, end: &CallEnd) -> (Judged, RunEn
             Ok(reply) => {
                 let (counted, refused) = bounded(reply.usage);
                 (usage, refused_usage) = (counted, refused);
-                answer = crate::core::answer::reply_object(&reply.text);
+                answer = crate::core::verdict::answer::reply_object(&reply.text);
                 let reason = match (&answer, reply.cut_at_max_tokens) {
                     (Some(_), _) => "answered".to_string(),
                     (None, false) => clip("no JSON object in the reply", &reply.text),
@@ -291,5 +291,5 @@ fn http_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> String {
 }
 
 #[cfg(test)]
-#[path = "api_protocol_tests.rs"]
+#[path = "protocol_tests.rs"]
 mod tests;

@@ -11,8 +11,7 @@
 use super::spec::{RenderError, ServiceSpec, check_plain, text};
 
 /// The shipped plist, compiled in: what a person copies and what install starts from.
-pub(crate) const PLIST_TEMPLATE: &str =
-    include_str!("../../../launchd/com.catstack.llm-judge.plist");
+pub(crate) const PLIST_TEMPLATE: &str = include_str!("../../launchd/com.catstack.llm-judge.plist");
 /// The launchd agent's label (also its plist's file stem).
 pub(crate) const LABEL: &str = "com.catstack.llm-judge";
 /// The file (in the state folder) that gets what the daemon prints under launchd.

@@ -8,13 +8,15 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use crate::core::read_scope::directory_above_home;
-use crate::core::runner_table::{PROMPT_SLOT, Runner};
-use crate::core::safety_keys::{CODEX_CONFIG, CODEX_DISABLE, EnvRefusal, check_env_var};
+use crate::core::runner::table::{PROMPT_SLOT, Runner};
+use crate::core::safety::keys::{CODEX_CONFIG, CODEX_DISABLE, EnvRefusal, check_env_var};
+use crate::core::safety::read_scope::directory_above_home;
 
 mod claude;
 mod codex;
 mod flags;
+pub mod keys;
+pub mod read_scope;
 
 use flags::args_before_prompt;
 

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use crate::core::eval_cases::Expect;
-use crate::core::usage::Usage;
+use crate::core::eval::cases::Expect;
+use crate::core::verdict::usage::Usage;
 use crate::core::verdict::{Attempt, Outcome};
 
 /// One case as one runner judged it.
@@ -292,7 +292,7 @@ fn align(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::usage::Usage;
+    use crate::core::verdict::usage::Usage;
 
     #[test]
     fn percentiles_are_nearest_rank() {

@@ -1,17 +1,20 @@
 //! `llm-judge eval`: the runs it makes for the cases of a CASES.jsonl file
-//! (`core::eval_cases`: every case on every runner of its mode's table, alone); the
-//! report of each runner against `expect` is `core::eval_report`. Pure: reading the
+//! (`core::eval::cases`: every case on every runner of its mode's table, alone); the
+//! report of each runner against `expect` is `core::eval::report`. Pure: reading the
 //! file, running and printing are `commands::eval`.
+
+pub mod cases;
+pub mod report;
 
 use std::collections::HashMap;
 
 use thiserror::Error;
 
 use crate::core::config::Settings;
-pub use crate::core::eval_cases::Case;
-pub use crate::core::eval_report::{Judged, Report, RunnerReport, percent, render};
+pub use crate::core::eval::cases::Case;
+pub use crate::core::eval::report::{Judged, Report, RunnerReport, percent, render};
 use crate::core::job::Mode;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 
 /// A runner of a mode's table as eval shows it: its name, or `name#2` for the second
 /// of two runners one table names alike (a row must be one runner).
@@ -114,7 +117,7 @@ pub fn alone(settings: &Settings, mode: Mode, runner: &Runner) -> Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::eval_cases::CaseError;
+    use crate::core::eval::cases::CaseError;
     use crate::core::job::TimeoutRules;
 
     const RULES: TimeoutRules = TimeoutRules {
@@ -123,7 +126,7 @@ mod tests {
     };
 
     fn parse(text: &str) -> Result<Vec<Case>, Vec<CaseError>> {
-        crate::core::eval_cases::parse_cases(text.as_bytes(), RULES)
+        crate::core::eval::cases::parse_cases(text.as_bytes(), RULES)
     }
 
     fn settings_with(over: Option<Vec<Runner>>) -> Settings {

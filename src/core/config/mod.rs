@@ -2,18 +2,20 @@
 //! a file's text over it, and the checks. Pure: reading the file and the environment is
 //! `store::config_file`.
 
+pub mod key;
+
 use std::path::PathBuf;
 
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::core::config_key::{self, KeyHint, KeyProblem};
 use crate::core::job::{Mode, TimeoutRules};
-use crate::core::runner_table::{Runner, TableError, check_table};
+use crate::core::runner::table::{Runner, TableError, check_table};
 use crate::core::safety::{SafetyError, check_investigate_table};
+use key::{KeyHint, KeyProblem};
 
 /// The documented default config, compiled in.
-pub const DEFAULT_TOML: &str = include_str!("../../config/llm-judge.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../config/llm-judge.toml");
 /// Names the config file when `--config` is not given.
 pub const CONFIG_VAR: &str = "LLM_JUDGE_CONFIG";
 /// Names the state folder when `--state-dir` is not given.
@@ -191,7 +193,7 @@ pub struct Settings {
     /// Set by `run` when that variable is bad: every job gets this judge error
     /// instead of running any runner (docs/reference.md, "Command line", as catstack's
     /// `judge.py run`).
-    pub runner_error: Option<crate::core::runner_table::OverrideError>,
+    pub runner_error: Option<crate::core::runner::table::OverrideError>,
     /// `$XDG_RUNTIME_DIR` when it is a private folder of ours: runner folders go there.
     pub runtime_dir: Option<PathBuf>,
 }
@@ -270,7 +272,7 @@ pub fn parse_config_with(
         Ok(config) => config,
         Err(e) => {
             let file = file.as_ref().zip(file_text);
-            let blamed = config_key::locate(&default, file, &sets, |t| {
+            let blamed = key::locate(&default, file, &sets, |t| {
                 build(t)
                     .map(|_| ())
                     .map_err(|e| e.message().trim().to_string())
@@ -295,7 +297,7 @@ fn build(table: toml::Table) -> Result<Config, toml::de::Error> {
 /// What `key` takes (for `--set` with a value that is not TOML); `None` for no such key.
 pub fn key_hint(key: &str) -> Option<KeyHint> {
     let default: toml::Table = DEFAULT_TOML.parse().ok()?;
-    config_key::key_hint(default, key, |t| {
+    key::key_hint(default, key, |t| {
         build(t).map(|_| ()).map_err(|e| e.message().to_string())
     })
 }
@@ -386,5 +388,4 @@ fn check(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::core::api_runner::{ApiEntry, ApiSpec, JUDGE_SYSTEM_PROMPT, Protocol};
+use crate::core::api::spec::{ApiEntry, ApiSpec, JUDGE_SYSTEM_PROMPT, Protocol};
 use crate::core::health::{Sign, sign_of};
 use crate::core::verdict::REASON_MAX_CHARS;
 

@@ -75,7 +75,7 @@ fn shipped_default_argv_are_pinned() {
         .runners
         .default
         .iter()
-        .map(|r| crate::core::runner_env::identity(&r.env))
+        .map(|r| crate::core::runner::env::identity(&r.env))
         .collect();
     assert_eq!(
         env,
@@ -164,7 +164,7 @@ fn unknown_keys_are_named() {
         Err(ConfigError::Key(problem)) => {
             assert_eq!(
                 problem.origin,
-                crate::core::config_key::Origin::File { line: Some(6) }
+                crate::core::config::key::Origin::File { line: Some(6) }
             );
             assert!(
                 problem
@@ -221,7 +221,7 @@ fn a_key_of_the_wrong_type_is_named_with_its_line_and_type() {
     let ConfigError::Key(problem) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(problem.origin, config_key::Origin::File { line: Some(3) });
+    assert_eq!(problem.origin, key::Origin::File { line: Some(3) });
     assert_eq!(
         e.to_string(),
         "key workers is the string \"four\"; it takes a whole number, e.g. workers = 4 (the default)"
@@ -231,7 +231,7 @@ fn a_key_of_the_wrong_type_is_named_with_its_line_and_type() {
     let ConfigError::Key(problem) = &e else {
         panic!("{e:?}")
     };
-    assert_eq!(problem.origin, config_key::Origin::Set { index: 0 });
+    assert_eq!(problem.origin, key::Origin::Set { index: 0 });
     assert!(e.to_string().contains("--set health.enabled=true"), "{e}");
     let e = parse_config(Some("[cache]\nttl_seconds = true\n")).unwrap_err();
     assert!(

@@ -52,7 +52,7 @@ fn parse_object(text: &str) -> Option<Map<String, Value>> {
         return None;
     }
     match serde_json::from_str(text) {
-        Ok(Value::Object(obj)) if !crate::core::usage::is_cli_event(&obj) => Some(obj),
+        Ok(Value::Object(obj)) if !crate::core::verdict::usage::is_cli_event(&obj) => Some(obj),
         _ => None,
     }
 }

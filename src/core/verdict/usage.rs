@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::core::runner_table::PROMPT_SLOT;
+use crate::core::runner::table::PROMPT_SLOT;
 
 /// Tokens of one kind a single run may report and still be counted: about ten times
 /// the largest context window, summed over an investigate run's turns. A CLI's figure

@@ -1,4 +1,6 @@
-//! `llm-judge service install / uninstall / status` (docs/reference.md, "Service").
+//! `llm-judge service install / uninstall / status` (docs/reference.md, "Service"): the
+//! systemd user unit or launchd agent, a subsystem of its own beside the commands (they
+//! call its `main`; it uses nothing of theirs).
 //!
 //! Install and uninstall go in three steps, one module each:
 //! - `host`: read what the plan needs from this machine (environment, this binary's

@@ -8,7 +8,7 @@
 use super::spec::{RenderError, ServiceSpec, SpecError, check_plain};
 
 /// The shipped unit, compiled in: what a person copies and what install starts from.
-pub(crate) const UNIT_TEMPLATE: &str = include_str!("../../../systemd/llm-judge.service");
+pub(crate) const UNIT_TEMPLATE: &str = include_str!("../../systemd/llm-judge.service");
 /// The systemd unit's name.
 pub(crate) const UNIT_NAME: &str = "llm-judge.service";
 

@@ -296,7 +296,7 @@ fn verdict_keys_are_in_spec_order() {
 /// The cases integrations/catstack/tests/test_judge.py also runs through the
 /// drop-in's `verdict()`, so the Python copy of this file's rules cannot drift.
 const SHARED_CASES: &str =
-    include_str!("../../integrations/catstack/tests/fixtures/verdict_cases.json");
+    include_str!("../../../integrations/catstack/tests/fixtures/verdict_cases.json");
 
 #[test]
 fn the_shared_verdict_cases_hold() {

@@ -55,7 +55,7 @@ impl fmt::Display for KeyProblem {
                     };
                     write!(f, "key {field}{at} is not a config key")?;
                     let names: Vec<&str> = known.iter().map(String::as_str).collect();
-                    match crate::core::job_keys::resembles(field, &names) {
+                    match crate::core::job::keys::resembles(field, &names) {
                         Some(meant) => write!(f, "; did you mean {meant}?"),
                         None => write!(f, "; the keys there: {}", known.join(", ")),
                     }

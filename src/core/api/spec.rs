@@ -1,7 +1,7 @@
 //! A runner without a CLI: one HTTP request to a model API (Anthropic Messages or
 //! OpenAI Chat Completions) per attempt. What its table entry says, the defaults, and
 //! the checks made when a table loads. Pure: the request itself is
-//! `process::api_call`, its body and reply `core::api_protocol`.
+//! `process::api_call`, its body and reply `core::api::protocol`.
 
 use std::net::IpAddr;
 

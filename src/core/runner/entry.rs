@@ -1,11 +1,11 @@
 //! A runner table entry as a config file writes it: a CLI runner (`argv`) or an API
 //! runner (`api`, `model`, ...), and which keys go with which kind. `Runner` is read
-//! through it (`core::runner_table`). Pure.
+//! through it (`core::runner::table`). Pure.
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::api_runner::{ApiEntry, ApiSpec, Protocol};
-use crate::core::runner_env::RunnerEnv;
+use crate::core::api::spec::{ApiEntry, ApiSpec, Protocol};
+use crate::core::runner::env::RunnerEnv;
 
 /// Every key a runner entry may hold; which ones apply depends on `argv` or `api`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -138,7 +138,7 @@ impl RunnerEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::runner_table::Runner;
+    use crate::core::runner::table::Runner;
 
     fn parse(text: &str) -> Result<Runner, String> {
         toml::from_str::<Runner>(text).map_err(|e| e.to_string())

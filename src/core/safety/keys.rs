@@ -3,7 +3,7 @@
 //! variables a runner's own `env` may set. Every entry only takes something away from
 //! what the runner sends, offers or reaches; anything not listed is refused. Pure.
 
-use crate::core::codex_slim::{CATALOG_ITEM, INSTRUCTIONS_ITEM};
+use crate::core::codex::slim::{CATALOG_ITEM, INSTRUCTIONS_ITEM};
 
 /// The `-c` values an investigate codex may carry (measured with codex 0.171.0 against
 /// a stand-in API: docs/performance.md, "What a verdict sends").
@@ -179,7 +179,7 @@ mod tests {
         );
     }
 
-    use crate::core::runner_table::Runner;
+    use crate::core::runner::table::Runner;
     use crate::core::safety::check_investigate_table;
 
     /// The shipped investigate codex (config/llm-judge.toml), before `-- {prompt}`.

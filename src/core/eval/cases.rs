@@ -12,8 +12,8 @@ use thiserror::Error;
 
 use crate::core::hooks::jobs::job_for;
 use crate::core::hooks::rules::Rule;
+use crate::core::job::keys::{JOB_KEYS, unknown_keys};
 use crate::core::job::{HitRule, Job, TimeoutRules, job_from_object, json_type};
-use crate::core::job_keys::{JOB_KEYS, unknown_keys};
 use crate::core::verdict::Outcome;
 
 /// What a case should be judged.
@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn the_shipped_example_rules_have_cases_eval_reads() {
         let rules =
-            crate::core::hooks::rules::parse_rules(include_str!("../../rules/examples.toml"))
+            crate::core::hooks::rules::parse_rules(include_str!("../../../rules/examples.toml"))
                 .expect("rules/examples.toml");
         let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules/cases");
         let timeouts = TimeoutRules {

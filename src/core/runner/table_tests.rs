@@ -1,4 +1,4 @@
-//! Unit tests of `core::runner_table`.
+//! Unit tests of `core::runner::table`.
 
 use super::*;
 

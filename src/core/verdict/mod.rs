@@ -1,11 +1,14 @@
 //! Attempts, reason texts, outcomes and the verdict record (docs/reference.md, "Runners"
 //! and "Verdict file"). Pure.
 
+pub mod answer;
+pub mod usage;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::core::job::{HitRule, Job, JobError};
-use crate::core::usage::OutputFormat;
+use crate::core::verdict::usage::OutputFormat;
 
 /// Reasons are clipped to this many code points.
 pub const REASON_MAX_CHARS: usize = 300;
@@ -24,7 +27,7 @@ pub struct Attempt {
     pub elapsed_ms: Option<u64>,
     /// Tokens and cost, when the runner's CLI reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::core::usage::Usage>,
+    pub usage: Option<crate::core::verdict::usage::Usage>,
     /// Why the job's `cwd` was refused, when it was: the runner worked in a fresh
     /// folder instead. A note beside `reason`, whose grammar it leaves alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,7 +54,7 @@ pub enum RunEnd {
     /// An API runner whose key variable is not set: nothing was sent (health counts
     /// it as `not installed`).
     NotConfigured { var: String },
-    /// A CLI runner whose login is nowhere to be seen (`core::login`): nothing was
+    /// A CLI runner whose login is nowhere to be seen (`core::runner::login`): nothing was
     /// started (health counts it as `not installed`). The text says where it looked.
     NotLoggedIn { detail: String },
     /// An API request that got no reply to read (an error status, a transport
@@ -59,7 +62,7 @@ pub enum RunEnd {
     RequestFailed,
     /// An API request that got a reply; its text went through the answer rules.
     Replied,
-    /// It printed its final event (`core::usage::FinalWatch`): its answer is complete,
+    /// It printed its final event (`core::verdict::usage::FinalWatch`): its answer is complete,
     /// and it is let go without waiting for its exit (read as an exit 0).
     FinalEvent,
 }
@@ -81,7 +84,7 @@ impl Judged {
         runner: &str,
         reason: String,
         answer: Option<Map<String, Value>>,
-        usage: Option<crate::core::usage::Usage>,
+        usage: Option<crate::core::verdict::usage::Usage>,
         refused_usage: Option<String>,
     ) -> Judged {
         let attempt = Attempt {
@@ -129,10 +132,10 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
     // The cut line lost its start: what is left of it may parse as an object the
     // runner never printed on a line of its own.
     let whole = match stdout_cut {
-        Some(_) => crate::core::answer::whole_lines_of_cut_tail(stdout),
+        Some(_) => crate::core::verdict::answer::whole_lines_of_cut_tail(stdout),
         None => stdout,
     };
-    let envelope = crate::core::usage::read_envelope(whole, format);
+    let envelope = crate::core::verdict::usage::read_envelope(whole, format);
     let reply = envelope.as_ref().map_or(whole, |e| e.reply.as_str());
     // The detail of a failure: stderr, else the error the envelope reports, else the
     // reply in it, else stdout.
@@ -162,7 +165,7 @@ pub fn judge_attempt(runner: &str, end: &RunEnd, output: Output<'_>) -> Judged {
         RunEnd::RequestFailed => (clip("request failed", &detail()), None),
         RunEnd::Exited { code } if *code != 0 => (clip(&format!("exit {code}"), &detail()), None),
         RunEnd::Exited { .. } | RunEnd::Replied | RunEnd::FinalEvent => {
-            match crate::core::answer::last_json_object(reply) {
+            match crate::core::verdict::answer::last_json_object(reply) {
                 Some(obj) => ("answered".to_string(), Some(obj)),
                 None => {
                     let label = match stdout_cut {
@@ -440,5 +443,4 @@ pub fn decide(rule: &HitRule, answer: &Map<String, Value>) -> Decision {
 }
 
 #[cfg(test)]
-#[path = "verdict_tests.rs"]
 mod tests;

@@ -3,10 +3,14 @@
 // A bad job is rare: its error costs a copy of a few hundred bytes, not worth a Box.
 #![allow(clippy::result_large_err)]
 
+pub mod keys;
+pub mod life;
+pub mod prefix;
+
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::core::job_keys::{JOB_KEYS, KeyTypo, unknown_keys};
+use crate::core::job::keys::{JOB_KEYS, KeyTypo, unknown_keys};
 
 /// Which runner table a job asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

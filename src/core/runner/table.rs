@@ -4,9 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::core::api_runner::ApiSpec;
-use crate::core::runner_entry::RunnerEntry;
-use crate::core::runner_env::{EnvError, RunnerEnv, check_env};
+use crate::core::api::spec::ApiSpec;
+use crate::core::runner::entry::RunnerEntry;
+use crate::core::runner::env::{EnvError, RunnerEnv, check_env};
 
 /// The argv item replaced by the prompt.
 pub const PROMPT_SLOT: &str = "{prompt}";
@@ -16,7 +16,7 @@ pub const RUNNERS_VAR: &str = "CATSTACK_LLM_JUDGE_RUNNERS";
 pub const MAX_ARG_BYTES: usize = 131_071;
 
 /// One runner: a name and an argv, or a name and a model API (`api`). A table entry
-/// is read through `core::runner_entry::RunnerEntry`, which checks which keys go with
+/// is read through `core::runner::entry::RunnerEntry`, which checks which keys go with
 /// which kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RunnerEntry", into = "RunnerEntry")]
@@ -31,7 +31,7 @@ pub struct Runner {
     /// Copies the daemon keeps started ahead of their jobs, each waiting for its prompt
     /// on stdin in a fresh private folder (default table only; `engine::prestart`).
     pub prestart: Option<u32>,
-    /// Variables set for this runner on top of the runner environment (`core::runner_env`).
+    /// Variables set for this runner on top of the runner environment (`core::runner::env`).
     pub env: RunnerEnv,
     /// A runner that asks a model API over HTTP instead of starting a CLI.
     pub api: Option<ApiSpec>,
@@ -195,7 +195,7 @@ pub fn table_identity(table: &[Runner]) -> Value {
             (Some(api), _) => serde_json::json!([r.name, api.identity()]),
             (None, true) => serde_json::json!([r.name, r.argv]),
             (None, false) => {
-                serde_json::json!([r.name, r.argv, crate::core::runner_env::identity(&r.env)])
+                serde_json::json!([r.name, r.argv, crate::core::runner::env::identity(&r.env)])
             }
         })
         .collect()
@@ -479,5 +479,5 @@ pub fn check_table(table: &str, runners: &[Runner]) -> Result<(), TableError> {
 }
 
 #[cfg(test)]
-#[path = "runner_table_tests.rs"]
+#[path = "table_tests.rs"]
 mod tests;

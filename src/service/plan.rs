@@ -14,7 +14,7 @@ use super::host::{Host, InstallFacts, Linger};
 use super::launchd::{LABEL, LAUNCHD_LOG, LAUNCHD_LOG_MAX_BYTES, render_plist};
 use super::spec::{Manager, RenderError, text};
 use super::systemd::{UNIT_NAME, render_unit};
-use crate::core::runner_table::RUNNERS_VAR;
+use crate::core::runner::table::RUNNERS_VAR;
 
 /// Mode of the unit file and plist: launchd refuses group/other-writable plists.
 pub(crate) const SERVICE_FILE_MODE: u32 = 0o644;
@@ -408,7 +408,7 @@ pub(crate) fn plan_uninstall(host: &Host, installed: bool) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::service::spec::ServiceSpec;
+    use crate::service::spec::ServiceSpec;
 
     fn host(manager: Manager) -> Host {
         Host {

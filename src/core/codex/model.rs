@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::core::codex_slim::CATALOG_ITEM;
+use crate::core::codex::slim::CATALOG_ITEM;
 use crate::core::config::Settings;
-use crate::core::runner_table::Runner;
+use crate::core::runner::table::Runner;
 
 /// The models a login may use, in the catalog's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
