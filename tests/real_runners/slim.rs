@@ -11,7 +11,7 @@ const DEFAULT_CODEX_MAX: usize = 3 * 1024;
 /// The most an investigate codex's first request may send.
 const INVESTIGATE_CODEX_MAX: usize = 6 * 1024;
 
-/// What the judge's default instructions say (core::codex_slim), to find them sent.
+/// What the judge's default instructions say (core::codex::slim), to find them sent.
 const DEFAULT_INSTRUCTIONS: &str =
     "You answer one question about a coding session. Reply with exactly one line of JSON";
 /// A phrase of the investigate instructions.

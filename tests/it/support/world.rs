@@ -103,7 +103,7 @@ impl World {
         world
     }
 
-    /// The login files codex and claude keep under HOME (what `core::login` looks
+    /// The login files codex and claude keep under HOME (what `core::runner::login` looks
     /// for): a world is logged in unless a test logs it out.
     pub fn log_in(&self) {
         for file in LOGIN_FILES {
