@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::core::config::Settings;
 use crate::core::job::{HitRule, Job, Mode, timeout_of};
 use crate::core::verdict::Outcome;
-use crate::engine::attempts::Extras;
+use crate::engine::attempts::Services;
 use crate::store::health_store::HealthStore;
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -83,12 +83,12 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
     };
     // Health only: the answer cache is for queued jobs (a direct question is asked anew).
     let health = HealthStore::open(&state, &settings.config.health);
-    let extras = Extras {
+    let services = Services {
         health: health.map(|h| match now {
             Some(t) => h.at(t),
             None => h,
         }),
-        ..Extras::default()
+        ..Services::default()
     };
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -106,7 +106,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
             &job,
             &cwd,
             &crate::process::tag::new_tag(),
-            &extras,
+            &services,
             None,
             |_, _| {},
         )

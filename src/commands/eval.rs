@@ -18,7 +18,7 @@ use crate::core::eval::{
 };
 use crate::core::job::Job;
 use crate::core::verdict::{Outcome, Verdict};
-use crate::engine::attempts::{CacheSlot, Extras, judge};
+use crate::engine::attempts::{CacheSlot, Services, judge};
 use crate::engine::events::{Control, StopSignal};
 use crate::process::tag::new_tag;
 use crate::store::cache::Cache;
@@ -147,13 +147,13 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     };
     // Never health: it would move a failing runner behind another, and each runner is
     // measured here on its own.
-    let extras = Extras {
+    let services = Services {
         cache: if args.cache {
             Cache::open(&state, &settings.config.cache)
         } else {
             None
         },
-        ..Extras::default()
+        ..Services::default()
     };
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -174,7 +174,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             .iter()
             .map(|s| Arc::new(alone(settings, s.mode, &s.runner)))
             .collect(),
-        extras: Arc::new(extras),
+        services: Arc::new(services),
     };
     let (results, interrupted) = rt.block_on(run_all(&plan, &seats, workers, &mut progress));
     progress.bar.finish_and_clear();
@@ -315,7 +315,7 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
 struct Plan {
     cases: Arc<Vec<Case>>,
     seats: Vec<Arc<Settings>>,
-    extras: Arc<Extras>,
+    services: Arc<Services>,
 }
 
 /// The verdict of every run, `[seat][case]`; `None` where the seat's mode is not the
@@ -343,13 +343,13 @@ async fn run_all(
             let pool = Arc::clone(&pool);
             let settings = Arc::clone(settings);
             let cases = Arc::clone(&plan.cases);
-            let extras = Arc::clone(&plan.extras);
+            let services = Arc::clone(&plan.services);
             let stop_signal = stop_signal.clone();
             set.spawn(async move {
                 // The pool is never closed, so acquiring only waits.
                 let _permit = pool.acquire_owned().await.ok();
                 let job = cases.get(case).map(|c| &c.job)?;
-                let verdict = judge_case(&settings, job, &extras, &stop_signal).await?;
+                let verdict = judge_case(&settings, job, &services, &stop_signal).await?;
                 Some((seat, case, verdict))
             });
         }
@@ -417,7 +417,7 @@ async fn next_interrupt(signal: Option<&mut tokio::signal::unix::Signal>) {
 async fn judge_case(
     settings: &Settings,
     job: &Job,
-    extras: &Extras,
+    services: &Services,
     stop: &StopSignal,
 ) -> Option<Verdict> {
     if *stop.borrow() != Control::Run {
@@ -425,7 +425,7 @@ async fn judge_case(
     }
     let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
     let overridden = settings.runner_override.is_some();
-    let slot = CacheSlot::of(extras, job, settings.table(job.mode), &cwd, overridden);
+    let slot = CacheSlot::of(services, job, settings.table(job.mode), &cwd, overridden);
     if let Some(verdict) = slot.as_ref().and_then(|s| s.verdict(job)) {
         return Some(verdict);
     }
@@ -434,7 +434,7 @@ async fn judge_case(
         job,
         &cwd,
         &new_tag(),
-        extras,
+        services,
         Some(stop),
         |_, _| {},
     )

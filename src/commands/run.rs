@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner::table::RUNNERS_VAR;
-use crate::engine::lifecycle::{self, Handled};
+use crate::engine::lifecycle::{self, JobEnd};
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -30,7 +30,7 @@ pub fn main(settings: &Settings, job_file: PathBuf, state_dir_flag: bool) -> i32
         Ok(rt) => rt,
         Err(e) => return failed(&e),
     };
-    let extras = crate::engine::attempts::Extras::for_state(settings, &state);
+    let services = crate::engine::attempts::Services::for_state(settings, &state);
     let outside_jobs = !in_folder(&job_file, &state.jobs());
     let link = lifecycle::WorkerLink {
         outside_jobs,
@@ -41,7 +41,7 @@ pub fn main(settings: &Settings, job_file: PathBuf, state_dir_flag: bool) -> i32
         // The job's mode is read later; both tables' slim codex share one kept catalog.
         let modes = [Mode::Default, Mode::Investigate];
         crate::engine::codex_catalog::keep_if_missing(settings, &modes).await;
-        lifecycle::handle(settings, &state, &job_file, &extras, link).await
+        lifecycle::handle(settings, &state, &job_file, &services, link).await
     });
     report(handled, &job_file, &state.jobs(), outside_jobs)
 }
@@ -114,9 +114,9 @@ fn failed(e: &dyn std::error::Error) -> i32 {
 
 /// Says what became of the job; exit 2 for a path that is not a job, 1 only when
 /// judging itself failed.
-fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) -> i32 {
+fn report(handled: JobEnd, job_file: &Path, jobs: &Path, outside_jobs: bool) -> i32 {
     match handled {
-        Handled::Busy { holder_pid } => {
+        JobEnd::Busy { holder_pid } => {
             let holder =
                 holder_pid.map_or("another process".to_string(), |p| format!("process {p}"));
             say_err!(
@@ -126,21 +126,21 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
             EXIT_OK
         }
         // In jobs/ a job that is gone was judged meanwhile; elsewhere it is a wrong path.
-        Handled::Gone if outside_jobs => {
+        JobEnd::Gone if outside_jobs => {
             say_err!(
                 "llm-judge: {} does not exist; give run the path of a job file",
                 job_file.display()
             );
             EXIT_USAGE
         }
-        Handled::Gone => {
+        JobEnd::Gone => {
             say_err!(
                 "llm-judge: {} does not exist (already judged?)",
                 job_file.display()
             );
             EXIT_OK
         }
-        Handled::Failed(e) => {
+        JobEnd::Failed(e) => {
             say_err!(
                 "llm-judge: {}: {e}",
                 job_file.display(),
@@ -148,14 +148,14 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
             );
             EXIT_FAILURE
         }
-        Handled::Rejected => {
+        JobEnd::Rejected => {
             say_err!(
                 "llm-judge: {} is not a regular job file: moved to rejected/ (see judge.log)",
                 job_file.display()
             );
             EXIT_USAGE
         }
-        Handled::NotAJob { why } => {
+        JobEnd::NotAJob { why } => {
             say_err!(
                 "llm-judge: {} is not a job file ({why}); nothing was moved. Give run a \
                  regular JSON job file",
@@ -163,7 +163,7 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
             );
             EXIT_USAGE
         }
-        Handled::Refused { why } => {
+        JobEnd::Refused { why } => {
             say_err!(
                 "llm-judge: {} is not a valid job ({why}); it was left as it is and got no \
                  verdict (only a file in {} gets a judge-error verdict). Fix the file, or \
@@ -173,7 +173,7 @@ fn report(handled: Handled, job_file: &Path, jobs: &Path, outside_jobs: bool) ->
             );
             EXIT_USAGE
         }
-        Handled::Judged { .. } if outside_jobs => {
+        JobEnd::Judged { .. } if outside_jobs => {
             say_err!(
                 "llm-judge: judged {}; it is not in {}, so it was left where it is",
                 job_file.display(),

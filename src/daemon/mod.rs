@@ -27,10 +27,10 @@ use crate::daemon::codex_models::CodexModels;
 use crate::daemon::inbox::{Hint, InboxWatcher};
 use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
-use crate::engine::attempts::Extras;
+use crate::engine::attempts::Services;
 use crate::engine::events::Control;
 use crate::engine::prestart::Prestarting;
-use crate::engine::spawner::Processes;
+use crate::engine::spawner::RealSpawner;
 use crate::process::pool::SupervisorPool;
 use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
@@ -104,7 +104,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
     let slots = SharedSlots::default();
     match runtime {
         Ok(rt) => {
-            let processes = Processes::new(pool);
+            let processes = RealSpawner::new(pool);
             // Built now (it reads the system's certificates), not by the first verdict;
             // only the default table may hold API runners.
             if settings.table(Mode::Default).iter().any(|r| !r.is_cli()) {
@@ -162,9 +162,9 @@ struct Daemon {
     settings: Arc<Settings>,
     codex: CodexModels,
     /// Health, cache, runner limits and single-flight, shared by every worker.
-    extras: Extras,
-    /// The runners waiting for their jobs; `extras.spawner` runs attempts through it.
-    prestart: Prestarting<Processes>,
+    services: Services,
+    /// The runners waiting for their jobs; `services.spawner` runs attempts through it.
+    prestart: Prestarting<RealSpawner>,
     sources: Sources,
     workers_flag: Option<usize>,
     state: StateDir,
@@ -189,7 +189,7 @@ impl Daemon {
         workers_flag: Option<usize>,
         state: StateDir,
         slots: SharedSlots,
-        prestart: Prestarting<Processes>,
+        prestart: Prestarting<RealSpawner>,
         codex: CodexModels,
     ) -> Self {
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
@@ -200,16 +200,16 @@ impl Daemon {
                 None
             }
         };
-        let extras = Extras {
+        let services = Services {
             flights: settings.config.single_flight.then(Arc::default),
             spawner: Arc::new(prestart.clone()),
-            ..Extras::for_state(&settings, &state)
+            ..Services::for_state(&settings, &state)
         };
         let control = watch::channel(Control::Run).0;
         let settings = Arc::new(settings);
-        let board = Board::new(job_context(&settings, &extras, &state, &control, &tally));
+        let board = Board::new(job_context(&settings, &services, &state, &control, &tally));
         Daemon {
-            extras,
+            services,
             prestart,
             codex,
             base: settings.clone(),
@@ -229,19 +229,19 @@ impl Daemon {
         }
     }
 
-    /// Extras for `settings`, keeping the live runner limits, flights, spawner and ledger.
-    fn extras_for(&self, settings: &Settings) -> Extras {
+    /// Services for `settings`, keeping the live runner limits, flights, spawner and ledger.
+    fn extras_for(&self, settings: &Settings) -> Services {
         let flights = settings
             .config
             .single_flight
-            .then(|| self.extras.flights.clone().unwrap_or_default());
-        Extras {
-            limits: self.extras.limits.clone(),
+            .then(|| self.services.flights.clone().unwrap_or_default());
+        Services {
+            limits: self.services.limits.clone(),
             flights,
-            spawner: self.extras.spawner.clone(),
-            spend: self.extras.spend.clone(),
-            endings: self.extras.endings.clone(),
-            ..Extras::for_state(settings, &self.state)
+            spawner: self.services.spawner.clone(),
+            spend: self.services.spend.clone(),
+            exiting: self.services.exiting.clone(),
+            ..Services::for_state(settings, &self.state)
         }
     }
 
@@ -388,7 +388,7 @@ impl Daemon {
             .set_gate(open, self.draining, &self.settings, || {
                 job_context(
                     &self.settings,
-                    &self.extras,
+                    &self.services,
                     &self.state,
                     &self.control,
                     &self.tally,
@@ -396,8 +396,11 @@ impl Daemon {
             });
         lock_slots(&self.slots).grow(open, &self.board);
         if !self.draining {
-            self.prestart
-                .configure(&self.settings, self.workers(), self.extras.health.as_ref());
+            self.prestart.configure(
+                &self.settings,
+                self.workers(),
+                self.services.health.as_ref(),
+            );
         }
     }
 
@@ -500,7 +503,7 @@ impl Daemon {
                     state_dir: self.state.root.clone(),
                     ..new
                 });
-                self.extras = self.extras_for(&self.base);
+                self.services = self.extras_for(&self.base);
                 self.status_dirty = true;
                 // After the tables jobs use are rebuilt: the line shows the new values.
                 self.apply_codex_catalog(false);
@@ -567,17 +570,17 @@ fn status_line(waiting: usize, running: usize) -> String {
     format!("{waiting} waiting, {running} running")
 }
 
-/// What slots run jobs with: the settings in use, the extras, the state, the stop.
+/// What slots run jobs with: the settings in use, the services, the state, the stop.
 fn job_context(
     settings: &Arc<Settings>,
-    extras: &Extras,
+    services: &Services,
     state: &StateDir,
     control: &watch::Sender<Control>,
     tally: &Option<Arc<Tally>>,
 ) -> JobContext {
     JobContext {
         settings: settings.clone(),
-        extras: extras.clone(),
+        services: services.clone(),
         state: state.clone(),
         cancel: control.subscribe(),
         tally: tally.clone(),

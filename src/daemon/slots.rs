@@ -14,9 +14,9 @@ use tokio::sync::{Notify, oneshot, watch};
 
 use crate::core::config::Settings;
 use crate::daemon::inbox::Queue;
-use crate::engine::attempts::Extras;
+use crate::engine::attempts::Services;
 use crate::engine::events::{Control, JobEvent, JobEvents};
-use crate::engine::lifecycle::{self, Handled, JobFailed};
+use crate::engine::lifecycle::{self, JobEnd, JobFailed};
 use crate::store::state_dir::StateDir;
 use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats, Tally};
 
@@ -26,7 +26,7 @@ pub struct JobContext {
     /// The settings jobs use (the codex catalog applied).
     pub settings: Arc<Settings>,
     /// Health, cache, runner limits and single-flight, shared by every slot.
-    pub extras: Extras,
+    pub services: Services,
     /// The state folder.
     pub state: StateDir,
     /// `Stop` when runners must stop (shutdown past its grace), `StopNow` after.
@@ -230,12 +230,12 @@ impl Board {
 
     /// Records a job's end; a newer file of the same name is queued again. A job still
     /// being written stays known (no hint or rescan queues it) until `retry`.
-    fn finish(&self, name: OsString, handled: Handled) {
+    fn finish(&self, name: OsString, handled: JobEnd) {
         let mut inner = self.lock();
         inner.running.remove(&name);
         // A job that ended without giving its slot back frees it now.
         let freed = !inner.publishing.remove(&name);
-        let first_unsettled = if handled == Handled::Unsettled {
+        let first_unsettled = if handled == JobEnd::Unsettled {
             inner.unsettled.insert(name.clone())
         } else {
             inner.unsettled.remove(&name);
@@ -252,14 +252,14 @@ impl Board {
                  until it is whole, looking again every {settle}s"
             );
         }
-        if let Handled::Judged {
+        if let JobEnd::Judged {
             outcome, attempts, ..
         } = &handled
         {
             inner.outcomes.add(*outcome);
             inner.history.add(attempts);
         }
-        let again = matches!(handled, Handled::Judged { .. } | Handled::AlreadyPublished) && {
+        let again = matches!(handled, JobEnd::Judged { .. } | JobEnd::AlreadyPublished) && {
             let jobs_dir = inner.context.state.jobs();
             inner.queue.offer(&jobs_dir, name)
         };
@@ -438,11 +438,11 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
         &context.settings,
         &context.state,
         &path,
-        &context.extras,
+        &context.services,
         link,
     )
     .await;
-    let unsettled = handled == Handled::Unsettled;
+    let unsettled = handled == JobEnd::Unsettled;
     let board = report.board.clone();
     report.send(handled);
     // Still being written in place: the file changes without an event the watch asks
@@ -494,7 +494,7 @@ struct Report {
 }
 
 impl Report {
-    fn send(mut self, handled: Handled) {
+    fn send(mut self, handled: JobEnd) {
         if let Some(name) = self.name.take() {
             self.board.finish(name, handled);
         }
@@ -505,7 +505,7 @@ impl Drop for Report {
     fn drop(&mut self) {
         if let Some(name) = self.name.take() {
             tracing::error!(file = %name.to_string_lossy(), "worker stopped unexpectedly; the job stays queued");
-            let failed = Handled::Failed(JobFailed::WorkerStopped);
+            let failed = JobEnd::Failed(JobFailed::WorkerStopped);
             self.board.finish(name, failed);
         }
     }

@@ -70,9 +70,9 @@ fn context(dir: &std::path::Path, spawner: Arc<dyn Spawner>) -> JobContext {
     state.create().expect("create state folder");
     JobContext {
         settings: Arc::new(Settings::for_tests(state.root.clone(), "fake")),
-        extras: Extras {
+        services: Services {
             spawner,
-            ..Extras::default()
+            ..Services::default()
         },
         state,
         cancel: watch::channel(Control::Run).1,
@@ -107,8 +107,8 @@ fn fixture(open: usize) -> (tempfile::TempDir, JobContext, Arc<Board>) {
     (dir, context, board)
 }
 
-fn judged() -> Handled {
-    Handled::Judged {
+fn judged() -> JobEnd {
+    JobEnd::Judged {
         outcome: Outcome::Clean,
         attempts: Vec::new(),
     }
@@ -193,7 +193,7 @@ fn a_newer_file_of_a_judged_name_is_queued_again() {
     assert_eq!((board.running(), board.waiting()), (0, 1));
     let (name, _) = board.try_take().expect("the newer job");
     let full = LifecycleError::StateDir(std::io::Error::other("disk full"));
-    board.finish(name, Handled::Failed(JobFailed::Lifecycle(Arc::new(full))));
+    board.finish(name, JobEnd::Failed(JobFailed::Lifecycle(Arc::new(full))));
     assert_eq!(
         (board.running(), board.waiting()),
         (0, 0),
@@ -257,7 +257,7 @@ async fn a_job_that_ends_without_giving_its_slot_back_frees_it_for_a_waiting_slo
     board.offer(job(&context, "b.json", 10));
     tokio::task::yield_now().await;
     assert!(!waiting.is_finished(), "a still holds the only slot");
-    board.finish(a, Handled::Failed(JobFailed::WorkerStopped));
+    board.finish(a, JobEnd::Failed(JobFailed::WorkerStopped));
     let taken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
     assert_eq!(
         taken.ok().and_then(Result::ok),

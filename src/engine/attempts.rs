@@ -13,11 +13,11 @@ use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
 use crate::engine::api_attempt::judge_api;
-use crate::engine::endings::Endings;
+use crate::engine::exiting::ExitingRunners;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
-use crate::engine::spawner::{AttemptOutput, AttemptSpec, Processes, Progress, Spawner, Workdir};
+use crate::engine::spawner::{AttemptOutput, AttemptSpec, Progress, RealSpawner, Spawner, Workdir};
 use crate::process::spawn::{StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// What a judge may use beyond its runners (docs/reference.md, "Beyond catstack"; `ask`
 /// uses health only), and how it starts them.
 #[derive(Clone)]
-pub struct Extras {
+pub struct Services {
     /// Benched runners go last; attempts update it.
     pub health: Option<HealthStore>,
     /// Answers reused within the TTL (default mode only).
@@ -45,33 +45,33 @@ pub struct Extras {
     /// Runners let go after their final event, stopped while the job publishes its
     /// verdict and waited for before its claim goes (daemon and `run`); without it,
     /// each is stopped before its attempt ends (`ask`, `eval`).
-    pub endings: Option<Arc<Endings>>,
+    pub exiting: Option<Arc<ExitingRunners>>,
 }
 
-impl Default for Extras {
+impl Default for Services {
     fn default() -> Self {
-        Extras {
+        Services {
             health: None,
             cache: None,
             limits: Arc::default(),
             flights: None,
-            spawner: Arc::new(Processes::default()),
+            spawner: Arc::new(RealSpawner::default()),
             spend: None,
-            endings: None,
+            exiting: None,
         }
     }
 }
 
-impl Extras {
+impl Services {
     /// Health and cache of the state folder as configured, with fresh limits.
     pub fn for_state(settings: &Settings, state: &StateDir) -> Self {
         let c = &settings.config;
-        Extras {
+        Services {
             health: HealthStore::open(state, &c.health),
             cache: Cache::open(state, &c.cache),
             spend: Some(Arc::new(SpendLedger::open(state))),
-            endings: Some(Arc::default()),
-            ..Extras::default()
+            exiting: Some(Arc::default()),
+            ..Services::default()
         }
     }
 }
@@ -89,13 +89,13 @@ impl<'a> CacheSlot<'a> {
     /// apply. The job's folder is part of the key when a runner of the table would be
     /// given it: the same question about two folders has two answers.
     pub fn of(
-        extras: &'a Extras,
+        services: &'a Services,
         job: &Job,
         table: &[Runner],
         cwd: &CwdChoice,
         overridden: bool,
     ) -> Option<Self> {
-        let cache = extras.cache.as_ref()?;
+        let cache = services.cache.as_ref()?;
         let folder = match cwd {
             CwdChoice::Given(dir)
                 if table.iter().any(|r| {
@@ -150,14 +150,14 @@ pub async fn judge(
     job: &Job,
     cwd: &CwdChoice,
     tag: &str,
-    extras: &Extras,
+    services: &Services,
     stop: Option<&StopSignal>,
     mut on_spawn: impl FnMut(&str, u32) + Send,
 ) -> Option<Verdict> {
     let mut attempts = Vec::new();
     let mut answer = None;
     let table = settings.table(job.mode);
-    let ordered = match &extras.health {
+    let ordered = match &services.health {
         Some(health) => health.order(table),
         None => table.iter().collect(),
     };
@@ -166,13 +166,13 @@ pub async fn judge(
         job,
         tag,
         stop,
-        spawner: extras.spawner.as_ref(),
-        endings: extras.endings.as_deref(),
+        spawner: services.spawner.as_ref(),
+        exiting: services.exiting.as_deref(),
     };
     for runner in ordered {
         // Reserved before each runner start (and before waiting for its slot, so a
         // capped job ends at once): this process never passes the run cap.
-        let reservation = match reserve(settings, extras) {
+        let reservation = match reserve(settings, services) {
             Ok(reservation) => reservation,
             Err(cap) => {
                 let reason = cap.to_string();
@@ -183,7 +183,7 @@ pub async fn judge(
         let _slot = tokio::select! {
             biased;
             () = stopped(stop) => return None,
-            slot = extras.limits.acquire(runner, &job.id) => slot,
+            slot = services.limits.acquire(runner, &job.id) => slot,
         };
         let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
         if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }, true) =
@@ -199,7 +199,7 @@ pub async fn judge(
         if end == RunEnd::Stopped {
             return None;
         }
-        if let Some(health) = &extras.health {
+        if let Some(health) = &services.health {
             let sign = sign_of(&end, found.is_some());
             health.record(runner, sign, &attempt.reason);
         }
@@ -226,9 +226,9 @@ pub async fn judge(
 /// the cap stops it, logged at most once a minute.
 fn reserve<'a>(
     settings: &Settings,
-    extras: &'a Extras,
+    services: &'a Services,
 ) -> Result<Option<Reservation<'a>>, CapReached> {
-    let Some(spend) = extras.spend.as_ref() else {
+    let Some(spend) = services.spend.as_ref() else {
         return Ok(None);
     };
     let reason = match spend.reserve(&settings.config.budget()) {
@@ -262,7 +262,7 @@ struct AttemptContext<'a> {
     tag: &'a str,
     stop: Option<&'a StopSignal>,
     spawner: &'a dyn Spawner,
-    endings: Option<&'a Endings>,
+    exiting: Option<&'a ExitingRunners>,
 }
 
 /// Only a runner that passes the investigate allowlist gets the job's own folder: any
@@ -291,7 +291,7 @@ async fn attempt_runner(
         tag,
         stop,
         spawner,
-        endings,
+        exiting,
     } = *context;
     let workdir = match cwd {
         CwdChoice::Given(path) => Workdir::Job(path),
@@ -304,7 +304,7 @@ async fn attempt_runner(
         workdir,
         tag,
         stop,
-        endings,
+        exiting,
     };
     // An API runner's start line names its protocol, model and base URL.
     let api = runner.api.as_ref();

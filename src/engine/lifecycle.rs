@@ -16,7 +16,7 @@ use crate::core::config::Settings;
 use crate::core::job::life::{FileIdentity, Previous};
 use crate::core::job::{Job, JobError, parse_job};
 use crate::core::verdict::{Outcome, Verdict, error_verdict, verdict_for};
-use crate::engine::attempts::{CacheSlot, Extras};
+use crate::engine::attempts::{CacheSlot, Services};
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::job_cwd::{CwdChoice, job_cwd};
@@ -34,7 +34,7 @@ pub const MAX_INTERRUPTIONS: u32 = 3;
 
 /// What became of a job file.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Handled {
+pub enum JobEnd {
     /// A verdict was published and the job removed.
     Judged {
         outcome: Outcome,
@@ -63,7 +63,7 @@ pub enum Handled {
     Unsettled,
 }
 
-/// Why a job was left queued after an error (`Handled::Failed`).
+/// Why a job was left queued after an error (`JobEnd::Failed`).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum JobFailed {
     /// A step failed on a file or the claim (logged where it failed).
@@ -118,19 +118,19 @@ pub struct WorkerLink {
     pub events: Option<Box<dyn JobEvents>>,
     /// The daemon's `job_settle_seconds`: a job file that changed while it was read,
     /// or is cut short and was modified less than this long ago, is a producer still
-    /// writing it in place; it is not judged (`Handled::Unsettled`). `run` judges
+    /// writing it in place; it is not judged (`JobEnd::Unsettled`). `run` judges
     /// what it finds.
     pub settle: Option<Duration>,
     /// The file is not in the state folder's `jobs/` (`run PATH`): it is judged when it
-    /// is a valid job, and left where it is whatever it holds (`Handled::NotAJob`,
-    /// `Handled::Refused`): never removed, never moved to `rejected/`.
+    /// is a valid job, and left where it is whatever it holds (`JobEnd::NotAJob`,
+    /// `JobEnd::Refused`): never removed, never moved to `rejected/`.
     pub outside_jobs: bool,
 }
 
 /// How a step of the driver left the job when it did not go on: ended (the claim is
 /// let go, or queued for `Stopped`) or failed (the job stays queued, the error logged).
 enum Exit {
-    Ended(Handled),
+    Ended(JobEnd),
     Failed(LifecycleError),
 }
 
@@ -148,15 +148,15 @@ pub async fn handle(
     settings: &Settings,
     state: &StateDir,
     path: &Path,
-    extras: &Extras,
+    services: &Services,
     mut link: WorkerLink,
-) -> Handled {
-    let failed = match handle_claimed(settings, state, path, extras, &mut link).await {
+) -> JobEnd {
+    let failed = match handle_claimed(settings, state, path, services, &mut link).await {
         Ok(handled) => return handled,
         Err(e) => e,
     };
     tracing::error!(file = %path.display(), "job left queued after an error: {failed}", failed = crate::support::error::Chain(&failed));
-    Handled::Failed(JobFailed::Lifecycle(Arc::new(failed)))
+    JobEnd::Failed(JobFailed::Lifecycle(Arc::new(failed)))
 }
 
 /// The driver: claim, take over, check, run, judge and publish, remove, let go.
@@ -164,16 +164,16 @@ async fn handle_claimed(
     settings: &Settings,
     state: &StateDir,
     path: &Path,
-    extras: &Extras,
+    services: &Services,
     link: &mut WorkerLink,
-) -> Result<Handled, LifecycleError> {
+) -> Result<JobEnd, LifecycleError> {
     let name = path.file_name().ok_or_else(|| LifecycleError::NoFileName {
         path: path.to_path_buf(),
     })?;
     let fsync = settings.config.fsync;
     state_dir::create_dir(&state.claims())?;
     let (claim, previous) = match acquire_claim(state, name, fsync).await? {
-        Acquired::Busy { holder_pid } => return Ok(Handled::Busy { holder_pid }),
+        Acquired::Busy { holder_pid } => return Ok(JobEnd::Busy { holder_pid }),
         Acquired::Claimed { claim, previous } => (claim, previous),
     };
     // Before the claim says running, an error leaves the earlier record as it was.
@@ -186,10 +186,11 @@ async fn handle_claimed(
     let mut claim = claim.start_running(interruptions, identity)?;
     crate::support::failpoint::crash("after_claim");
     let started = Instant::now();
-    let verdict = match judge_claimed(settings, state, path, name, &mut claim, extras, link).await {
+    let verdict = match judge_claimed(settings, state, path, name, &mut claim, services, link).await
+    {
         Ok(verdict) => verdict,
         Err(exit) => {
-            extras.spawner.job_ended(&claim.record().tag);
+            services.spawner.job_ended(&claim.record().tag);
             return end_started(claim, exit);
         }
     };
@@ -203,14 +204,14 @@ async fn handle_claimed(
         id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
         duration_ms = started.elapsed().as_millis() as u64, "job finished"
     );
-    Ok(Handled::Judged {
+    Ok(JobEnd::Judged {
         outcome: verdict.outcome,
         attempts: verdict.attempts,
     })
 }
 
 /// A job that ended before this holder started it: let the claim go.
-fn end_unstarted(claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
+fn end_unstarted(claim: Claim, exit: Exit) -> Result<JobEnd, LifecycleError> {
     match exit {
         Exit::Ended(handled) => {
             claim.release()?;
@@ -222,11 +223,11 @@ fn end_unstarted(claim: Claim, exit: Exit) -> Result<Handled, LifecycleError> {
 
 /// A job that ended while running: stopped or failed, it is queued again (not an
 /// interruption); otherwise the claim is let go.
-fn end_started(mut claim: Started, exit: Exit) -> Result<Handled, LifecycleError> {
+fn end_started(mut claim: Started, exit: Exit) -> Result<JobEnd, LifecycleError> {
     match exit {
-        Exit::Ended(Handled::Stopped) => {
+        Exit::Ended(JobEnd::Stopped) => {
             claim.requeue()?;
-            Ok(Handled::Stopped)
+            Ok(JobEnd::Stopped)
         }
         Exit::Ended(handled) => {
             claim.release()?;
@@ -254,7 +255,7 @@ fn take_over(
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             finish_previous_publish(previous, fsync)?;
-            return Err(Exit::Ended(Handled::Gone));
+            return Err(Exit::Ended(JobEnd::Gone));
         }
         Err(source) => {
             let path = path.to_path_buf();
@@ -267,7 +268,7 @@ fn take_over(
         if !outside_jobs {
             remove_job(path)?;
         }
-        return Err(Exit::Ended(Handled::AlreadyPublished));
+        return Err(Exit::Ended(JobEnd::AlreadyPublished));
     };
     if !meta.file_type().is_file() || !owned_by_me(&meta) {
         return Err(not_a_job(state, path, name, &meta, outside_jobs)?);
@@ -287,10 +288,10 @@ fn not_a_job(
     if outside_jobs {
         let why = not_a_job_why(meta);
         tracing::warn!(file = %path.display(), "not a job ({why}): left where it is");
-        return Ok(Exit::Ended(Handled::NotAJob { why }));
+        return Ok(Exit::Ended(JobEnd::NotAJob { why }));
     }
     reject(state, path, name, meta)?;
-    Ok(Exit::Ended(Handled::Rejected))
+    Ok(Exit::Ended(JobEnd::Rejected))
 }
 
 /// Claims a job. A claim whose recorded holder is dead can stay locked for a moment
@@ -332,8 +333,8 @@ fn read_claimed(
             // checks: not a job.
             return Err(match fs::symlink_metadata(path) {
                 Ok(meta) => not_a_job(state, path, name, &meta, link.outside_jobs)?,
-                Err(_) if link.outside_jobs => Exit::Ended(Handled::Gone),
-                Err(_) => Exit::Ended(Handled::Rejected),
+                Err(_) if link.outside_jobs => Exit::Ended(JobEnd::Gone),
+                Err(_) => Exit::Ended(JobEnd::Rejected),
             });
         }
         Ok(Err(unreadable)) => return Ok(Err(unreadable)),
@@ -343,7 +344,7 @@ fn read_claimed(
     if let Some(settle) = link.settle
         && still_being_written(claimed, &bytes, &after, parsed.is_err(), settle)
     {
-        return Err(Exit::Ended(Handled::Unsettled));
+        return Err(Exit::Ended(JobEnd::Unsettled));
     }
     Ok(parsed)
 }
@@ -355,7 +356,7 @@ async fn judge_claimed(
     path: &Path,
     name: &OsStr,
     claim: &mut Started,
-    extras: &Extras,
+    services: &Services,
     link: &mut WorkerLink,
 ) -> Step<Verdict> {
     let record = claim.record();
@@ -368,7 +369,7 @@ async fn judge_claimed(
             .strip_prefix("judge error: ")
             .unwrap_or(&error.reason);
         tracing::warn!(file = %path.display(), "not a valid job ({why}): left where it is");
-        return Err(Exit::Ended(Handled::Refused {
+        return Err(Exit::Ended(JobEnd::Refused {
             why: why.to_string(),
         }));
     }
@@ -399,10 +400,10 @@ async fn judge_claimed(
         Ok(job) => {
             let cwd = job_cwd(settings, &job).await;
             let cancel = link.cancel.take();
-            let decided = decide(settings, &job, &cwd, &tag, claim, cancel, extras).await;
+            let decided = decide(settings, &job, &cwd, &tag, claim, cancel, services).await;
             decided.ok_or_else(|| {
                 tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
-                Exit::Ended(Handled::Stopped)
+                Exit::Ended(JobEnd::Stopped)
             })?
         }
     };
@@ -426,9 +427,9 @@ async fn judge_claimed(
     // The verdict is out: the copy of a runner started ahead of jobs that this job
     // took is replaced now, and runners still exiting after their final event are
     // waited for while the claim still covers them.
-    extras.spawner.job_ended(&tag);
-    if let Some(endings) = &extras.endings {
-        endings.settle(&tag).await;
+    services.spawner.job_ended(&tag);
+    if let Some(exiting) = &services.exiting {
+        exiting.settle(&tag).await;
     }
     Ok(verdict)
 }
@@ -464,7 +465,7 @@ async fn decide(
     tag: &str,
     claim: &mut Started,
     cancel: Option<Cancel>,
-    extras: &Extras,
+    services: &Services,
 ) -> Option<Verdict> {
     if let Some(why) = &settings.runner_error {
         // catstack's wording (its tests and users grep judge.log for it), then the cause.
@@ -474,11 +475,11 @@ async fn decide(
     }
     let table = settings.table(job.mode);
     let overridden = settings.runner_override.is_some();
-    let cached = CacheSlot::of(extras, job, table, cwd, overridden);
+    let cached = CacheSlot::of(services, job, table, cwd, overridden);
     // The cache is read once this job leads its flight, and the leader keeps its answer
     // before it lets the flight go: a job never misses both (an identical job that
     // joins after the leader left finds the answer in the cache).
-    let leader = match extras
+    let leader = match services
         .flights
         .as_ref()
         .map(|f| f.join(flight::key(job, table)))
@@ -498,7 +499,7 @@ async fn decide(
     let verdict = match cached.as_ref().and_then(|slot| slot.verdict(job)) {
         Some(verdict) => verdict,
         None => {
-            let verdict = judge_runners(settings, job, cwd, tag, claim, cancel, extras).await?;
+            let verdict = judge_runners(settings, job, cwd, tag, claim, cancel, services).await?;
             if let Some(slot) = &cached {
                 slot.remember(&verdict);
             }
@@ -532,7 +533,7 @@ async fn judge_runners(
     tag: &str,
     claim: &mut Started,
     cancel: Option<Cancel>,
-    extras: &Extras,
+    services: &Services,
 ) -> Option<Verdict> {
     let record_runner = |claim: &mut Started, runner: &str, pgid: u32| {
         // 0: the runner was not seen (it ended before its pid was known).
@@ -547,7 +548,7 @@ async fn judge_runners(
         job,
         cwd,
         tag,
-        extras,
+        services,
         cancel.as_ref(),
         |runner, pgid| record_runner(claim, runner, pgid),
     )

@@ -10,10 +10,10 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::core::verdict::Outcome;
-use crate::engine::attempts::Extras;
+use crate::engine::attempts::Services;
 use crate::engine::events::Control;
 use crate::engine::flight::Flights;
-use crate::engine::lifecycle::{Handled, WorkerLink};
+use crate::engine::lifecycle::{JobEnd, WorkerLink};
 use crate::engine::scripted::{Act, Bench, Scripted, bounded, outcome, question};
 use crate::store::cache::Cache;
 
@@ -74,14 +74,14 @@ async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
         cancel: Some(cancel),
         ..WorkerLink::default()
     };
-    let extras = b.extras();
-    let running = b.handle(&path, &extras, link);
+    let services = b.services();
+    let running = b.handle(&path, &services, link);
     let stopper = async {
         b.spawner.started.notified().await;
         let _ = stop.send(Control::Stop);
     };
     let (handled, ()) = bounded("handle", async { tokio::join!(running, stopper) }).await;
-    assert_eq!(handled, Handled::Stopped);
+    assert_eq!(handled, JobEnd::Stopped);
     assert!(path.exists(), "job stays queued");
     assert!(b.verdict("T", "s").is_none(), "no verdict");
     let record = std::fs::read_to_string(b.state.claims().join("s.json")).unwrap_or_default();
@@ -99,14 +99,14 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
     let b = Bench::new(vec![Act::Hang, Act::Answer("{\"ok\": true}")]);
     let lead = b.job("lead", &question("same"));
     let follow = b.job("follow", &question("same"));
-    let extras = Extras {
+    let services = Services {
         flights: Some(Arc::new(Flights::default())),
-        ..b.extras()
+        ..b.services()
     };
     let (stop, cancel) = watch::channel(Control::Run);
     let leader = b.handle(
         &lead,
-        &extras,
+        &services,
         WorkerLink {
             cancel: Some(cancel),
             ..WorkerLink::default()
@@ -115,7 +115,7 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
     let rest = async {
         b.spawner.started.notified().await;
         // The leader's runner runs: the follower joins its flight, then the leader stops.
-        let follower = b.handle(&follow, &extras, WorkerLink::default());
+        let follower = b.handle(&follow, &services, WorkerLink::default());
         let stopper = async {
             tokio::task::yield_now().await;
             let _ = stop.send(Control::Stop);
@@ -124,7 +124,7 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
     };
     let (led, followed) =
         bounded("leader and follower", async { tokio::join!(leader, rest) }).await;
-    assert_eq!(led, Handled::Stopped);
+    assert_eq!(led, JobEnd::Stopped);
     assert_eq!(outcome(&followed), Some(Outcome::Hit), "{followed:?}");
     assert_eq!(b.spawner.starts(), 2, "the follower started its own runner");
     assert!(lead.exists() && !follow.exists());
@@ -135,13 +135,13 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
 async fn a_cache_hit_reuses_the_answer_without_a_runner() {
     let mut b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     b.settings.config.cache.ttl_seconds = 600.0;
-    let extras = Extras {
+    let services = Services {
         cache: Cache::open(&b.state, &b.settings.config.cache),
-        ..b.extras()
+        ..b.services()
     };
     for stem in ["first", "second"] {
         let path = b.job(stem, &question("cached"));
-        let handled = bounded("handle", b.handle(&path, &extras, WorkerLink::default())).await;
+        let handled = bounded("handle", b.handle(&path, &services, WorkerLink::default())).await;
         assert_eq!(outcome(&handled), Some(Outcome::Hit), "{stem}: {handled:?}");
     }
     assert_eq!(b.spawner.starts(), 1);
@@ -170,27 +170,23 @@ async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
     let path = b.state.jobs().join("w.json");
     let whole = question("p").to_string();
     std::fs::write(&path, &whole[..whole.len() / 2]).expect("write half");
-    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
-    assert_eq!(handled, Handled::Unsettled);
+    let handled = bounded("handle", b.handle(&path, &b.services(), settling())).await;
+    assert_eq!(handled, JobEnd::Unsettled);
     assert!(path.exists() && b.verdict("T", "w").is_none() && b.verdict("", "w").is_none());
     assert!(!b.state.claims().join("w.json").exists(), "claim released");
     assert_eq!(b.spawner.starts(), 0);
     std::fs::write(&path, "").expect("empty, as just created");
-    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
-    assert_eq!(
-        handled,
-        Handled::Unsettled,
-        "an empty file is cut short too"
-    );
+    let handled = bounded("handle", b.handle(&path, &b.services(), settling())).await;
+    assert_eq!(handled, JobEnd::Unsettled, "an empty file is cut short too");
 
     std::fs::write(&path, &whole).expect("write whole");
-    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    let handled = bounded("handle", b.handle(&path, &b.services(), settling())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
     assert!(!path.exists());
 
     // Complete but malformed JSON is no writer's half-way state: judged at once.
     std::fs::write(&path, "{nope}").expect("write bad");
-    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    let handled = bounded("handle", b.handle(&path, &b.services(), settling())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
 
     // Cut short and resting longer than the settle time: the writer gave up.
@@ -201,7 +197,7 @@ async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
         .open(&path)
         .and_then(|f| f.set_modified(old))
         .expect("age the file");
-    let handled = bounded("handle", b.handle(&path, &b.extras(), settling())).await;
+    let handled = bounded("handle", b.handle(&path, &b.services(), settling())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
 
     // `run`: no settle time.
@@ -246,12 +242,12 @@ async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
         api_runner("local", "openai-chat"),
     ]);
     b.settings.config.health.enabled = true;
-    let extras = Extras {
+    let services = Services {
         health: HealthStore::open(&b.state, &b.settings.config.health),
-        ..b.extras()
+        ..b.services()
     };
     let path = b.job("a", &question("p"));
-    let handled = bounded("handle", b.handle(&path, &extras, WorkerLink::default())).await;
+    let handled = bounded("handle", b.handle(&path, &services, WorkerLink::default())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
     let verdict = b.verdict("T", "a").expect("a verdict");
     let attempts = &verdict["attempts"];

@@ -38,7 +38,7 @@ use tokio::sync::Notify;
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner::table::Runner;
-use crate::engine::endings::let_go;
+use crate::engine::exiting::collect_output;
 use crate::engine::prestart_rules::{early_output_problem, waiting_for, wanted};
 use crate::engine::runner_folder::{RunnerFolder, RunnerFolders};
 use crate::engine::spawner::{
@@ -236,7 +236,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
             process, folder, ..
         } = copy;
         let ended = process.finish(spec).await;
-        let_go(ended, Some(folder), spec.endings, spec.tag)
+        collect_output(ended, Some(folder), spec.exiting, spec.tag)
             .await
             .into()
     }

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::core::runner::table::Runner;
 use crate::core::verdict::Outcome;
-use crate::engine::attempts::Extras;
+use crate::engine::attempts::Services;
 use crate::engine::lifecycle::WorkerLink;
 use crate::engine::prestart::Prestarting;
 use crate::engine::scripted::{Act, Bench, CopyAct, Scripted, bounded, outcome, question};
@@ -35,11 +35,11 @@ async fn prestarting(acts: Vec<Act>, copies: Vec<CopyAct>) -> (Bench, Prestartin
 /// Handles the job `stem` with `pre` as the spawner.
 async fn judge_with(b: &Bench, pre: &Prestarting<Arc<Scripted>>, stem: &str) -> serde_json::Value {
     let path = b.job(stem, &question(&format!("{stem}?")));
-    let extras = Extras {
+    let services = Services {
         spawner: Arc::new(pre.clone()),
-        ..Extras::default()
+        ..Services::default()
     };
-    let handled = bounded("handle", b.handle(&path, &extras, WorkerLink::default())).await;
+    let handled = bounded("handle", b.handle(&path, &services, WorkerLink::default())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
     b.verdict("T", stem).unwrap_or_default()
 }

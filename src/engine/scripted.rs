@@ -17,9 +17,9 @@ use crate::core::api::protocol::CallEnd;
 use crate::core::config::Settings;
 use crate::core::job::life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
-use crate::engine::attempts::Extras;
-use crate::engine::endings::Ended;
-use crate::engine::lifecycle::{Handled, WorkerLink, handle};
+use crate::engine::attempts::Services;
+use crate::engine::exiting::Ended;
+use crate::engine::lifecycle::{JobEnd, WorkerLink, handle};
 use crate::engine::spawner::{
     ApiOutput, AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec,
     WaitingRunner,
@@ -282,10 +282,10 @@ impl Bench {
         Bench { spawner, ..self }
     }
 
-    pub fn extras(&self) -> Extras {
-        Extras {
+    pub fn services(&self) -> Services {
+        Services {
             spawner: self.spawner.clone(),
-            ..Extras::default()
+            ..Services::default()
         }
     }
 
@@ -319,17 +319,17 @@ impl Bench {
         }
     }
 
-    /// Handles `path` with this bench's extras and no worker link, within the bound.
-    pub async fn judge(&self, path: &Path) -> Handled {
+    /// Handles `path` with this bench's services and no worker link, within the bound.
+    pub async fn judge(&self, path: &Path) -> JobEnd {
         bounded(
             "handle",
-            self.handle(path, &self.extras(), WorkerLink::default()),
+            self.handle(path, &self.services(), WorkerLink::default()),
         )
         .await
     }
 
-    pub async fn handle(&self, path: &Path, extras: &Extras, link: WorkerLink) -> Handled {
-        handle(&self.settings, &self.state, path, extras, link).await
+    pub async fn handle(&self, path: &Path, services: &Services, link: WorkerLink) -> JobEnd {
+        handle(&self.settings, &self.state, path, services, link).await
     }
 }
 
@@ -337,9 +337,9 @@ pub fn question(prompt: &str) -> Value {
     json!({"prompt": prompt, "transcript": "T", "hit_if_all_true": ["ok"]})
 }
 
-pub fn outcome(handled: &Handled) -> Option<Outcome> {
+pub fn outcome(handled: &JobEnd) -> Option<Outcome> {
     match handled {
-        Handled::Judged { outcome, .. } => Some(*outcome),
+        JobEnd::Judged { outcome, .. } => Some(*outcome),
         _ => None,
     }
 }

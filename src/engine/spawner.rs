@@ -1,6 +1,6 @@
 //! The seam between judging and starting runners: a `Spawner` runs one runner
 //! attempt (a runner of the table, a job's prompt, a folder, a timeout), not a
-//! process. Everything the engine starts goes through it: `Processes` starts runner
+//! process. Everything the engine starts goes through it: `RealSpawner` starts runner
 //! processes and sends an API runner's one request (the daemon, `run`, `ask`, `eval`),
 //! `engine::prestart::Prestarting` wraps another spawner and gives a job a runner
 //! started ahead of it, and the in-process lifecycle tests plug in a scripted one, so
@@ -20,7 +20,7 @@ use crate::core::runner::table::{Runner, build_invocation, stdin_payload, waitin
 use crate::core::verdict::RunEnd;
 use crate::core::verdict::usage::output_format;
 use crate::engine::codex_argv::prepared_argv;
-use crate::engine::endings::{Ended, Endings, let_go};
+use crate::engine::exiting::{Ended, ExitingRunners, collect_output};
 use crate::engine::runner_folder::RunnerFolders;
 use crate::process::api_call::{ApiClient, ApiRequest};
 use crate::process::pool::SupervisorPool;
@@ -58,7 +58,7 @@ pub struct AttemptSpec<'a> {
     pub stop: Option<&'a StopSignal>,
     /// Where a runner that gave its final event before it exited is let go, under
     /// `tag`; without it, such a runner is stopped before the attempt ends.
-    pub endings: Option<&'a Endings>,
+    pub exiting: Option<&'a ExitingRunners>,
 }
 
 impl AttemptSpec<'_> {
@@ -206,23 +206,23 @@ pub trait WaitingRunner: Send {
 /// and real API requests on one HTTP client, shared by every clone, whose connections
 /// stay open for as long as it lives (the daemon's: its whole life, across reloads).
 #[derive(Clone)]
-pub struct Processes {
+pub struct RealSpawner {
     launcher: Launcher,
     api: Arc<ApiClient>,
     folders: Arc<RunnerFolders>,
 }
 
-impl Default for Processes {
+impl Default for RealSpawner {
     fn default() -> Self {
-        Processes::new(None)
+        RealSpawner::new(None)
     }
 }
 
-impl Processes {
+impl RealSpawner {
     /// Runner processes under supervisors from `pool` (the daemon's), else forked per
     /// attempt; this process's environment is read now, once.
     pub fn new(pool: Option<Arc<SupervisorPool>>) -> Self {
-        Processes {
+        RealSpawner {
             launcher: Launcher::new(pool),
             api: Arc::default(),
             folders: Arc::default(),
@@ -324,11 +324,11 @@ impl Processes {
             progress(Progress::Spawned { pgid })
         })
         .await;
-        let_go(finished.into(), fresh, spec.endings, spec.tag).await
+        collect_output(finished.into(), fresh, spec.exiting, spec.tag).await
     }
 }
 
-impl Spawner for Processes {
+impl Spawner for RealSpawner {
     fn run<'a>(
         &'a self,
         spec: &'a AttemptSpec<'a>,

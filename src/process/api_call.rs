@@ -2,7 +2,7 @@
 //! read from its variable at the moment of the call, the job's timeout over the whole
 //! exchange, the body read up to the output cap, and no redirect followed. One client
 //! per process, built on the first call: the daemon's connections stay pooled and
-//! kept alive across jobs (`engine::spawner::Processes` holds it for the daemon's
+//! kept alive across jobs (`engine::spawner::RealSpawner` holds it for the daemon's
 //! life, across reloads).
 
 use std::error::Error as _;

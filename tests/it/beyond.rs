@@ -258,7 +258,7 @@ fn ten_identical_jobs_start_one_runner() {
     wait_for("nine jobs wait for the first", NO_HANG, || {
         w.log().matches("an identical job is running").count() == 9
     });
-    w.let_go();
+    w.collect_output();
     wait_for("ten verdicts", NO_HANG, || w.verdicts().len() == 10);
     assert_eq!(count(&w), 1, "one runner start for ten identical jobs");
     for i in 0..10 {

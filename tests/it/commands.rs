@@ -503,7 +503,7 @@ fn status_with_the_daemon_down_and_up() {
     let r = &s["running"][0];
     assert_eq!(r["id"], "old");
     assert!(r["age_seconds"].as_f64().is_some() && r.get("hook").is_some());
-    w.let_go();
+    w.collect_output();
     wait_for("both judged", NO_HANG, || w.verdicts().len() == 2);
     wait_for("status shows outcomes and runner stats", NO_HANG, || {
         let s = status();

@@ -319,7 +319,7 @@ fn sigterm_lets_a_running_job_finish_within_the_grace() {
     wait_for("runner started", NO_HANG, || w.path("started").exists());
     d.signal("TERM");
     w.wait_log("draining");
-    w.let_go();
+    w.collect_output();
     let status = d.wait_exit(NO_HANG);
     assert!(status.success(), "{status:?}");
     assert_eq!(w.verdict("j")["outcome"], "hit");
@@ -578,7 +578,7 @@ fn a_job_enqueued_again_while_it_runs_is_judged_again_not_deleted() {
     });
     // The producer publishes the same id again (a new file replaces the old name).
     w.job("same", &json!({"prompt": "second", "transcript": "T"}));
-    w.let_go();
+    w.collect_output();
     wait_for("the newer job judged too", NO_HANG, || {
         w.read("prompts").lines().collect::<Vec<_>>() == ["first", "second"]
             && w.jobs_left().is_empty()

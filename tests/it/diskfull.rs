@@ -67,7 +67,7 @@ fn a_full_disk_keeps_jobs_queued_and_the_daemon_recovers_when_space_returns() {
         w.read("count").lines().count() == 3
     });
     let filler = fill(&w.state());
-    w.let_go();
+    w.collect_output();
     wait_for("publish failures reported", NO_HANG, || {
         d.stderr().contains("job left queued after an error")
     });

@@ -215,7 +215,7 @@ impl Lane {
     }
 
     /// Gives `cmd` the lane's environment and nothing else: HOME, PATH with the lane's
-    /// CLIs, TMPDIR, the stand-in's URL, dummy keys, the marker, and the test's extras.
+    /// CLIs, TMPDIR, the stand-in's URL, dummy keys, the marker, and the test's services.
     pub fn apply_env(&self, cmd: &mut Command) {
         cmd.env_clear()
             .env("HOME", &self.home)

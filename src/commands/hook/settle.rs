@@ -66,7 +66,7 @@ impl Call<'_> {
                 return;
             }
         };
-        let extras = crate::engine::attempts::Extras::for_state(self.settings, &self.state);
+        let services = crate::engine::attempts::Services::for_state(self.settings, &self.state);
         let (stop, cancel) = tokio::sync::watch::channel(Control::Run);
         let link = WorkerLink {
             cancel: Some(cancel),
@@ -78,7 +78,7 @@ impl Call<'_> {
                 tokio::time::sleep_until(at).await;
                 let _ = stop.send(Control::StopNow);
             });
-            lifecycle::handle(self.settings, &self.state, &path, &extras, link).await
+            lifecycle::handle(self.settings, &self.state, &path, &services, link).await
         });
         tracing::debug!(id, "judged in the hook: {handled:?}");
     }

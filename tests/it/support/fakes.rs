@@ -23,7 +23,7 @@ pub fn answer(json_line: &str) -> String {
 }
 
 /// Shell for a fake runner the test holds: runs `first`, waits until the test calls
-/// [`World::let_go`], then answers `json_line`.
+/// [`World::collect_output`], then answers `json_line`.
 pub fn held(first: &str, json_line: &str) -> String {
     format!(
         "{first}\nwhile [ ! -e $W/go ]; do sleep 0.02; done\n{}",
@@ -52,7 +52,7 @@ impl World {
     }
 
     /// Lets every runner written with [`held`] answer.
-    pub fn let_go(&self) {
+    pub fn collect_output(&self) {
         fs::write(self.path("go"), "").expect("write go");
     }
 

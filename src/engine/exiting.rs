@@ -18,11 +18,11 @@ use crate::process::spawn::RunOutput;
 
 /// The tasks stopping runners that answered before they exited, by job tag.
 #[derive(Default)]
-pub struct Endings {
+pub struct ExitingRunners {
     tasks: Mutex<HashMap<String, Vec<JoinHandle<()>>>>,
 }
 
-impl Endings {
+impl ExitingRunners {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<JoinHandle<()>>>> {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -72,12 +72,12 @@ impl From<crate::process::spawn::Finished> for Ended {
 }
 
 /// The output of an attempt whose runner worked in `folder`: a runner still exiting
-/// is stopped, and the folder removed after it, in `endings` under `tag` when there
+/// is stopped, and the folder removed after it, in `exiting` under `tag` when there
 /// are some (the daemon, `run`), else here before the output is returned.
-pub async fn let_go(
+pub async fn collect_output(
     ended: Ended,
     folder: Option<RunnerFolder>,
-    endings: Option<&Endings>,
+    exiting: Option<&ExitingRunners>,
     tag: &str,
 ) -> RunOutput {
     let Some(rest) = ended.rest else {
@@ -88,8 +88,8 @@ pub async fn let_go(
         rest.await;
         drop(folder);
     };
-    match endings {
-        Some(endings) => endings.hand_off(tag, stop),
+    match exiting {
+        Some(exiting) => exiting.hand_off(tag, stop),
         None => stop.await,
     }
     ended.output
