@@ -113,7 +113,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
         .await
     });
     // Without a stop signal the runners always end in a verdict.
-    let Some(verdict) = verdict else {
+    let Ok(verdict) = verdict else {
         say_err!("llm-judge ask: stopped before any runner answered");
         return EXIT_FAILURE;
     };

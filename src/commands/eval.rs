@@ -438,7 +438,8 @@ async fn judge_case(
         Some(stop),
         |_, _| {},
     )
-    .await?;
+    .await
+    .ok()?;
     if let Some(slot) = &slot {
         slot.remember(&verdict);
     }

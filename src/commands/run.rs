@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner::table::RUNNERS_VAR;
-use crate::engine::lifecycle::{self, JobEnd};
+use crate::engine::job_run::{JobEnd, JobRun};
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::open_state;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
@@ -32,16 +32,16 @@ pub fn main(settings: &Settings, job_file: PathBuf, state_dir_flag: bool) -> i32
     };
     let services = crate::engine::attempts::Services::for_state(settings, &state);
     let outside_jobs = !in_folder(&job_file, &state.jobs());
-    let link = lifecycle::WorkerLink {
-        outside_jobs,
-        ..lifecycle::WorkerLink::default()
-    };
     crate::process::pid_ns::warn_if_host_proc();
     let handled = rt.block_on(async {
         // The job's mode is read later; both tables' slim codex share one kept catalog.
         let modes = [Mode::Default, Mode::Investigate];
         crate::engine::codex_catalog::keep_if_missing(settings, &modes).await;
-        lifecycle::handle(settings, &state, &job_file, &services, link).await
+        let run = JobRun {
+            outside_jobs,
+            ..JobRun::new(settings, &state, &services)
+        };
+        run.judge_file(&job_file).await
     });
     report(handled, &job_file, &state.jobs(), outside_jobs)
 }

@@ -16,7 +16,7 @@ use crate::core::config::Settings;
 use crate::daemon::inbox::Queue;
 use crate::engine::attempts::Services;
 use crate::engine::events::{Control, JobEvent, JobEvents};
-use crate::engine::lifecycle::{self, JobEnd, JobFailed};
+use crate::engine::job_run::{JobEnd, JobFailed, JobRun};
 use crate::store::state_dir::StateDir;
 use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats, Tally};
 
@@ -427,21 +427,14 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
     };
     let settle_seconds = context.settings.config.job_settle_seconds;
     let settle = (settle_seconds > 0.0).then(|| Duration::from_secs_f64(settle_seconds));
-    let link = lifecycle::WorkerLink {
-        cancel: Some(context.cancel.clone()),
+    let run = JobRun {
+        stop: Some(context.cancel.clone()),
         events: Some(Box::new(events)),
         settle,
-        outside_jobs: false,
+        ..JobRun::new(&context.settings, &context.state, &context.services)
     };
     let path = context.state.jobs().join(&name);
-    let handled = lifecycle::handle(
-        &context.settings,
-        &context.state,
-        &path,
-        &context.services,
-        link,
-    )
-    .await;
+    let handled = run.judge_file(&path).await;
     let unsettled = handled == JobEnd::Unsettled;
     let board = report.board.clone();
     report.send(handled);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::core::verdict::{Outcome, RunEnd};
-use crate::engine::lifecycle::LifecycleError;
+use crate::engine::job_run::RunError;
 use crate::engine::spawner::{
     AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner,
 };
@@ -192,8 +192,8 @@ fn a_newer_file_of_a_judged_name_is_queued_again() {
     board.finish(name.clone(), judged());
     assert_eq!((board.running(), board.waiting()), (0, 1));
     let (name, _) = board.try_take().expect("the newer job");
-    let full = LifecycleError::StateDir(std::io::Error::other("disk full"));
-    board.finish(name, JobEnd::Failed(JobFailed::Lifecycle(Arc::new(full))));
+    let full = RunError::StateDir(std::io::Error::other("disk full"));
+    board.finish(name, JobEnd::Failed(JobFailed::Run(Arc::new(full))));
     assert_eq!(
         (board.running(), board.waiting()),
         (0, 0),

@@ -13,6 +13,7 @@ use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
 use crate::engine::api_attempt::judge_api;
+use crate::engine::events::Stopped;
 use crate::engine::exiting::ExitingRunners;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
@@ -142,7 +143,7 @@ impl<'a> CacheSlot<'a> {
 }
 
 /// Tries the runners for `job` in `cwd` (`engine::job_cwd::job_cwd`, checked when the
-/// job was read) and returns its verdict; `None` when `stop` fired (the running runner
+/// job was read) and returns its verdict; `Err(Stopped)` when `stop` fired (the running runner
 /// was stopped: the job stays queued). `on_spawn` gets each runner's name and process
 /// group id as it starts.
 pub async fn judge(
@@ -153,7 +154,7 @@ pub async fn judge(
     services: &Services,
     stop: Option<&StopSignal>,
     mut on_spawn: impl FnMut(&str, u32) + Send,
-) -> Option<Verdict> {
+) -> Result<Verdict, Stopped> {
     let mut attempts = Vec::new();
     let mut answer = None;
     let table = settings.table(job.mode);
@@ -176,13 +177,13 @@ pub async fn judge(
             Ok(reservation) => reservation,
             Err(cap) => {
                 let reason = cap.to_string();
-                return Some(budget_verdict(job, &reason, attempts, now_unix()));
+                return Ok(budget_verdict(job, &reason, attempts, now_unix()));
             }
         };
         // Biased: a stop that already fired wins over a free slot.
         let _slot = tokio::select! {
             biased;
-            () = stopped(stop) => return None,
+            () = stopped(stop) => return Err(Stopped),
             slot = services.limits.acquire(runner, &job.id) => slot,
         };
         let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
@@ -197,7 +198,7 @@ pub async fn judge(
         let (attempt, found, end) =
             attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await;
         if end == RunEnd::Stopped {
-            return None;
+            return Err(Stopped);
         }
         if let Some(health) = &services.health {
             let sign = sign_of(&end, found.is_some());
@@ -219,7 +220,7 @@ pub async fn judge(
             break;
         }
     }
-    Some(verdict_for(job, answer, attempts, now_unix()))
+    Ok(verdict_for(job, answer, attempts, now_unix()))
 }
 
 /// A run reserved under the spend cap (none without a ledger: `ask`, `eval`), or why

@@ -5,6 +5,11 @@ use crate::core::verdict::{Attempt, Outcome};
 
 pub use crate::process::spawn::{Control, StopSignal};
 
+/// A job's judging ended because its `StopSignal` fired (shutdown): the job stays
+/// queued, unjudged. The way every step that can be stopped says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped;
+
 /// What a job tells its worker.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum JobEvent<'a> {

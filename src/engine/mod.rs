@@ -1,4 +1,4 @@
-//! The job engine: one job file from claim to removal (`lifecycle`), the runner
+//! The job engine: one job file's run from claim to removal (`job_run`), the runner
 //! attempts in fallback order (`attempts`, each through the one seam, `spawner`; an
 //! API runner's reply judged in `api_attempt`), single-flight, per-runner limits,
 //! recovery of what an interrupted holder left, the codex catalog lookup and the
@@ -14,7 +14,7 @@ pub mod exiting;
 pub mod flight;
 pub mod job_cwd;
 pub mod job_file;
-pub mod lifecycle;
+pub mod job_run;
 pub mod limits;
 pub mod prestart;
 pub mod prestart_rules;
@@ -22,8 +22,6 @@ pub mod recovery;
 pub mod runner_folder;
 pub mod spawner;
 
-#[cfg(test)]
-mod lifecycle_tests;
 #[cfg(test)]
 mod prestart_tests;
 #[cfg(test)]

@@ -9,9 +9,9 @@ use serde_json::json;
 use crate::core::runner::table::Runner;
 use crate::core::verdict::Outcome;
 use crate::engine::attempts::Services;
-use crate::engine::lifecycle::WorkerLink;
+
 use crate::engine::prestart::Prestarting;
-use crate::engine::scripted::{Act, Bench, CopyAct, Scripted, bounded, outcome, question};
+use crate::engine::scripted::{Act, Bench, CopyAct, Scripted, Steer, bounded, outcome, question};
 
 /// A bench whose default table is one scripted runner with `prestart = 1`, and a
 /// `Prestarting` around its spawner with that copy started and waiting (or given up).
@@ -39,7 +39,7 @@ async fn judge_with(b: &Bench, pre: &Prestarting<Arc<Scripted>>, stem: &str) -> 
         spawner: Arc::new(pre.clone()),
         ..Services::default()
     };
-    let handled = bounded("handle", b.handle(&path, &services, WorkerLink::default())).await;
+    let handled = bounded("handle", b.handle(&path, &services, Steer::default())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
     b.verdict("T", stem).unwrap_or_default()
 }

@@ -18,8 +18,9 @@ use crate::core::config::Settings;
 use crate::core::job::life::FileIdentity;
 use crate::core::verdict::{Outcome, RunEnd};
 use crate::engine::attempts::Services;
+use crate::engine::events::StopSignal;
 use crate::engine::exiting::Ended;
-use crate::engine::lifecycle::{JobEnd, WorkerLink, handle};
+use crate::engine::job_run::{JobEnd, JobRun};
 use crate::engine::spawner::{
     ApiOutput, AttemptOutput, AttemptSpec, BoxFuture, OnProgress, Progress, Spawner, WaitSpec,
     WaitingRunner,
@@ -319,18 +320,31 @@ impl Bench {
         }
     }
 
-    /// Handles `path` with this bench's services and no worker link, within the bound.
+    /// Judges `path` with this bench's services, never stopped, within the bound.
     pub async fn judge(&self, path: &Path) -> JobEnd {
         bounded(
             "handle",
-            self.handle(path, &self.services(), WorkerLink::default()),
+            self.handle(path, &self.services(), Steer::default()),
         )
         .await
     }
 
-    pub async fn handle(&self, path: &Path, services: &Services, link: WorkerLink) -> JobEnd {
-        handle(&self.settings, &self.state, path, services, link).await
+    /// Judges `path` with `services`, steered as a worker slot would.
+    pub async fn handle(&self, path: &Path, services: &Services, steer: Steer) -> JobEnd {
+        let run = JobRun {
+            stop: steer.stop,
+            settle: steer.settle,
+            ..JobRun::new(&self.settings, &self.state, services)
+        };
+        run.judge_file(path).await
     }
+}
+
+/// What a test gives a run beyond the bench (a worker slot's stop signal and settle time).
+#[derive(Default)]
+pub struct Steer {
+    pub stop: Option<StopSignal>,
+    pub settle: Option<std::time::Duration>,
 }
 
 pub fn question(prompt: &str) -> Value {

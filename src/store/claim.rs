@@ -36,20 +36,54 @@ pub enum ClaimError {
 
 /// A held claim under which this holder has recorded nothing yet: what an earlier
 /// holder left is still in the file. Dropping it releases the lock. `start_running`
-/// turns it into a `Started` claim; `release` ends it.
+/// turns it into a `Running` claim; `release` ends it.
+///
+/// The claim's states are types: `Claim` → `Running` → `Publishing`, and `requeue` and
+/// `release` consume the claim, so a sequence the life does not allow (a runner
+/// recorded after a requeue, a publish after a release) does not compile.
 #[derive(Debug)]
 pub struct Claim {
     file: ClaimFile,
 }
 
-/// A held claim under which this holder judges the job: its record always exists.
-/// The `core::job::life::Stage` moves after `start_running` are each saved as they are
-/// made; an illegal move is refused and nothing is saved. Dropping it releases the
-/// lock but keeps the record (it then reads as an interruption); `release` ends it.
+/// A held claim under which this holder judges the job: its record always exists and
+/// says `running`. Each move is saved as it is made. Dropping it releases the lock but
+/// keeps the record (it then reads as an interruption); `Held::requeue` gives the job
+/// back, `publishing` moves on.
 #[derive(Debug)]
-pub struct Started {
+pub struct Running {
     file: ClaimFile,
     record: ClaimRecord,
+}
+
+/// A held claim whose verdict's temp file is durable and being renamed into place; its
+/// record says `publishing` (durably). `release` ends it once the job file is removed;
+/// `Held::requeue` gives the job back when the rename failed.
+#[derive(Debug)]
+pub struct Publishing {
+    file: ClaimFile,
+    record: ClaimRecord,
+}
+
+/// A claim that may be given back: running, or publishing when the rename failed.
+#[derive(Debug)]
+pub enum Held {
+    Running(Running),
+    Publishing(Publishing),
+}
+
+impl Held {
+    /// Given back unjudged (`Queued`, which the next holder does not count as an
+    /// interruption): shutdown, an error before publishing, or a failed rename (its
+    /// temp file is gone, nothing to finish).
+    pub fn requeue(self) -> Result<(), ClaimError> {
+        let (mut file, mut record) = match self {
+            Held::Running(r) => (r.file, r.record),
+            Held::Publishing(p) => (p.file, p.record),
+        };
+        make(&mut record, &file, Stage::requeue)?;
+        save(&mut file, &record)
+    }
 }
 
 /// The locked claim file.
@@ -139,8 +173,8 @@ impl Claim {
         self,
         interruptions: u32,
         job: FileIdentity,
-    ) -> Result<Started, ClaimError> {
-        let mut started = Started {
+    ) -> Result<Running, ClaimError> {
+        let mut running = Running {
             file: self.file,
             record: ClaimRecord {
                 stage: Stage::Running { runner: None },
@@ -152,10 +186,10 @@ impl Claim {
                 ..Default::default()
             },
         };
-        match started.save() {
-            Ok(()) => Ok(started),
+        match save(&mut running.file, &running.record) {
+            Ok(()) => Ok(running),
             Err(e) => {
-                let _ = started.file.remove();
+                let _ = running.file.remove();
                 Err(e)
             }
         }
@@ -167,7 +201,7 @@ impl Claim {
     }
 }
 
-impl Started {
+impl Running {
     /// What this holder has recorded.
     pub fn record(&self) -> &ClaimRecord {
         &self.record
@@ -177,7 +211,7 @@ impl Started {
     pub fn name_job(&mut self, id: &str, hook: &serde_json::Value) -> Result<(), ClaimError> {
         self.record.id = id.to_string();
         self.record.hook = hook.clone();
-        self.save()
+        save(&mut self.file, &self.record)
     }
 
     /// A runner started in process group `pgid` (whose leader started at `start_time`).
@@ -192,55 +226,82 @@ impl Started {
             pgid,
             start_time,
         };
-        self.make(|stage| stage.runner_started(runner))?;
-        self.save()
-    }
-
-    /// Given back unjudged (shutdown, or an error before publishing): `Queued`, which
-    /// the next holder does not count as an interruption.
-    pub fn requeue(&mut self) -> Result<(), ClaimError> {
-        self.make(Stage::requeue)?;
-        self.save()
+        make(&mut self.record, &self.file, |stage| {
+            stage.runner_started(runner)
+        })?;
+        save(&mut self.file, &self.record)
     }
 
     /// The verdict's temp file is durable and about to be renamed to `target`:
-    /// `Publishing`, saved durably, so a later holder can finish or skip the rename.
-    pub fn publishing(&mut self, temp: PathBuf, target: PathBuf) -> Result<(), ClaimError> {
-        self.make(|stage| stage.publishing(temp, target))?;
-        self.save()?;
-        self.file.sync()
-    }
-
-    /// Makes one `Stage` move, or refuses it and changes nothing.
-    fn make(
-        &mut self,
-        step: impl FnOnce(&Stage) -> Result<Stage, IllegalMove>,
-    ) -> Result<(), ClaimError> {
-        let stage = step(&self.record.stage).map_err(|source| ClaimError::Move {
-            path: self.file.path.clone(),
-            source,
-        })?;
-        self.record.stage = stage;
-        Ok(())
-    }
-
-    /// Writes the record in place (`ClaimFile::write`).
-    fn save(&mut self) -> Result<(), ClaimError> {
-        let bytes = serde_json::to_vec(&self.record)
-            .map_err(io::Error::other)
-            .map_err(|e| self.file.save_error(e))?;
-        self.file.write(bytes)
-    }
-
-    /// Removes the claim file while still holding it, then lets go.
-    pub fn release(self) -> Result<(), ClaimError> {
-        self.file.remove()
+    /// `Publishing`, saved durably, so a later holder can finish or skip the rename. On
+    /// an error the claim comes back as it was, still running (a rare path: not boxed).
+    #[allow(clippy::result_large_err)]
+    pub fn publishing(
+        mut self,
+        temp: PathBuf,
+        target: PathBuf,
+    ) -> Result<Publishing, (Running, ClaimError)> {
+        let before = self.record.stage.clone();
+        let moved = make(&mut self.record, &self.file, |stage| {
+            stage.publishing(temp, target)
+        })
+        .and_then(|()| save(&mut self.file, &self.record))
+        .and_then(|()| self.file.sync());
+        match moved {
+            Ok(()) => Ok(Publishing {
+                file: self.file,
+                record: self.record,
+            }),
+            Err(e) => {
+                self.record.stage = before;
+                Err((self, e))
+            }
+        }
     }
 
     /// The claim file's path.
     pub fn path(&self) -> &Path {
         &self.file.path
     }
+
+    /// Removes the claim file while still holding it, then lets go (a job that ended
+    /// without a verdict of its own: refused, or not a job after all).
+    pub fn release(self) -> Result<(), ClaimError> {
+        self.file.remove()
+    }
+}
+
+impl Publishing {
+    /// What this holder has recorded.
+    pub fn record(&self) -> &ClaimRecord {
+        &self.record
+    }
+
+    /// Removes the claim file while still holding it, then lets go.
+    pub fn release(self) -> Result<(), ClaimError> {
+        self.file.remove()
+    }
+}
+
+/// Makes one `Stage` move, or refuses it and changes nothing.
+fn make(
+    record: &mut ClaimRecord,
+    file: &ClaimFile,
+    step: impl FnOnce(&Stage) -> Result<Stage, IllegalMove>,
+) -> Result<(), ClaimError> {
+    record.stage = step(&record.stage).map_err(|source| ClaimError::Move {
+        path: file.path.clone(),
+        source,
+    })?;
+    Ok(())
+}
+
+/// Writes the record in place (`ClaimFile::write`).
+fn save(file: &mut ClaimFile, record: &ClaimRecord) -> Result<(), ClaimError> {
+    let bytes = serde_json::to_vec(record)
+        .map_err(io::Error::other)
+        .map_err(|e| file.save_error(e))?;
+    file.write(bytes)
 }
 
 impl ClaimFile {
@@ -305,7 +366,7 @@ mod tests {
         }
     }
 
-    fn running(dir: &Path) -> Started {
+    fn running(dir: &Path) -> Running {
         let (claim, _) = claimed(dir);
         claim.start_running(0, identity()).unwrap()
     }
@@ -332,30 +393,39 @@ mod tests {
     #[test]
     fn a_released_claim_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut claim = running(dir.path());
-        claim.publishing("/t".into(), "/v".into()).unwrap();
+        let claim = running(dir.path());
+        let claim = claim.publishing("/t".into(), "/v".into()).unwrap();
         claim.release().unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let (_claim, previous) = claimed(dir.path());
         assert_eq!(previous, Previous::Nothing);
     }
 
-    /// Each move is saved as it is made, and an illegal one saves nothing.
+    /// Each move is saved as it is made (an illegal one no longer compiles: a
+    /// `Publishing` claim has no `runner_started`).
     #[test]
-    fn moves_are_saved_and_illegal_ones_refused() {
+    fn moves_are_saved_as_they_are_made() {
         let dir = tempfile::tempdir().unwrap();
         let mut claim = running(dir.path());
         claim.runner_started("codex", 42, Some(7)).unwrap();
-        claim.publishing("/t".into(), "/v".into()).unwrap();
-        let refused = claim.runner_started("claude", 43, None);
-        assert!(
-            matches!(refused, Err(ClaimError::Move { .. })),
-            "{refused:?}"
-        );
+        let claim = claim.publishing("/t".into(), "/v".into()).unwrap();
+        assert_eq!(claim.record().stage.name(), "publishing");
         drop(claim);
+        let (claim, previous) = claimed(dir.path());
+        match previous {
+            Previous::Record(r) => {
+                assert_eq!(r.stage.name(), "publishing");
+                assert_eq!(r.stage.runner().map(|r| r.pgid), Some(42));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A publishing claim whose rename failed goes back to the queue.
+        let claim = claim.start_running(0, identity()).unwrap();
+        let claim = claim.publishing("/t".into(), "/v".into()).unwrap();
+        Held::Publishing(claim).requeue().unwrap();
         let (_claim, previous) = claimed(dir.path());
         match previous {
-            Previous::Record(r) => assert_eq!(r.stage.name(), "publishing"),
+            Previous::Record(r) => assert_eq!(r.stage.name(), "queued"),
             other => panic!("{other:?}"),
         }
     }

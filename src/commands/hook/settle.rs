@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::core::hooks::jobs::{RuleJob, session_key};
-use crate::engine::lifecycle::{self, WorkerLink};
+use crate::engine::job_run::JobRun;
 use crate::process::spawn::Control;
 use crate::store::outbox::{self, Taken};
 use crate::store::verdict_watch::VerdictWatch;
@@ -68,17 +68,17 @@ impl Call<'_> {
         };
         let services = crate::engine::attempts::Services::for_state(self.settings, &self.state);
         let (stop, cancel) = tokio::sync::watch::channel(Control::Run);
-        let link = WorkerLink {
-            cancel: Some(cancel),
-            ..WorkerLink::default()
-        };
         let handled = runtime.block_on(async {
             let at = tokio::time::Instant::from_std(deadline);
             tokio::spawn(async move {
                 tokio::time::sleep_until(at).await;
                 let _ = stop.send(Control::StopNow);
             });
-            lifecycle::handle(self.settings, &self.state, &path, &services, link).await
+            let run = JobRun {
+                stop: Some(cancel),
+                ..JobRun::new(self.settings, &self.state, &services)
+            };
+            run.judge_file(&path).await
         });
         tracing::debug!(id, "judged in the hook: {handled:?}");
     }

@@ -13,8 +13,8 @@ use crate::core::verdict::Outcome;
 use crate::engine::attempts::Services;
 use crate::engine::events::Control;
 use crate::engine::flight::Flights;
-use crate::engine::lifecycle::{JobEnd, WorkerLink};
-use crate::engine::scripted::{Act, Bench, Scripted, bounded, outcome, question};
+use crate::engine::job_run::JobEnd;
+use crate::engine::scripted::{Act, Bench, Scripted, Steer, bounded, outcome, question};
 use crate::store::cache::Cache;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,9 +70,9 @@ async fn a_stop_during_the_run_leaves_the_job_queued_without_a_verdict() {
     let b = Bench::new(vec![Act::Hang]);
     let path = b.job("s", &question("p"));
     let (stop, cancel) = watch::channel(Control::Run);
-    let link = WorkerLink {
-        cancel: Some(cancel),
-        ..WorkerLink::default()
+    let link = Steer {
+        stop: Some(cancel),
+        ..Steer::default()
     };
     let services = b.services();
     let running = b.handle(&path, &services, link);
@@ -107,15 +107,15 @@ async fn a_follower_whose_leader_stops_asks_the_runners_itself() {
     let leader = b.handle(
         &lead,
         &services,
-        WorkerLink {
-            cancel: Some(cancel),
-            ..WorkerLink::default()
+        Steer {
+            stop: Some(cancel),
+            ..Steer::default()
         },
     );
     let rest = async {
         b.spawner.started.notified().await;
         // The leader's runner runs: the follower joins its flight, then the leader stops.
-        let follower = b.handle(&follow, &services, WorkerLink::default());
+        let follower = b.handle(&follow, &services, Steer::default());
         let stopper = async {
             tokio::task::yield_now().await;
             let _ = stop.send(Control::Stop);
@@ -141,7 +141,7 @@ async fn a_cache_hit_reuses_the_answer_without_a_runner() {
     };
     for stem in ["first", "second"] {
         let path = b.job(stem, &question("cached"));
-        let handled = bounded("handle", b.handle(&path, &services, WorkerLink::default())).await;
+        let handled = bounded("handle", b.handle(&path, &services, Steer::default())).await;
         assert_eq!(outcome(&handled), Some(Outcome::Hit), "{stem}: {handled:?}");
     }
     assert_eq!(b.spawner.starts(), 1);
@@ -152,10 +152,10 @@ async fn a_cache_hit_reuses_the_answer_without_a_runner() {
 
 /// The daemon's link: settle time on, as `job_settle_seconds = 30`: a file written
 /// just before counts as fresh however long a loaded machine delays the look.
-fn settling() -> WorkerLink {
-    WorkerLink {
+fn settling() -> Steer {
+    Steer {
         settle: Some(Duration::from_secs(30)),
-        ..WorkerLink::default()
+        ..Steer::default()
     }
 }
 
@@ -247,7 +247,7 @@ async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
         ..b.services()
     };
     let path = b.job("a", &question("p"));
-    let handled = bounded("handle", b.handle(&path, &services, WorkerLink::default())).await;
+    let handled = bounded("handle", b.handle(&path, &services, Steer::default())).await;
     assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
     let verdict = b.verdict("T", "a").expect("a verdict");
     let attempts = &verdict["attempts"];

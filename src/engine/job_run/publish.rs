@@ -1,0 +1,111 @@
+//! A run's publish: the verdict written under a temp name and made durable, the claim
+//! moved to `publishing` (naming that temp file), the rename into the transcript's
+//! verdict folder; then the judged job file removed.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use super::{JobRun, RunError};
+use crate::core::job::life::FileIdentity;
+use crate::core::verdict::Verdict;
+use crate::store::claim::{Held, Publishing, Running};
+use crate::store::state_dir;
+
+impl JobRun<'_> {
+    /// Publishes `verdict` under `claim` (after `publishing_event`), off the runtime's
+    /// thread when it fsyncs; the claim, publishing, or back (running or publishing)
+    /// with the error.
+    pub(super) fn publish(
+        &self,
+        claim: Running,
+        path: &Path,
+        name: &OsStr,
+        verdict: &Verdict,
+    ) -> Result<Publishing, (Held, RunError)> {
+        let fsync = self.settings.config.fsync;
+        // fsyncs block: let the runtime move other tasks off this thread meanwhile, so
+        // the fsyncs of jobs finishing together overlap (and the journal commits them
+        // together). Without fsyncs the publish is a few small writes and a rename, the
+        // same kind of work as the claim's: handing the worker thread off
+        // (block_in_place) would cost more than it saves.
+        let publish_now = || publish(self.state, claim, path, name, verdict, fsync);
+        let published = if fsync {
+            crate::support::runtime::blocking(publish_now)
+        } else {
+            publish_now()
+        };
+        if let (Err(_), Some(events)) = (&published, &self.events) {
+            events.send(crate::engine::events::JobEvent::PublishFailed {
+                outcome: verdict.outcome,
+            });
+        }
+        published
+    }
+}
+
+fn publish(
+    state: &state_dir::StateDir,
+    claim: Running,
+    path: &Path,
+    name: &OsStr,
+    verdict: &Verdict,
+    fsync: bool,
+) -> Result<Publishing, (Held, RunError)> {
+    let dir = state.verdict_dir(&verdict.transcript);
+    let file_name = state_dir::verdict_name(name);
+    let target = dir.join(&file_name);
+    let bytes = serde_json::to_vec(verdict).map_err(io::Error::other);
+    let temp = bytes.and_then(|mut bytes| {
+        bytes.push(b'\n');
+        state_dir::write_temp(&dir, &file_name, &bytes, fsync)
+    });
+    let temp = match temp {
+        Ok(temp) => temp,
+        Err(e) => return Err((Held::Running(claim), e.into())),
+    };
+    crate::support::failpoint::crash("verdict_temp_written");
+    // Until the claim names it, dropping `temp` (an error here) removes it.
+    let claim = match claim.publishing(temp.path.clone(), target.clone()) {
+        Ok(claim) => claim,
+        Err((claim, e)) => return Err((Held::Running(claim), e.into())),
+    };
+    let temp = temp.keep();
+    crate::support::failpoint::crash("publishing_recorded");
+    if let Err(source) = fs::rename(&temp, &target) {
+        let _ = fs::remove_file(&temp);
+        return Err((Held::Publishing(claim), RunError::Rename { temp, source }));
+    }
+    crate::support::failpoint::crash("verdict_renamed");
+    // Published now, whatever happens next: a failed folder sync must not requeue it.
+    if fsync && let Err(e) = state_dir::sync_dir(&dir) {
+        tracing::error!("verdict published but not synced to disk: {e}");
+    }
+    tracing::debug!(file = %path.display(), verdict = %target.display(), "verdict published");
+    Ok(claim)
+}
+
+/// Removes the job file we judged; a newer file of the same name (the producer
+/// enqueued the same id again meanwhile) is another job and stays.
+pub(super) fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> Result<(), RunError> {
+    let now = fs::symlink_metadata(path)
+        .ok()
+        .map(|m| FileIdentity::of(&m));
+    if now.is_some() && judged.is_some() && now != judged {
+        tracing::info!(file = %path.display(), "a newer job of the same name arrived meanwhile; it stays queued");
+        return Ok(());
+    }
+    remove_job(path)
+}
+
+/// Removes a job file (one already gone is fine).
+pub(super) fn remove_job(path: &Path) -> Result<(), RunError> {
+    match fs::remove_file(path) {
+        Err(source) if source.kind() != io::ErrorKind::NotFound => Err(RunError::RemoveJob {
+            path: path.to_path_buf(),
+            source,
+        }),
+        _ => Ok(()),
+    }
+}
