@@ -1,7 +1,8 @@
-//! The daemon's side of the codex model choice (docs/reference.md, "Runners"): the login's
-//! catalog is read off the loop (a blocking, bounded `codex debug models`) at start, after
-//! SIGHUP and hourly, never per job; the tables jobs use are the loaded ones with the
-//! catalog applied, and each read's trimmed copy is kept for the codex runners that name it.
+//! The daemon's codex model choice (docs/reference.md, "Runners"), a component of its
+//! own: the login's catalog is read off the loop (a bounded `codex debug models` run as
+//! a runner is) at start, after SIGHUP and hourly, never per job; the tables jobs use
+//! are the loaded ones with the last catalog applied, and each read's trimmed copy is
+//! kept for the codex runners that name it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +13,6 @@ use crate::core::codex::model::{self as codex_model, Catalog, ModelInUse};
 use crate::core::config::Settings;
 use crate::engine::codex_catalog::{self, CatalogReadError};
 use crate::engine::runner_folder::RunnerFolders;
-
-use super::Daemon;
 
 /// How often the catalog is read again while the daemon runs (docs/reference.md, "Runners":
 /// at most hourly).
@@ -31,46 +30,56 @@ pub struct CodexModels {
     reading: bool,
     /// The first read at start is over: jobs start only then, so none runs with a
     /// model the login lacks.
-    pub ready: bool,
+    ready: bool,
     /// The models in use, as `status` shows them.
-    pub in_use: Vec<ModelInUse>,
+    in_use: Vec<ModelInUse>,
+    /// Where reads report back (the daemon loop's event source holds the receiver).
     tx: mpsc::UnboundedSender<CatalogRead>,
-    /// Where reads report back to the daemon loop.
-    pub rx: mpsc::UnboundedReceiver<CatalogRead>,
     /// Where each read runs: a fresh folder, as a runner's.
     folders: Arc<RunnerFolders>,
 }
 
 impl CodexModels {
-    /// No catalog yet; jobs wait for the first read.
-    pub fn new(base: &Settings, folders: Arc<RunnerFolders>) -> Self {
+    /// No catalog yet (jobs wait for the first read), and the receiver of its reads.
+    pub fn new(
+        base: &Settings,
+        folders: Arc<RunnerFolders>,
+    ) -> (Self, mpsc::UnboundedReceiver<CatalogRead>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        CodexModels {
+        let models = CodexModels {
             catalog: None,
             reading: false,
             ready: false,
             in_use: codex_model::models_in_use(base, base),
             tx,
-            rx,
             folders,
-        }
+        };
+        (models, rx)
     }
-}
 
-impl Daemon {
-    /// Starts a catalog read off the loop, unless one is under way.
-    pub(super) fn read_codex_catalog(&mut self) {
-        if self.codex.reading {
+    /// True once the first read is over (or there was nothing to read).
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// The codex models in use, for `status`.
+    pub fn in_use(&self) -> &[ModelInUse] {
+        &self.in_use
+    }
+
+    /// Starts a catalog read off the loop for `base`'s tables, unless one is under way.
+    pub fn start_read(&mut self, base: &Arc<Settings>) {
+        if self.reading {
             return;
         }
-        if codex_model::codex_program(&self.base).is_none() {
-            self.codex.ready = true;
+        if codex_model::codex_program(base).is_none() {
+            self.ready = true;
             return;
         }
-        self.codex.reading = true;
-        let base = self.base.clone();
-        let tx = self.codex.tx.clone();
-        let folders = self.codex.folders.clone();
+        self.reading = true;
+        let base = base.clone();
+        let tx = self.tx.clone();
+        let folders = self.folders.clone();
         tokio::spawn(async move {
             let read = match crate::support::runtime::blocking(|| folders.fresh(&base)) {
                 Ok(folder) => codex_catalog::lookup_and_keep(&base, folder.path()).await,
@@ -80,12 +89,13 @@ impl Daemon {
         });
     }
 
-    /// Takes a finished read: logs it and applies it to the tables.
-    pub(super) fn codex_catalog_read(&mut self, read: CatalogRead) {
-        self.codex.reading = false;
-        let first = !self.codex.ready;
-        self.codex.ready = true;
-        self.codex.catalog = match read {
+    /// Takes a finished read (a failure is logged and the tables keep their models);
+    /// true when it was the first.
+    pub fn finish_read(&mut self, read: CatalogRead) -> bool {
+        self.reading = false;
+        let first = !self.ready;
+        self.ready = true;
+        self.catalog = match read {
             Some(Ok(catalog)) => Some(catalog),
             Some(Err(e)) => {
                 tracing::warn!(
@@ -96,34 +106,32 @@ impl Daemon {
             }
             None => None,
         };
-        self.apply_codex_catalog(first);
+        first
     }
 
-    /// Rebuilds the tables jobs use from the loaded ones and the last catalog; logs the
-    /// models when they change (and after the first read, `log`).
-    pub(super) fn apply_codex_catalog(&mut self, log: bool) {
-        let applied = match &self.codex.catalog {
-            Some(catalog) => codex_model::apply_to_settings(&self.base, catalog).0,
-            None => Settings::clone(&self.base),
+    /// The tables jobs use: `base`'s with the last catalog applied; the models logged
+    /// when they change (or when `log`), and whether they changed.
+    pub fn apply(&mut self, base: &Settings, log: bool) -> (Settings, bool) {
+        let applied = match &self.catalog {
+            Some(catalog) => codex_model::apply_to_settings(base, catalog).0,
+            None => Settings::clone(base),
         };
-        let in_use = codex_model::models_in_use(&self.base, &applied);
-        self.settings = Arc::new(applied);
-        if in_use == self.codex.in_use && !log {
-            return;
-        }
-        for m in &in_use {
-            match &m.replaced {
-                Some(from) => tracing::warn!(
-                    table = %m.table, runner = %m.runner, model = %m.model, replaced = %from,
-                    "codex model not in this login's catalog; using the catalog's first model"
-                ),
-                None => {
-                    tracing::info!(table = %m.table, runner = %m.runner, model = %m.model, "codex model")
+        let in_use = codex_model::models_in_use(base, &applied);
+        let changed = in_use != self.in_use;
+        if changed || log {
+            for m in &in_use {
+                match &m.replaced {
+                    Some(from) => tracing::warn!(
+                        table = %m.table, runner = %m.runner, model = %m.model, replaced = %from,
+                        "codex model not in this login's catalog; using the catalog's first model"
+                    ),
+                    None => {
+                        tracing::info!(table = %m.table, runner = %m.runner, model = %m.model, "codex model")
+                    }
                 }
             }
         }
-        self.codex.in_use = in_use;
-        // status shows the new model at once, not at the next periodic write.
-        self.write_status();
+        self.in_use = in_use;
+        (applied, changed || log)
     }
 }

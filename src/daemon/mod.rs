@@ -3,6 +3,7 @@
 //! SIGTERM/SIGINT, reloads on SIGHUP.
 
 pub mod codex_models;
+pub mod events;
 pub mod inbox;
 #[cfg(target_os = "linux")]
 #[path = "inbox_inotify.rs"]
@@ -15,16 +16,16 @@ pub mod slots;
 mod uninstalled;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
-use tokio::time::{MissedTickBehavior, sleep_until};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::daemon::codex_models::CodexModels;
-use crate::daemon::inbox::{Hint, InboxWatcher};
+use crate::daemon::codex_models::{CatalogRead, CodexModels};
+use crate::daemon::events::{DaemonEvent, Due, EventSource};
+use crate::daemon::inbox::InboxWatcher;
 use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
 use crate::engine::attempts::Services;
@@ -111,7 +112,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
                 processes.warm_api();
             }
             let folders = processes.folders();
-            let codex = CodexModels::new(&settings, folders.clone());
+            let (codex, catalog_reads) = CodexModels::new(&settings, folders.clone());
             let prestart = Prestarting::new(processes, rt.handle().clone(), folders);
             let daemon = Daemon::new(
                 settings,
@@ -122,8 +123,11 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
                 prestart,
                 codex,
             );
-            let code = rt
-                .block_on(async move { tokio::spawn(daemon.run()).await.unwrap_or(EXIT_FAILURE) });
+            let code = rt.block_on(async move {
+                tokio::spawn(daemon.run(catalog_reads))
+                    .await
+                    .unwrap_or(EXIT_FAILURE)
+            });
             // Jobs still running past the stop wait are dropped here, their runners
             // killed, before the process exits.
             lock_slots(&slots).shut_down(SLOT_SHUTDOWN_WAIT);
@@ -155,6 +159,24 @@ fn check_folders(state: &StateDir) -> Result<(), crate::store::permissions::Perm
     Ok(())
 }
 
+/// Where the daemon is in its life: judging, draining on a stop signal, or stopping
+/// the runners the drain's grace did not see finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Taking and judging jobs.
+    Running,
+    /// No new jobs; running jobs get until `grace_over` to finish.
+    Draining { grace_over: Instant },
+    /// Runners told to stop; past `deadline` the daemon exits anyway.
+    Stopping { deadline: Instant },
+}
+
+impl Phase {
+    fn draining(self) -> bool {
+        self != Phase::Running
+    }
+}
+
 struct Daemon {
     /// The settings as loaded (config file, environment, flags).
     base: Arc<Settings>,
@@ -171,14 +193,15 @@ struct Daemon {
     /// The queue and the running jobs, shared with the slots.
     board: Arc<Board>,
     slots: SharedSlots,
-    /// Tells running jobs to stop (`Control::Stop`), then to stop now.
-    control: watch::Sender<Control>,
+    /// Tells running jobs to stop (`Control::Stop`), then to stop now; every job's
+    /// `StopSignal` subscribes to it.
+    stop_jobs: watch::Sender<Control>,
     /// The outcome counts `status` reads; slots bump them as verdicts publish.
     tally: Option<Arc<Tally>>,
     started_at: f64,
-    draining: bool,
+    phase: Phase,
     status_dirty: bool,
-    status_written: Instant,
+    status_written: std::time::Instant,
     notifier: Option<Notifier>,
 }
 
@@ -205,9 +228,11 @@ impl Daemon {
             spawner: Arc::new(prestart.clone()),
             ..Services::for_state(&settings, &state)
         };
-        let control = watch::channel(Control::Run).0;
+        let stop_jobs = watch::channel(Control::Run).0;
         let settings = Arc::new(settings);
-        let board = Board::new(job_context(&settings, &services, &state, &control, &tally));
+        let board = Board::new(job_context(
+            &settings, &services, &state, &stop_jobs, &tally,
+        ));
         Daemon {
             services,
             prestart,
@@ -219,18 +244,18 @@ impl Daemon {
             state,
             board,
             slots,
-            control,
+            stop_jobs,
             tally,
             started_at: now_unix(),
-            draining: false,
+            phase: Phase::Running,
             status_dirty: true,
-            status_written: Instant::now(),
+            status_written: std::time::Instant::now(),
             notifier: Notifier::from_env(),
         }
     }
 
     /// Services for `settings`, keeping the live runner limits, flights, spawner and ledger.
-    fn extras_for(&self, settings: &Settings) -> Services {
+    fn services_for(&self, settings: &Settings) -> Services {
         let flights = settings
             .config
             .single_flight
@@ -249,32 +274,76 @@ impl Daemon {
         self.workers_flag.unwrap_or(self.settings.config.workers)
     }
 
-    async fn run(mut self) -> i32 {
-        let signals = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        );
-        let (mut term, mut int, mut hup) = match signals {
-            (Ok(t), Ok(i), Ok(h)) => (t, i, h),
-            _ => {
-                tracing::error!("cannot install signal handlers; refusing to start");
-                return EXIT_FAILURE;
-            }
+    async fn run(mut self, catalog_reads: mpsc::UnboundedReceiver<CatalogRead>) -> i32 {
+        let c = self.settings.config.clone();
+        let watcher = InboxWatcher::new(&self.state.jobs());
+        let watchdog = self.notifier.as_ref().and_then(|n| n.watchdog_every);
+        let rescan_every = Duration::from_secs_f64(c.rescan_seconds);
+        let Some(mut events) = EventSource::new(watcher, catalog_reads, rescan_every, watchdog)
+        else {
+            tracing::error!("cannot install signal handlers; refusing to start");
+            return EXIT_FAILURE;
         };
+        self.start(&mut events);
+        let board = self.board.clone();
+        loop {
+            self.open_slots();
+            if self.phase.draining() && board.running() == 0 {
+                break;
+            }
+            if let Phase::Stopping { deadline } = self.phase
+                && deadline <= Instant::now()
+            {
+                tracing::error!(
+                    running = board.running(),
+                    "runners did not stop in time; exiting anyway"
+                );
+                break;
+            }
+            match events.next(&board, self.due()).await {
+                DaemonEvent::JobArrived(name) => {
+                    board.offer(name);
+                    self.status_dirty = true;
+                }
+                DaemonEvent::WatchTrouble => self.on_watch_trouble(&mut events.watcher),
+                DaemonEvent::Rescan => self.on_rescan(&mut events.watcher),
+                DaemonEvent::CatalogRead(read) => {
+                    let first = self.codex.finish_read(read);
+                    self.apply_codex_catalog(first);
+                }
+                DaemonEvent::CatalogDue => self.codex.start_read(&self.base),
+                DaemonEvent::BoardChanged => self.status_dirty = true,
+                DaemonEvent::Stop(signal) => self.on_stop_signal(signal),
+                DaemonEvent::Reload => self.reload(),
+                DaemonEvent::GraceOver => {
+                    tracing::warn!(
+                        running = board.running(),
+                        "shutdown grace is over: stopping runners, leaving their jobs queued"
+                    );
+                    self.stop_runners();
+                }
+                DaemonEvent::StatusDue => self.write_status(),
+                // The loop's next turn gives up on workers that did not stop in time.
+                DaemonEvent::StopDeadline => {}
+                DaemonEvent::Watchdog => self.notify("WATCHDOG=1"),
+            }
+        }
+        self.prestart.shut_down().await;
+        self.write_status();
+        tracing::info!(pid = std::process::id(), "daemon stop");
+        EXIT_OK
+    }
+
+    /// Before the first job: logs the start, reads the codex catalog, sweeps what a
+    /// crash left, watches and scans the inbox, and says it is ready.
+    fn start(&mut self, events: &mut EventSource) {
         self.log_start();
         uninstalled::warn_uninstalled(&self.base);
-        self.read_codex_catalog();
-        let mut catalog_refresh = tokio::time::interval_at(
-            tokio::time::Instant::now() + codex_models::REFRESH_EVERY,
-            codex_models::REFRESH_EVERY,
-        );
-        catalog_refresh.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        self.codex.start_read(&self.base);
         let c = self.settings.config.clone();
         let runtime = self.settings.runtime_dir.as_deref();
         crate::engine::recovery::sweep(&self.state, runtime, c.fsync, c.undeliverable_days);
-        let mut watcher = InboxWatcher::new(&self.state.jobs());
-        if let Err(e) = watcher.watch() {
+        if let Err(e) = events.watcher.watch() {
             tracing::error!(
                 "{e}; relying on rescans every {}s",
                 c.rescan_seconds,
@@ -282,9 +351,6 @@ impl Daemon {
             );
         }
         self.scan();
-        let mut rescan = tokio::time::interval(Duration::from_secs_f64(c.rescan_seconds));
-        rescan.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        rescan.tick().await;
         self.write_status();
         let line = status_line(self.board.waiting(), self.board.running());
         self.notify(&format!("READY=1\nSTATUS={line}"));
@@ -295,67 +361,29 @@ impl Daemon {
              `llm-judge --state-dir {0} status` shows the queue, judge.log in it every event",
             self.state.root.display()
         );
-        let mut watchdog = self
-            .notifier
-            .as_ref()
-            .and_then(|n| n.watchdog_every)
-            .map(|every| {
-                let mut t = tokio::time::interval(every);
-                t.set_missed_tick_behavior(MissedTickBehavior::Delay);
-                t
-            });
-        let mut stop_at: Option<tokio::time::Instant> = None;
-        let mut stop_deadline: Option<tokio::time::Instant> = None;
-        let board = self.board.clone();
-        loop {
-            self.open_slots();
-            if self.draining && board.running() == 0 {
-                break;
-            }
-            if stop_deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
-                tracing::error!(
-                    running = board.running(),
-                    "runners did not stop in time; exiting anyway"
-                );
-                break;
-            }
-            let status_due = tokio::time::Instant::from_std(self.status_written + STATUS_EVERY);
-            tokio::select! {
-                Some(Hint::Arrived(name)) = watcher.hints.recv() => {
-                    board.offer(name);
-                    self.status_dirty = true;
-                }
-                () = watcher.wake.notified() => self.on_watch_trouble(&mut watcher),
-                _ = rescan.tick() => {
-                    if watcher.replaced() {
-                        self.rewatch(&mut watcher);
-                    }
-                    self.scan();
-                    crate::engine::recovery::prune_undeliverable(&self.state, self.settings.config.undeliverable_days);
-                    self.prestart.tick();
-                    self.status_dirty = true;
-                }
-                Some(read) = self.codex.rx.recv() => self.codex_catalog_read(read),
-                _ = catalog_refresh.tick() => self.read_codex_catalog(),
-                () = board.changed() => self.status_dirty = true,
-                _ = term.recv() => self.on_stop_signal("SIGTERM", &mut stop_at, &mut stop_deadline),
-                _ = int.recv() => self.on_stop_signal("SIGINT", &mut stop_at, &mut stop_deadline),
-                _ = hup.recv() => self.reload(),
-                () = sleep_until(stop_at.unwrap_or_else(far_future)), if stop_at.is_some() => {
-                    tracing::warn!(running = board.running(), "shutdown grace is over: stopping runners, leaving their jobs queued");
-                    self.stop_runners(&mut stop_at, &mut stop_deadline);
-                }
-                () = sleep_until(status_due), if self.status_dirty => self.write_status(),
-                // Wakes the loop to give up on workers that did not stop in time.
-                () = sleep_until(stop_deadline.unwrap_or_else(far_future)), if stop_deadline.is_some() => {}
-                // Pinged from the loop itself, so a stuck loop is noticed.
-                _ = tick(&mut watchdog) => self.notify("WATCHDOG=1"),
-            }
+    }
+
+    /// The timers the loop needs now: the phase's, and a status write when one is owed.
+    fn due(&self) -> Due {
+        let status = self
+            .status_dirty
+            .then(|| Instant::from_std(self.status_written + STATUS_EVERY));
+        match self.phase {
+            Phase::Running => Due {
+                status,
+                ..Due::default()
+            },
+            Phase::Draining { grace_over } => Due {
+                grace_over: Some(grace_over),
+                status,
+                ..Due::default()
+            },
+            Phase::Stopping { deadline } => Due {
+                stop_deadline: Some(deadline),
+                status,
+                ..Due::default()
+            },
         }
-        self.prestart.shut_down().await;
-        self.write_status();
-        tracing::info!(pid = std::process::id(), "daemon stop");
-        EXIT_OK
     }
 
     fn log_start(&self) {
@@ -379,23 +407,23 @@ impl Daemon {
     /// Opens the worker slots to jobs (once the first codex catalog read is over,
     /// until a drain) with the settings in use, starting slot threads as `workers` grows.
     fn open_slots(&mut self) {
-        let open = if self.codex.ready && !self.draining {
+        let draining = self.phase.draining();
+        let open = if self.codex.ready() && !draining {
             self.workers()
         } else {
             0
         };
-        self.board
-            .set_gate(open, self.draining, &self.settings, || {
-                job_context(
-                    &self.settings,
-                    &self.services,
-                    &self.state,
-                    &self.control,
-                    &self.tally,
-                )
-            });
+        self.board.set_gate(open, draining, &self.settings, || {
+            job_context(
+                &self.settings,
+                &self.services,
+                &self.state,
+                &self.stop_jobs,
+                &self.tally,
+            )
+        });
         lock_slots(&self.slots).grow(open, &self.board);
-        if !self.draining {
+        if !draining {
             self.prestart.configure(
                 &self.settings,
                 self.workers(),
@@ -411,6 +439,21 @@ impl Daemon {
                 tracing::error!(folder = %self.state.jobs().display(), "cannot scan the inbox: {e}")
             }
         }
+    }
+
+    /// The periodic rescan (events get lost): watches jobs/ again if it was replaced,
+    /// scans it, prunes old undeliverable jobs and lets idle prestarted runners go.
+    fn on_rescan(&mut self, watcher: &mut InboxWatcher) {
+        if watcher.replaced() {
+            self.rewatch(watcher);
+        }
+        self.scan();
+        crate::engine::recovery::prune_undeliverable(
+            &self.state,
+            self.settings.config.undeliverable_days,
+        );
+        self.prestart.tick();
+        self.status_dirty = true;
     }
 
     fn on_watch_trouble(&mut self, watcher: &mut InboxWatcher) {
@@ -439,55 +482,53 @@ impl Daemon {
         }
     }
 
-    fn on_stop_signal(
-        &mut self,
-        name: &str,
-        stop_at: &mut Option<tokio::time::Instant>,
-        stop_deadline: &mut Option<tokio::time::Instant>,
-    ) {
-        if *self.control.borrow() >= Control::Stop {
-            tracing::warn!(
-                signal = name,
-                "stop signal during the kill grace: killing runners now"
-            );
-            let _ = self.control.send(Control::StopNow);
-            return;
+    /// SIGTERM/SIGINT: the first drains, the second stops the runners, a third (during
+    /// their kill grace) kills them now.
+    fn on_stop_signal(&mut self, signal: &str) {
+        match self.phase {
+            Phase::Stopping { .. } => {
+                tracing::warn!(
+                    signal,
+                    "stop signal during the kill grace: killing runners now"
+                );
+                let _ = self.stop_jobs.send(Control::StopNow);
+            }
+            Phase::Draining { .. } => {
+                tracing::warn!(signal, "second stop signal: stopping runners now");
+                self.stop_runners();
+            }
+            Phase::Running => self.drain(signal),
         }
-        if self.draining {
-            tracing::warn!(signal = name, "second stop signal: stopping runners now");
-            self.stop_runners(stop_at, stop_deadline);
-            return;
-        }
-        self.draining = true;
+    }
+
+    fn drain(&mut self, signal: &str) {
+        let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
+        self.phase = Phase::Draining {
+            grace_over: Instant::now() + grace,
+        };
         self.prestart.close();
         // Closed now, not at the loop's next turn: slots take jobs on their own.
         self.open_slots();
         self.status_dirty = true;
         self.notify("STOPPING=1");
-        let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
         tracing::info!(
-            signal = name,
+            signal,
             running = self.board.running(),
             grace_seconds = grace.as_secs_f64(),
             "draining: no new jobs; running jobs get the shutdown grace"
         );
-        *stop_at = Some(tokio::time::Instant::now() + grace);
     }
 
-    fn stop_runners(
-        &mut self,
-        stop_at: &mut Option<tokio::time::Instant>,
-        stop_deadline: &mut Option<tokio::time::Instant>,
-    ) {
-        self.draining = true;
-        *stop_at = None;
-        let _ = self.control.send(Control::Stop);
+    /// Tells running jobs to stop their runners (SIGTERM, kill grace, SIGKILL) and
+    /// gives them until the longest kill grace plus `STOP_WAIT` to report back.
+    fn stop_runners(&mut self) {
+        let _ = self.stop_jobs.send(Control::Stop);
         let longest = self
             .board
             .kill_grace_seen()
             .max(self.settings.config.kill_grace_seconds);
-        let grace = Duration::from_secs_f64(longest);
-        stop_deadline.get_or_insert(tokio::time::Instant::now() + grace + STOP_WAIT);
+        let deadline = Instant::now() + Duration::from_secs_f64(longest) + STOP_WAIT;
+        self.phase = Phase::Stopping { deadline };
     }
 
     fn reload(&mut self) {
@@ -503,18 +544,28 @@ impl Daemon {
                     state_dir: self.state.root.clone(),
                     ..new
                 });
-                self.services = self.extras_for(&self.base);
+                self.services = self.services_for(&self.base);
                 self.status_dirty = true;
                 // After the tables jobs use are rebuilt: the line shows the new values.
                 self.apply_codex_catalog(false);
                 tracing::info!(workers = self.workers(), "config reloaded");
                 uninstalled::warn_uninstalled(&self.base);
-                self.read_codex_catalog();
+                self.codex.start_read(&self.base);
             }
             Err(e) => tracing::error!(
                 "config reload failed, keeping the old config: {e}",
                 e = crate::support::error::Chain(&e)
             ),
+        }
+    }
+
+    /// Rebuilds the tables jobs use from the loaded ones and the last catalog; a change
+    /// shows in `status` at once, not at the next periodic write.
+    fn apply_codex_catalog(&mut self, log: bool) {
+        let (applied, changed) = self.codex.apply(&self.base, log);
+        self.settings = Arc::new(applied);
+        if changed {
+            self.write_status();
         }
     }
 
@@ -527,7 +578,7 @@ impl Daemon {
             started_at: self.started_at,
             updated_at: now_unix(),
             workers: self.workers(),
-            draining: self.draining,
+            draining: self.phase.draining(),
             outcomes: match &self.tally {
                 Some(t) => t.counts(),
                 None => board.outcomes,
@@ -541,7 +592,7 @@ impl Daemon {
             state_dir_env: std::env::var(crate::core::config::STATE_DIR_VAR)
                 .ok()
                 .filter(|v| !v.is_empty()),
-            codex_models: self.codex.in_use.clone(),
+            codex_models: self.codex.in_use().to_vec(),
             prestarted: self.prestart.waiting(),
         };
         let written = serde_json::to_vec_pretty(&record)
@@ -554,7 +605,7 @@ impl Daemon {
             tracing::error!("cannot write the status record: {e}");
         }
         self.status_dirty = false;
-        self.status_written = Instant::now();
+        self.status_written = std::time::Instant::now();
         self.notify(&format!("STATUS={line}"));
     }
 
@@ -575,28 +626,14 @@ fn job_context(
     settings: &Arc<Settings>,
     services: &Services,
     state: &StateDir,
-    control: &watch::Sender<Control>,
+    stop_jobs: &watch::Sender<Control>,
     tally: &Option<Arc<Tally>>,
 ) -> JobContext {
     JobContext {
         settings: settings.clone(),
         services: services.clone(),
         state: state.clone(),
-        cancel: control.subscribe(),
+        stop: stop_jobs.subscribe(),
         tally: tally.clone(),
     }
-}
-
-/// Ticks `timer`, or never when there is none.
-async fn tick(timer: &mut Option<tokio::time::Interval>) {
-    match timer {
-        Some(t) => {
-            t.tick().await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
-fn far_future() -> tokio::time::Instant {
-    tokio::time::Instant::now() + Duration::from_secs(86_400 * 365)
 }

@@ -10,12 +10,12 @@ use std::ffi::{OsStr, OsString};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 
 use crate::core::config::Settings;
 use crate::daemon::inbox::Queue;
 use crate::engine::attempts::Services;
-use crate::engine::events::{Control, JobEvent, JobEvents};
+use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::job_run::{JobEnd, JobFailed, JobRun};
 use crate::store::state_dir::StateDir;
 use crate::store::status_file::{OutcomeCounts, RunnerHistory, RunnerStats, Tally};
@@ -30,7 +30,7 @@ pub struct JobContext {
     /// The state folder.
     pub state: StateDir,
     /// `Stop` when runners must stop (shutdown past its grace), `StopNow` after.
-    pub cancel: watch::Receiver<Control>,
+    pub stop: StopSignal,
     /// The daemon's outcome counts, bumped before each verdict is published.
     pub tally: Option<Arc<Tally>>,
 }
@@ -428,7 +428,7 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
     let settle_seconds = context.settings.config.job_settle_seconds;
     let settle = (settle_seconds > 0.0).then(|| Duration::from_secs_f64(settle_seconds));
     let run = JobRun {
-        stop: Some(context.cancel.clone()),
+        stop: Some(context.stop.clone()),
         events: Some(Box::new(events)),
         settle,
         ..JobRun::new(&context.settings, &context.state, &context.services)

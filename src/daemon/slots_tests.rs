@@ -75,7 +75,7 @@ fn context(dir: &std::path::Path, spawner: Arc<dyn Spawner>) -> JobContext {
             ..Services::default()
         },
         state,
-        cancel: watch::channel(Control::Run).1,
+        stop: tokio::sync::watch::channel(crate::engine::events::Control::Run).1,
         tally: None,
     }
 }
