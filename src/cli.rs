@@ -10,6 +10,7 @@ use crate::commands::ModeArg;
 use crate::commands::status::StatusArgs;
 use crate::service::ServiceAction;
 use crate::store::config_file::{self, Sources};
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_OK, EXIT_USAGE};
 
 #[derive(Parser, Debug)]
@@ -204,7 +205,7 @@ pub fn main() -> i32 {
     let settings = match config_file::load(&sources) {
         Ok(settings) => settings,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             // doctor reports a bad config as one of its findings.
             if let Command::Doctor(args) = &cli.command {
                 return commands::doctor::config_failed(&sources, &e, args);

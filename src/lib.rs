@@ -21,10 +21,10 @@ pub mod api {
     pub use crate::core::job::{
         HitRule, Job, JobError, Mode, TimeoutRules, check_id, parse_job, timeout_of,
     };
+    pub use crate::core::runner::output_format::OutputFormat;
     pub use crate::core::runner::table::Runner;
     pub use crate::core::safety::check_investigate_table;
     pub use crate::core::verdict::answer::last_json_object;
-    pub use crate::core::verdict::usage::OutputFormat;
     pub use crate::core::verdict::{
         Attempt, Output, REASON_MAX_CHARS, RunEnd, clip, judge_attempt,
     };

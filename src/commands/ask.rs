@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::core::config::Settings;
 use crate::core::job::{HitRule, Job, Mode, timeout_of};
@@ -14,6 +15,7 @@ use crate::core::verdict::Outcome;
 use crate::engine::attempts::Services;
 use crate::store::health_store::HealthStore;
 use crate::store::open_state;
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::support::runtime::runtime;
 
@@ -48,7 +50,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
         (None, Some(source)) => match read_prompt(&source) {
             Ok(p) => p,
             Err(e) => {
-                say_err!("llm-judge ask: {e}", e = crate::support::error::Chain(&e));
+                say_err!("llm-judge ask: {e}", e = e.chain());
                 return EXIT_USAGE;
             }
         },
@@ -77,7 +79,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
     let state = match open_state(settings, false) {
         Ok(state) => state,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             return EXIT_FAILURE;
         }
     };
@@ -93,24 +95,29 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             return EXIT_FAILURE;
         }
     };
     crate::process::pid_ns::warn_if_host_proc();
     let verdict = rt.block_on(async {
         crate::engine::codex_catalog::keep_if_missing(settings, &[job.mode]).await;
-        let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;
-        crate::engine::attempts::judge(
-            settings,
-            &job,
-            &cwd,
-            &crate::process::tag::new_tag(),
-            &services,
-            None,
-            |_, _| {},
-        )
-        .await
+        let judged = async {
+            let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;
+            crate::engine::attempts::judge(
+                settings,
+                &job,
+                &cwd,
+                &crate::process::tag::new_tag(),
+                &services,
+                None,
+                |_, _| {},
+            )
+            .await
+        };
+        judged
+            .instrument(crate::store::log_line::job_span(&job.id))
+            .await
     });
     // Without a stop signal the runners always end in a verdict.
     let Ok(verdict) = verdict else {

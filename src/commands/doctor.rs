@@ -13,6 +13,7 @@ use crate::process::probe::ProbeSpec;
 use crate::process::spawn::resolve_program;
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::state_dir::StateDir;
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// How long `<runner> --version` may take.
@@ -260,10 +261,7 @@ pub fn config_failed(sources: &Sources, error: &LoadError, args: &DoctorArgs) ->
     let mut report = Report::new(args.json);
     report.add(
         Level::Fail,
-        format!(
-            "config: {error}",
-            error = crate::support::error::Chain(&error)
-        ),
+        format!("config: {error}", error = error.chain()),
     );
     if let Some(dir) = &sources.state_dir_flag {
         check_state(&StateDir::new(dir), &mut report);
@@ -484,7 +482,7 @@ fn check_codex_models(settings: &Settings, report: &mut Report) {
                 Level::Warn,
                 format!(
                     "codex model catalog unreadable, the tables' models stay: {e}",
-                    e = crate::support::error::Chain(&e)
+                    e = e.chain()
                 ),
             );
             return;
@@ -532,10 +530,7 @@ fn check_state(state: &StateDir, report: &mut Report) {
                 Ok(Some(warning)) => report.add(Level::Warn, warning),
                 Err(e) => report.add(
                     Level::Fail,
-                    format!(
-                        "the daemon would refuse to start: {e}",
-                        e = crate::support::error::Chain(&e)
-                    ),
+                    format!("the daemon would refuse to start: {e}", e = e.chain()),
                 ),
             }
         }

@@ -6,6 +6,7 @@ use std::io::Write;
 use crate::core::config::Settings;
 use crate::store::outbox;
 use crate::store::state_dir::StateDir;
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// Prints and removes the transcript's verdicts; returns the exit code.
@@ -20,11 +21,11 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
                 return EXIT_FAILURE;
             }
             crate::store::judge_log::init(&state.log(), settings.config.log_max_bytes, false);
-            tracing::error!(folder = %dir.display(), "drain refused: {e}", e = crate::support::error::Chain(&e));
+            tracing::error!(folder = %dir.display(), "drain refused: {e}", e = e.chain());
             say_err!(
                 "llm-judge drain: cannot read {}: {e}",
                 dir.display(),
-                e = crate::support::error::Chain(&e)
+                e = e.chain()
             );
             return EXIT_FAILURE;
         }

@@ -16,6 +16,7 @@ use crate::core::job::parse_job;
 use crate::store::outbox;
 use crate::store::state_dir::{self, StateDir};
 use crate::store::verdict_watch::{Stopper, VerdictWatch, Woke};
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE};
 
 /// Examples shown by `--help`.
@@ -99,10 +100,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let job = match build_job(&args) {
         Ok(job) => job,
         Err(e) => {
-            say_err!(
-                "llm-judge enqueue: {e}",
-                e = crate::support::error::Chain(&e)
-            );
+            say_err!("llm-judge enqueue: {e}", e = e.chain());
             return EXIT_USAGE;
         }
     };
@@ -120,20 +118,14 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     let job = match validate(settings, job) {
         Ok(job) => job,
         Err(e) => {
-            say_err!(
-                "llm-judge enqueue: {e}",
-                e = crate::support::error::Chain(&e)
-            );
+            say_err!("llm-judge enqueue: {e}", e = e.chain());
             return EXIT_USAGE;
         }
     };
     let state = StateDir::new(&settings.state_dir);
     let id = job.id.clone();
     if let Err(e) = publish(settings, &state, &job) {
-        say_err!(
-            "llm-judge enqueue: {e}",
-            e = crate::support::error::Chain(&e)
-        );
+        say_err!("llm-judge enqueue: {e}", e = e.chain());
         return match e {
             EnqueueError::StillQueued { .. } | EnqueueError::Unsafe(_) => EXIT_USAGE,
             _ => EXIT_FAILURE,
@@ -514,10 +506,7 @@ fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
     let dir = state.verdict_dir(&job.transcript);
     let path = dir.join(format!("{}.json", job.id));
     if let Err(e) = state_dir::create_dir(&dir) {
-        say_err!(
-            "llm-judge enqueue: {e}",
-            e = crate::support::error::Chain(&e)
-        );
+        say_err!("llm-judge enqueue: {e}", e = e.chain());
         return EXIT_FAILURE;
     }
     let mut watch = VerdictWatch::new(&path);

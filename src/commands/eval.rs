@@ -27,6 +27,7 @@ use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE, print_stdout};
 
 /// The exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
 const EXIT_INTERRUPTED: i32 = 130;
+use crate::support::error::Chained;
 use crate::support::runtime::runtime;
 
 /// `eval --help`'s examples.
@@ -102,10 +103,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
         Ok(Ok(cases)) => cases,
         Ok(Err(errors)) => {
             for e in &errors {
-                say_err!(
-                    "llm-judge eval: {file}: {e}",
-                    e = crate::support::error::Chain(&e)
-                );
+                say_err!("llm-judge eval: {file}: {e}", e = e.chain());
             }
             say_err!("llm-judge eval: nothing was run");
             return EXIT_USAGE;
@@ -118,10 +116,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             return EXIT_USAGE;
         }
         Err(ReadError::Io(e)) => {
-            say_err!(
-                "llm-judge eval: cannot read {file}: {e}",
-                e = crate::support::error::Chain(&e)
-            );
+            say_err!("llm-judge eval: cannot read {file}: {e}", e = e.chain());
             return EXIT_FAILURE;
         }
     };
@@ -134,14 +129,14 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
         }
         Ok(seats) => seats,
         Err(e) => {
-            say_err!("llm-judge eval: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge eval: {e}", e = e.chain());
             return EXIT_USAGE;
         }
     };
     let state = match open_state(settings, false) {
         Ok(state) => state,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             return EXIT_FAILURE;
         }
     };
@@ -158,7 +153,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             return EXIT_FAILURE;
         }
     };

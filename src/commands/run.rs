@@ -8,6 +8,7 @@ use crate::core::runner::table::RUNNERS_VAR;
 use crate::engine::job_run::{JobEnd, JobRun};
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::open_state;
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::support::runtime::runtime;
 
@@ -108,7 +109,7 @@ fn in_folder(path: &Path, folder: &Path) -> bool {
 
 /// A command-level failure: said on stderr, exit 1.
 fn failed(e: &dyn std::error::Error) -> i32 {
-    say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+    say_err!("llm-judge: {e}", e = e.chain());
     EXIT_FAILURE
 }
 
@@ -141,11 +142,7 @@ fn report(handled: JobEnd, job_file: &Path, jobs: &Path, outside_jobs: bool) -> 
             EXIT_OK
         }
         JobEnd::Failed(e) => {
-            say_err!(
-                "llm-judge: {}: {e}",
-                job_file.display(),
-                e = crate::support::error::Chain(&e)
-            );
+            say_err!("llm-judge: {}: {e}", job_file.display(), e = e.chain());
             EXIT_FAILURE
         }
         JobEnd::Rejected => {
@@ -215,7 +212,7 @@ pub fn config_failed(sources: &Sources, job_file: &Path, error: &LoadError) -> i
             )
         }
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             EXIT_USAGE
         }
     }

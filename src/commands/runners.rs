@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use crate::core::config::{Settings, parse_config};
 use crate::core::job::Mode;
-use crate::core::runner::table::Runner;
+use crate::core::runner::table::{Runner, RunnerKind};
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, print_stdout};
 
 /// Prints the table `run`, `ask` and the daemon use for `mode` (config file, `--set`,
@@ -25,7 +26,7 @@ pub fn shipped(mode: Mode) -> i32 {
         Err(e) => {
             say_err!(
                 "llm-judge runners: embedded default config: {e}",
-                e = crate::support::error::Chain(&e)
+                e = e.chain()
             );
             EXIT_FAILURE
         }
@@ -46,8 +47,8 @@ fn print_table(table: &[Runner]) -> i32 {
     }
     let pairs: Vec<Value> = table
         .iter()
-        .map(|r| match &r.api {
-            Some(api) => json!([
+        .map(|r| match r.kind() {
+            RunnerKind::Api(api) => json!([
                 r.name,
                 [
                     format!("api:{}", api.protocol.name()),
@@ -55,7 +56,7 @@ fn print_table(table: &[Runner]) -> i32 {
                     api.base_url
                 ]
             ]),
-            None => json!([r.name, r.argv]),
+            RunnerKind::Cli { argv, .. } => json!([r.name, argv]),
         })
         .collect();
     if print_stdout(&format!("{}\n", Value::Array(pairs))) {

@@ -14,6 +14,7 @@ use crate::core::spend::{Budget, DAY, HOUR, dollars, over_budget, totals_since};
 use crate::process::os::is_alive;
 use crate::store::state_dir::{StateDir, is_job_name, now_unix};
 use crate::store::status_file::{StatusRecord, TallyRead};
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 
 /// `status` flags.
@@ -47,7 +48,7 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
             if e.kind() == std::io::ErrorKind::NotFound {
                 "does not exist (no job was ever queued there)".to_string()
             } else {
-                format!("cannot be read: {e}", e = crate::support::error::Chain(&e))
+                format!("cannot be read: {e}", e = e.chain())
             },
             crate::core::config::STATE_DIR_VAR
         );
@@ -58,7 +59,7 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
             say_err!(
                 "llm-judge status: cannot reset runner health in {}: {e}",
                 state.root.display(),
-                e = crate::support::error::Chain(&e)
+                e = e.chain()
             );
             return EXIT_FAILURE;
         }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::core::config::HealthConfig;
 use crate::core::digest::sha1_hex;
-use crate::core::runner::table::Runner;
+use crate::core::runner::table::{Runner, RunnerKind};
 use crate::core::verdict::RunEnd;
 
 /// Timeouts in a row that bench a runner.
@@ -64,10 +64,10 @@ pub fn sign_of(end: &RunEnd, answered: bool) -> Sign {
 /// changed argv or env starts fresh; a runner without env keeps its earlier key), or
 /// of an API runner's request identity (protocol, model, base URL, ...).
 pub fn key(runner: &Runner) -> String {
-    let mut text = runner.argv.join("\0");
-    if let Some(api) = &runner.api {
-        text = api.identity().join("\0");
-    }
+    let mut text = match runner.kind() {
+        RunnerKind::Cli { argv, .. } => argv.join("\0"),
+        RunnerKind::Api(api) => api.identity().join("\0"),
+    };
     if !runner.env.is_empty() {
         text.push_str("\0\0env");
         for item in crate::core::runner::env::identity(&runner.env) {

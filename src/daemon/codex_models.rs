@@ -13,6 +13,7 @@ use crate::core::codex::model::{self as codex_model, Catalog, ModelInUse};
 use crate::core::config::Settings;
 use crate::engine::codex_catalog::{self, CatalogReadError};
 use crate::engine::runner_folder::RunnerFolders;
+use crate::support::error::Chained;
 
 /// How often the catalog is read again while the daemon runs (docs/reference.md, "Runners":
 /// at most hourly).
@@ -100,7 +101,7 @@ impl CodexModels {
             Some(Err(e)) => {
                 tracing::warn!(
                     "codex model catalog unreadable, keeping the tables' models: {e}",
-                    e = crate::support::error::Chain(&e)
+                    e = e.chain()
                 );
                 None
             }

@@ -37,6 +37,7 @@ use crate::store::config_file::{self, Sources};
 use crate::store::open_state;
 use crate::store::state_dir::{StateDir, now_unix};
 use crate::store::status_file::{StatusRecord, Tally};
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// Status writes are at most this frequent.
@@ -65,19 +66,13 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         }
     };
     if let Err(e) = check_folders(&state) {
-        tracing::error!(
-            "refusing to start: {e}",
-            e = crate::support::error::Chain(&e)
-        );
+        tracing::error!("refusing to start: {e}", e = e.chain());
         return EXIT_USAGE;
     }
     let _lock = match crate::store::daemon_lock::acquire(&state.lock()) {
         Ok(lock) => lock,
         Err(e) => {
-            tracing::error!(
-                "refusing to start: {e}",
-                e = crate::support::error::Chain(&e)
-            );
+            tracing::error!("refusing to start: {e}", e = e.chain());
             return EXIT_FAILURE;
         }
     };
@@ -90,7 +85,7 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
         Err(e) => {
             tracing::info!(
                 "no supervisor zygote ({e}): supervisors are forked from the daemon",
-                e = crate::support::error::Chain(&e)
+                e = e.chain()
             );
             None
         }
@@ -278,7 +273,7 @@ impl Daemon {
         let c = self.settings.config.clone();
         let watcher = InboxWatcher::new(&self.state.jobs());
         let watchdog = self.notifier.as_ref().and_then(|n| n.watchdog_every);
-        let rescan_every = Duration::from_secs_f64(c.rescan_seconds);
+        let rescan_every = c.rescan_seconds;
         let Some(mut events) = EventSource::new(watcher, catalog_reads, rescan_every, watchdog)
         else {
             tracing::error!("cannot install signal handlers; refusing to start");
@@ -346,8 +341,8 @@ impl Daemon {
         if let Err(e) = events.watcher.watch() {
             tracing::error!(
                 "{e}; relying on rescans every {}s",
-                c.rescan_seconds,
-                e = crate::support::error::Chain(&e)
+                c.rescan_seconds.as_secs_f64(),
+                e = e.chain()
             );
         }
         self.scan();
@@ -475,10 +470,7 @@ impl Daemon {
             Ok(()) => {
                 tracing::info!(folder = %self.state.jobs().display(), "watching the inbox again")
             }
-            Err(e) => tracing::error!(
-                "{e}; retrying at the next rescan",
-                e = crate::support::error::Chain(&e)
-            ),
+            Err(e) => tracing::error!("{e}; retrying at the next rescan", e = e.chain()),
         }
     }
 
@@ -502,7 +494,7 @@ impl Daemon {
     }
 
     fn drain(&mut self, signal: &str) {
-        let grace = Duration::from_secs_f64(self.settings.config.shutdown_grace_seconds);
+        let grace = self.settings.config.shutdown_grace_seconds;
         self.phase = Phase::Draining {
             grace_over: Instant::now() + grace,
         };
@@ -527,7 +519,7 @@ impl Daemon {
             .board
             .kill_grace_seen()
             .max(self.settings.config.kill_grace_seconds);
-        let deadline = Instant::now() + Duration::from_secs_f64(longest) + STOP_WAIT;
+        let deadline = Instant::now() + longest + STOP_WAIT;
         self.phase = Phase::Stopping { deadline };
     }
 
@@ -554,7 +546,7 @@ impl Daemon {
             }
             Err(e) => tracing::error!(
                 "config reload failed, keeping the old config: {e}",
-                e = crate::support::error::Chain(&e)
+                e = e.chain()
             ),
         }
     }

@@ -59,7 +59,7 @@ struct Inner {
     context: Arc<JobContext>,
     /// The longest `kill_grace_seconds` any started job got (a reload may lower it
     /// while those jobs run): the stop deadline waits for it.
-    kill_grace_seen: f64,
+    kill_grace_seen: Duration,
     outcomes: OutcomeCounts,
     history: RunnerHistory,
     /// The loop has been woken for a change and has not written status since.
@@ -94,7 +94,7 @@ impl Board {
                 publishing: HashSet::new(),
                 open: 0,
                 context: Arc::new(context),
-                kill_grace_seen: 0.0,
+                kill_grace_seen: Duration::ZERO,
                 outcomes: OutcomeCounts::default(),
                 history: RunnerHistory::default(),
                 told: false,
@@ -171,7 +171,7 @@ impl Board {
     }
 
     /// The longest `kill_grace_seconds` any started job got.
-    pub fn kill_grace_seen(&self) -> f64 {
+    pub fn kill_grace_seen(&self) -> Duration {
         self.lock().kill_grace_seen
     }
 
@@ -249,7 +249,7 @@ impl Board {
             tracing::warn!(
                 file = %path.display(),
                 "job file still being written (not published by rename?): not judged \
-                 until it is whole, looking again every {settle}s"
+                 until it is whole, looking again every {}s", settle.as_secs_f64()
             );
         }
         if let JobEnd::Judged {
@@ -425,8 +425,7 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
         free: Mutex::new(Some(free)),
         tally: context.tally.clone(),
     };
-    let settle_seconds = context.settings.config.job_settle_seconds;
-    let settle = (settle_seconds > 0.0).then(|| Duration::from_secs_f64(settle_seconds));
+    let settle = Some(context.settings.config.job_settle_seconds).filter(|d| !d.is_zero());
     let run = JobRun {
         stop: Some(context.stop.clone()),
         events: Some(Box::new(events)),

@@ -6,17 +6,17 @@ use std::io::ErrorKind;
 
 use crate::core::api::key_mask::{mask_object, mask_text};
 use crate::core::api::protocol::{CallEnd, judge_call};
-use crate::core::runner::table::Runner;
-use crate::core::verdict::usage::OutputFormat;
+use crate::core::runner::output_format::OutputFormat;
+use crate::core::runner::table::RunnerKind;
 use crate::core::verdict::{Judged, Output, RunEnd, judge_attempt};
 
-/// Judges how `runner`'s request ended. Only an API runner sends one; a spawner that
-/// reports a request for a CLI runner (a mistake in a script) gets a failed attempt
-/// that says so.
-pub fn judge_api(runner: &Runner, end: &CallEnd) -> (Judged, RunEnd) {
-    match &runner.api {
-        Some(api) => {
-            let (mut judged, end) = judge_call(&runner.name, api, end);
+/// Judges how runner `name`'s request ended. Only an API runner sends one; a spawner
+/// that reports a request for a CLI runner (a mistake in a script) gets a failed
+/// attempt that says so.
+pub fn judge_api(name: &str, kind: RunnerKind<'_>, end: &CallEnd) -> (Judged, RunEnd) {
+    match kind {
+        RunnerKind::Api(api) => {
+            let (mut judged, end) = judge_call(name, api, end);
             // The body was masked as decoded text; an answer read from the reply decodes
             // the reply's own escapes, so it is masked again here, as is the reason.
             let key = api
@@ -30,7 +30,7 @@ pub fn judge_api(runner: &Runner, end: &CallEnd) -> (Judged, RunEnd) {
             judged.attempt.reason = mask_text(&judged.attempt.reason, key);
             (judged, end)
         }
-        None => {
+        RunnerKind::Cli { .. } => {
             let end = RunEnd::SpawnFailed {
                 kind: ErrorKind::InvalidInput,
                 message: "a CLI runner (argv) got an API reply".into(),
@@ -41,7 +41,7 @@ pub fn judge_api(runner: &Runner, end: &CallEnd) -> (Judged, RunEnd) {
                 stdout_cut: None,
                 format: OutputFormat::Plain,
             };
-            (judge_attempt(&runner.name, &end, output), end)
+            (judge_attempt(name, &end, output), end)
         }
     }
 }

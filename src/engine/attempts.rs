@@ -6,9 +6,8 @@ use serde_json::{Map, Value};
 use crate::core::config::Settings;
 use crate::core::health::sign_of;
 use crate::core::job::{Job, Mode};
-use crate::core::runner::table::Runner;
+use crate::core::runner::table::{Runner, RunnerKind};
 use crate::core::spend::{CapReached, SpendEntry};
-use crate::core::verdict::usage::output_format;
 use crate::core::verdict::{
     Attempt, Judged, Output, RunEnd, Verdict, budget_verdict, judge_attempt, verdict_for,
 };
@@ -117,7 +116,7 @@ impl<'a> CacheSlot<'a> {
     /// the one attempt `cache`.
     pub fn verdict(&self, job: &Job) -> Option<Verdict> {
         let hit = self.cache.get(&self.key)?;
-        tracing::info!(id = %job.id, runner = %hit.runner, "cache hit: answer reused");
+        tracing::info!(runner = %hit.runner, "cache hit: answer reused");
         let attempt = Attempt {
             runner: "cache".into(),
             ok: true,
@@ -184,14 +183,14 @@ pub async fn judge(
         let _slot = tokio::select! {
             biased;
             () = stopped(stop) => return Err(Stopped),
-            slot = services.limits.acquire(runner, &job.id) => slot,
+            slot = services.limits.acquire(runner) => slot,
         };
         let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
         if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }, true) =
             (cwd, &runner_cwd, runner.is_cli())
         {
             tracing::warn!(
-                id = %job.id, runner = %runner.name, cwd = %dir.display(),
+                runner = %runner.name, cwd = %dir.display(),
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
@@ -298,20 +297,25 @@ async fn attempt_runner(
         CwdChoice::Given(path) => Workdir::Job(path),
         CwdChoice::Temp { .. } => Workdir::Fresh,
     };
+    let kind = runner.kind();
     let spec = AttemptSpec {
         settings,
         job,
         runner,
+        kind,
         workdir,
         tag,
         stop,
         exiting,
     };
     // An API runner's start line names its protocol, model and base URL.
-    let api = runner.api.as_ref();
+    let api = match kind {
+        RunnerKind::Api(api) => Some(api),
+        RunnerKind::Cli { .. } => None,
+    };
     let mut progress = |step: Progress<'_>| match step {
         Progress::Starting { cwd, prestarted } => tracing::info!(
-            id = %job.id, runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
+            runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
             cwd = cwd.map(|dir| tracing::field::display(dir.display())),
             prestarted = prestarted.then_some(true),
             api = api.map(|a| a.protocol.name()),
@@ -326,13 +330,13 @@ async fn attempt_runner(
                 stdout: &out.stdout,
                 stderr: &out.stderr,
                 stdout_cut: out.stdout_cut,
-                format: output_format(&runner.argv),
+                format: kind.output_format(),
             };
             let judged = judge_attempt(&runner.name, &out.end, output);
             (judged, out.end, out.elapsed)
         }
         AttemptOutput::Api(out) => {
-            let (judged, end) = judge_api(runner, &out.end);
+            let (judged, end) = judge_api(&runner.name, kind, &out.end);
             (judged, end, out.elapsed)
         }
     };
@@ -342,15 +346,15 @@ async fn attempt_runner(
         refused_usage,
     } = judged;
     if let Some(why) = refused_usage {
-        tracing::warn!(id = %job.id, runner = %runner.name, "usage the runner reported is not counted: {why}");
+        tracing::warn!(runner = %runner.name, "usage the runner reported is not counted: {why}");
     }
     attempt.elapsed_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
     // An API runner works in no folder: the job's cwd means nothing to it.
-    attempt.cwd_refused = runner.is_cli().then(|| cwd_note(cwd)).flatten();
+    attempt.cwd_refused = api.is_none().then(|| cwd_note(cwd)).flatten();
     // Fields of a runner that reported no usage are left out of the line.
     let usage = attempt.usage.as_ref();
     tracing::info!(
-        id = %job.id, runner = %runner.name, ok = attempt.ok, reason = ?attempt.reason,
+        runner = %runner.name, ok = attempt.ok, reason = ?attempt.reason,
         elapsed_ms = attempt.elapsed_ms.unwrap_or(0),
         input_tokens = usage.map(|u| u.input_tokens),
         cached_input_tokens = usage.map(|u| u.cached_input_tokens),

@@ -21,6 +21,7 @@ use crate::process::probe::{self, ProbeSpec};
 use crate::process::spawn::{missing_login, resolve_program};
 use crate::store::codex_files::{catalog_for, keep_catalog};
 use crate::store::state_dir::StateDir;
+use crate::support::error::Chained;
 
 /// How long `codex debug models` may take (docs/reference.md, "Runners").
 pub const CATALOG_TIMEOUT: Duration = Duration::from_secs(15);
@@ -157,7 +158,7 @@ pub async fn keep_if_missing(settings: &Settings, modes: &[Mode]) {
     if let Some(Err(e)) = read {
         tracing::warn!(
             "codex model catalog unreadable; codex starts without its trimmed copy: {e}",
-            e = crate::support::error::Chain(&e)
+            e = e.chain()
         );
     }
 }

@@ -75,7 +75,7 @@ pub async fn job_cwd(settings: &Settings, job: &Job) -> CwdChoice {
         other => choose_cwd(other.as_ref(), &Fences::default()),
     };
     if let Some(why) = cwd.refusal() {
-        tracing::warn!(id = %job.id, "cwd refused, using a fresh temp folder: {why}");
+        tracing::warn!("cwd refused, using a fresh temp folder: {why}");
     }
     cwd
 }

@@ -24,13 +24,12 @@ pub fn log_job_notes(job: &Job) {
             .map(|t| format!("{:?} looks like a misspelt {:?}", t.key, t.resembles))
             .collect();
         tracing::warn!(
-            id = %job.id,
             "unknown job key ignored: {}; fix the key in the job's producer",
             keys.join("; ")
         );
     }
     if let Some(warning) = &job.mode_warning {
-        tracing::warn!(id = %job.id, "{warning}");
+        tracing::warn!("{warning}");
     }
 }
 
@@ -101,7 +100,9 @@ pub fn read_job(path: &Path, max_bytes: u64) -> Result<JobBytes, NotAJob> {
         Ok(meta) => meta,
         Err(e) => return Ok(Err(unreadable(e))),
     };
-    if !meta.is_file() || !owned_by_me(&meta) {
+    // Checked again on the open file: the claim's check saw the path, which a swap
+    // may have pointed elsewhere since.
+    if !is_job_file(&meta) {
         return Err(NotAJob);
     }
     Ok(read_bytes(&file, &meta, max_bytes).map_err(|e| match e {
@@ -159,6 +160,12 @@ fn read_bytes(
         return Err(None);
     }
     Ok((bytes, file.metadata()?))
+}
+
+/// True when `meta` is a job's: a regular file the judge's own user owns (the one
+/// check; what is not a job is rejected, never opened as one).
+pub fn is_job_file(meta: &fs::Metadata) -> bool {
+    meta.file_type().is_file() && owned_by_me(meta)
 }
 
 /// True when the judge's own user owns the file. Another user's file in `jobs/` got

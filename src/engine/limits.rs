@@ -16,7 +16,7 @@ pub struct RunnerLimits {
 
 impl RunnerLimits {
     /// Waits for a slot of `runner`; `None` when it has no limit.
-    pub async fn acquire(&self, runner: &Runner, job_id: &str) -> Option<OwnedSemaphorePermit> {
+    pub async fn acquire(&self, runner: &Runner) -> Option<OwnedSemaphorePermit> {
         let max = runner.max_concurrent? as usize;
         // Keyed by the limit too, so a reload with a new limit gets a fresh semaphore.
         // The runner's identity is its health key (name, argv and env).
@@ -31,7 +31,7 @@ impl RunnerLimits {
         if let Ok(permit) = sem.clone().try_acquire_owned() {
             return Some(permit);
         }
-        tracing::info!(id = %job_id, runner = %runner.name, max_concurrent = max, "waiting for a free runner slot");
+        tracing::info!(runner = %runner.name, max_concurrent = max, "waiting for a free runner slot");
         sem.acquire_owned().await.ok()
     }
 }
@@ -47,20 +47,17 @@ mod tests {
             max_concurrent: Some(1),
             ..Runner::for_tests("r", &["r"])
         };
-        let first = limits.acquire(&r, "a").await;
+        let first = limits.acquire(&r).await;
         assert!(first.is_some());
-        let second = tokio::time::timeout(
-            std::time::Duration::from_millis(50),
-            limits.acquire(&r, "b"),
-        )
-        .await;
+        let second =
+            tokio::time::timeout(std::time::Duration::from_millis(50), limits.acquire(&r)).await;
         assert!(second.is_err(), "the second waits");
         drop(first);
-        assert!(limits.acquire(&r, "c").await.is_some());
+        assert!(limits.acquire(&r).await.is_some());
         let free = Runner {
             max_concurrent: None,
             ..r
         };
-        assert!(limits.acquire(&free, "d").await.is_none());
+        assert!(limits.acquire(&free).await.is_none());
     }
 }

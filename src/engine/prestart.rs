@@ -46,6 +46,7 @@ use crate::engine::spawner::{
     Workdir,
 };
 use crate::store::health_store::HealthStore;
+use crate::support::error::Chained;
 
 /// A waiting runner older than this is replaced by a fresh one: the CLI on disk may have
 /// been updated, and its login may have expired, while it waited.
@@ -522,7 +523,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         let key = match crate::store::tag_key::load_or_create(&state) {
             Ok(key) => key,
             Err(e) => {
-                tracing::warn!(runner = %runner.name, "cannot pre-start: {e}", e = crate::support::error::Chain(&e));
+                tracing::warn!(runner = %runner.name, "cannot pre-start: {e}", e = e.chain());
                 return None;
             }
         };
@@ -587,10 +588,8 @@ impl Inner {
     }
 
     fn kill_grace(&self) -> Duration {
-        let seconds = self
-            .settings
+        self.settings
             .as_ref()
-            .map_or(5.0, |(s, _)| s.config.kill_grace_seconds);
-        Duration::from_secs_f64(seconds)
+            .map_or(Duration::from_secs(5), |(s, _)| s.config.kill_grace_seconds)
     }
 }

@@ -13,6 +13,7 @@ use crate::engine::runner_folder::{FOLDER_PREFIX, STAGING_PREFIX, is_abandoned};
 use crate::process::os::{kill_recorded_group, kill_tagged, kill_tagged_prefix};
 use crate::store::claim::{self, Acquired};
 use crate::store::state_dir::{self, StateDir, transcript_hash};
+use crate::support::error::Chained;
 
 /// Acts on what the previous holder of a claim left (`core::job::life::take_over`):
 /// stops its runners, finishes its publish, logs an interruption. Returns the take-over.
@@ -144,7 +145,7 @@ fn stop_prestarted_leftovers(state: &StateDir) -> usize {
         Err(e) => {
             tracing::error!(
                 "recovery: pre-started runners left by a crash are not searched: {e}",
-                e = crate::support::error::Chain(&e)
+                e = e.chain()
             );
             0
         }
@@ -194,7 +195,7 @@ fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
             Ok(Acquired::Claimed { claim, previous }) => (claim, previous),
             Ok(Acquired::Busy { .. }) => continue,
             Err(e) => {
-                tracing::error!("recovery: {e}", e = crate::support::error::Chain(&e));
+                tracing::error!("recovery: {e}", e = e.chain());
                 continue;
             }
         };
@@ -208,9 +209,9 @@ fn sweep_claims(state: &StateDir, fsync: bool) -> (usize, HashSet<PathBuf>) {
         }
         if state.jobs().join(&name).symlink_metadata().is_err() {
             if let Err(e) = finish_previous_publish(&previous, fsync) {
-                tracing::error!("recovery: {e}", e = crate::support::error::Chain(&e));
+                tracing::error!("recovery: {e}", e = e.chain());
             } else if let Err(e) = claim.release() {
-                tracing::error!("recovery: {e}", e = crate::support::error::Chain(&e));
+                tracing::error!("recovery: {e}", e = e.chain());
             }
             dropped += 1;
         }

@@ -16,9 +16,11 @@ use crate::core::api::protocol::CallEnd;
 use crate::core::api::spec::ApiSpec;
 use crate::core::config::Settings;
 use crate::core::job::{Job, Mode};
-use crate::core::runner::table::{Runner, build_invocation, stdin_payload, waiting_argv};
+use crate::core::runner::output_format::OutputFormat;
+use crate::core::runner::table::{
+    Runner, RunnerKind, build_invocation, stdin_payload, waiting_argv,
+};
 use crate::core::verdict::RunEnd;
-use crate::core::verdict::usage::output_format;
 use crate::engine::codex_argv::prepared_argv;
 use crate::engine::exiting::{Ended, ExitingRunners, collect_output};
 use crate::engine::runner_folder::RunnerFolders;
@@ -51,6 +53,8 @@ pub struct AttemptSpec<'a> {
     pub job: &'a Job,
     /// The runner's table entry.
     pub runner: &'a Runner,
+    /// `runner.kind()`, worked out once for the attempt.
+    pub kind: RunnerKind<'a>,
     pub workdir: Workdir<'a>,
     /// The claim's tag, put in the environment as `LLM_JUDGE_TAG`.
     pub tag: &'a str,
@@ -69,7 +73,7 @@ impl AttemptSpec<'_> {
 
     /// How long a stopped runner gets between SIGTERM and SIGKILL.
     pub fn kill_grace(&self) -> Duration {
-        Duration::from_secs_f64(self.settings.config.kill_grace_seconds)
+        self.settings.config.kill_grace_seconds
     }
 }
 
@@ -269,6 +273,7 @@ impl RealSpawner {
     async fn run_process(
         &self,
         spec: &AttemptSpec<'_>,
+        (table_argv, format): (&[String], OutputFormat),
         progress: &mut OnProgress<'_>,
     ) -> RunOutput {
         let withheld = spec.settings.api_key_vars();
@@ -292,7 +297,7 @@ impl RealSpawner {
                 }
             },
         };
-        let argv = match prepared_argv(spec.settings, spec.job.mode, &spec.runner.argv) {
+        let argv = match prepared_argv(spec.settings, spec.job.mode, table_argv) {
             Ok(argv) => argv,
             Err(e) => {
                 let end = RunEnd::SpawnFailed {
@@ -318,7 +323,7 @@ impl RealSpawner {
             tag: spec.tag,
             output_cap: spec.settings.config.output_cap_bytes,
             stop: spec.stop,
-            format: output_format(&spec.runner.argv),
+            format,
         };
         let finished = spawn::run(&run, &self.launcher, |pgid| {
             progress(Progress::Spawned { pgid })
@@ -335,9 +340,12 @@ impl Spawner for RealSpawner {
         progress: &'a mut OnProgress<'_>,
     ) -> BoxFuture<'a, AttemptOutput> {
         Box::pin(async move {
-            match &spec.runner.api {
-                Some(api) => self.call_api(spec, api, progress).await,
-                None => self.run_process(spec, progress).await.into(),
+            match spec.kind {
+                RunnerKind::Api(api) => self.call_api(spec, api, progress).await,
+                RunnerKind::Cli { argv, format } => self
+                    .run_process(spec, (argv, format), progress)
+                    .await
+                    .into(),
             }
         })
     }
@@ -348,18 +356,21 @@ impl Spawner for RealSpawner {
     ) -> BoxFuture<'a, Result<Box<dyn WaitingRunner>, RunEnd>> {
         Box::pin(async move {
             // The table refuses `prestart` on an API runner; this keeps the seam honest.
-            if spec.runner.api.is_some() {
+            let RunnerKind::Cli {
+                argv: table_argv, ..
+            } = spec.runner.kind()
+            else {
                 return Err(RunEnd::SpawnFailed {
                     kind: std::io::ErrorKind::Unsupported,
                     message: "an API runner starts no process, so none can wait".into(),
                 });
-            }
+            };
             let withheld = spec.settings.api_key_vars();
             if let Some(end) = not_logged_in(spec.runner, &withheld) {
                 return Err(end);
             }
             // Pre-started copies are of default-table runners only.
-            let argv = match prepared_argv(spec.settings, Mode::Default, &spec.runner.argv) {
+            let argv = match prepared_argv(spec.settings, Mode::Default, table_argv) {
                 Ok(argv) => argv,
                 Err(e) => {
                     tracing::warn!(runner = %spec.runner.name, "cannot pre-start: {e}");
@@ -431,7 +442,7 @@ impl WaitingRunner for WaitingProcess {
                 timeout: spec.timeout(),
                 kill_grace: spec.kill_grace(),
                 stop: spec.stop,
-                format: output_format(&spec.runner.argv),
+                format: spec.kind.output_format(),
             };
             self.running.finish(&prompt, Instant::now()).await.into()
         })

@@ -11,6 +11,7 @@ pub enum ProcessError {
     #[error("the daemon already runs several threads")]
     NotSingleThreaded,
     /// No zygote on this platform.
+    #[cfg(not(target_os = "linux"))]
     #[error("only on Linux")]
     NoZygoteHere,
     /// The zygote's socket pair could not be made.
@@ -37,14 +38,6 @@ pub enum ProcessError {
         args: String,
         seconds: u64,
     },
-    /// Waiting for a bounded helper command (this pid) failed.
-    #[error("waiting for `{} {args}`", program.display())]
-    Wait {
-        program: PathBuf,
-        args: String,
-        pid: u32,
-        source: io::Error,
-    },
     /// A runner's argument, program or folder cannot be a C string.
     #[error("{0:?} holds a NUL byte")]
     NulByte(String),
@@ -57,18 +50,26 @@ pub enum ProcessError {
     /// A pooled supervisor's request was larger than it accepts (this many bytes).
     #[error("supervisor request too large")]
     RequestTooLarge(usize),
+    /// A system call on the way (pipes, fork, the pool's socket) failed.
+    #[error(transparent)]
+    Os(#[from] io::Error),
 }
 
-impl From<ProcessError> for io::Error {
-    /// Keeps the kind an attempt's reason names (`InvalidInput: ...` for bad input).
-    fn from(e: ProcessError) -> Self {
-        let kind = match &e {
+impl ProcessError {
+    /// The kind an attempt's reason names (`InvalidInput: ...` for bad input), as the
+    /// OS error's kind would.
+    pub fn kind(&self) -> io::ErrorKind {
+        match self {
             ProcessError::NulByte(_) | ProcessError::NulInOwnVariable(_) => {
                 io::ErrorKind::InvalidInput
             }
+            ProcessError::SocketPair(e)
+            | ProcessError::Fork(e)
+            | ProcessError::SocketTimeouts { source: e, .. }
+            | ProcessError::CannotRun { source: e, .. }
+            | ProcessError::Os(e) => e.kind(),
             _ => io::ErrorKind::Other,
-        };
-        io::Error::new(kind, e)
+        }
     }
 }
 
@@ -87,8 +88,8 @@ mod tests {
             e.to_string(),
             "`/usr/bin/codex debug models` took over 15 s"
         );
-        let io: io::Error = ProcessError::NulByte("a\0b".into()).into();
-        assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
-        assert_eq!(io.to_string(), r#""a\0b" holds a NUL byte"#);
+        let e = ProcessError::NulByte("a\0b".into());
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(e.to_string(), r#""a\0b" holds a NUL byte"#);
     }
 }

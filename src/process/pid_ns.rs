@@ -149,6 +149,11 @@ pub(crate) unsafe fn fork() -> io::Result<pid_t> {
     unsafe { fork_as(isolation()) }
 }
 
+/// `fork` with `isolation`'s namespace flags; 0 in the child.
+///
+/// # Safety
+/// As `fork`; and `isolation()` must have run in the parent first (its id maps are
+/// read by the child without locks).
 #[cfg(target_os = "linux")]
 unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
     let flags = isolation.clone_flags();
@@ -195,6 +200,10 @@ unsafe fn fork_as(isolation: Isolation) -> io::Result<pid_t> {
 /// mounted here reaches the host), then mounts a `/proc` of this PID namespace on
 /// `/proc`. The proc mount is not tried when the first fails (it could propagate to
 /// the host). Async-signal-safe: raw system calls on literals.
+///
+/// # Safety
+/// Only in a forked child in fresh mount and PID namespaces (`fork_as`): in the
+/// host's namespaces it would remount the host's `/proc`.
 #[cfg(target_os = "linux")]
 unsafe fn mount_own_proc() {
     let none = std::ptr::null();
@@ -242,6 +251,11 @@ fn parse_pid(digits: &[u8]) -> Option<pid_t> {
     })
 }
 
+/// Plain `fork`: no namespaces here.
+///
+/// # Safety
+/// As `fork`: in a multi-threaded process the child may only make async-signal-safe
+/// calls.
 #[cfg(not(target_os = "linux"))]
 unsafe fn fork_as(_isolation: Isolation) -> io::Result<pid_t> {
     // SAFETY: the caller keeps fork's rules.
@@ -334,6 +348,10 @@ fn id_maps() -> &'static IdMaps {
 /// In a fresh user namespace: map our own uid and gid to themselves (so the runner
 /// is the same user inside). Async-signal-safe (`OnceLock::get` is an atomic load;
 /// `isolation()` filled it before any fork); false if a write failed.
+///
+/// # Safety
+/// Only in a forked child that is in a fresh user namespace (`fork_as`), where its
+/// only calls must be async-signal-safe.
 #[cfg(target_os = "linux")]
 unsafe fn map_own_ids() -> bool {
     let Some(maps) = ID_MAPS.get() else {
@@ -347,6 +365,11 @@ unsafe fn map_own_ids() -> bool {
     }
 }
 
+/// Writes `bytes` to `path` with raw `open`/`write`/`close` (async-signal-safe).
+///
+/// # Safety
+/// Safe to call in a forked child of a multi-threaded process: it allocates nothing
+/// and takes no lock.
 #[cfg(target_os = "linux")]
 unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
     // SAFETY: a valid C string and byte slice; the descriptor is ours, closed once.

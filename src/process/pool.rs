@@ -14,6 +14,7 @@ use crate::process::error::ProcessError;
 use crate::process::supervisor::codec::{request, send_request};
 use crate::process::supervisor::{Lease, Prepared, Started, SupervisorFds};
 use crate::process::zygote::{self, Answer, Zygote};
+use crate::support::error::Chained;
 
 /// Idle pooled supervisors kept at most (the daemon needs one per running attempt).
 const MAX_IDLE: usize = 64;
@@ -115,7 +116,7 @@ impl SupervisorPool {
                     tracing::warn!(
                         supervisor = lease.pid,
                         "a pooled supervisor did not take a whole request ({e}); starting the attempt again on fresh pipes",
-                        e = crate::support::error::Chain(&e)
+                        e = e.chain()
                     );
                     return Forked::Here { tried: true };
                 }
@@ -156,7 +157,7 @@ impl SupervisorPool {
         tracing::warn!(
             zygote = helper.pid(),
             "the supervisor zygote stopped answering ({e}); forking supervisors from the daemon from now on",
-            e = crate::support::error::Chain(&e)
+            e = e.chain()
         );
         if let Some(helper) = guard.take() {
             helper.kill();

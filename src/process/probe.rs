@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::core::runner::env::RunnerEnv;
+use crate::core::runner::output_format::OutputFormat;
 use crate::core::verdict::RunEnd;
-use crate::core::verdict::usage::OutputFormat;
 use crate::process::error::ProcessError;
 use crate::process::spawn::{self, Launcher, RunSpec};
 use crate::process::tag::new_tag;

@@ -28,6 +28,7 @@ mod systemd;
 use thiserror::Error;
 
 use crate::core::config::Settings;
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 use call::{Call, CallError, systemctl};
 use execute::ExecuteError;
@@ -86,7 +87,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     let host = match Host::from_env() {
         Ok(host) => host,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             return e.exit_code();
         }
     };
@@ -101,7 +102,7 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            say_err!("llm-judge: {e}", e = crate::support::error::Chain(&e));
+            say_err!("llm-judge: {e}", e = e.chain());
             EXIT_FAILURE
         }
     }

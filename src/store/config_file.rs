@@ -336,7 +336,7 @@ mod tests {
             "cache.ttl_seconds = 0".into(),
         ];
         let s = load(&src).unwrap();
-        assert_eq!(s.config.kill_grace_seconds, 0.5);
+        assert_eq!(s.config.kill_grace_seconds.as_secs_f64(), 0.5);
         assert_eq!(s.config.cache.ttl_seconds, 0.0);
         for (flag, says) in [
             ("kill_grace_seconds", "no `=`"),

@@ -363,8 +363,7 @@ fn init_with(log_path: &Path, max_total_bytes: u64, stderr_on: bool) {
     };
     let layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
-        .with_target(false)
-        .with_timer(UtcMicros)
+        .event_format(crate::store::log_line::LineFormat { timer: UtcMicros })
         .with_writer(sinks)
         .with_filter(choice.log_filter());
     // A second init (tests) keeps the first subscriber.

@@ -12,6 +12,7 @@ pub mod file_lock;
 pub mod health_store;
 pub mod hook_session;
 pub mod judge_log;
+pub mod log_line;
 pub mod outbox;
 pub mod permissions;
 pub mod spend_ledger;

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::process::os::{is_alive, start_time};
 use crate::store::state_dir::{now_unix, oldest_first};
+use crate::support::error::Chained;
 
 const CLAIM_DIR: &str = ".draining-";
 
@@ -172,7 +173,7 @@ fn unreadable(path: &Path, name: &OsStr, error: &VerdictError) -> Value {
         "transcript": null,
         "outcome": "unchecked",
         "on_hit": null,
-        "reason": crate::core::verdict::clip("unreadable verdict file", &format!("{}: {}", path.display(), crate::support::error::Chain(&error))),
+        "reason": crate::core::verdict::clip("unreadable verdict file", &format!("{}: {}", path.display(), error.chain())),
         "runner": null,
         "answer": null,
         "attempts": [],

@@ -21,6 +21,18 @@ impl fmt::Display for Chain<'_> {
     }
 }
 
+/// `error.chain()`: an error shown with its causes (`Chain`).
+pub trait Chained {
+    /// This error and every cause under it, for a message.
+    fn chain(&self) -> Chain<'_>;
+}
+
+impl<E: Error> Chained for E {
+    fn chain(&self) -> Chain<'_> {
+        Chain(self)
+    }
+}
+
 /// `error` with its causes, as text (`Chain`).
 pub fn chain(error: &dyn Error) -> String {
     Chain(error).to_string()

@@ -93,12 +93,27 @@ pub struct Reply {
     pub cut_at_max_tokens: bool,
 }
 
+/// Why a 2xx response body is not a reply of the runner's protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("the body is JSON but not an object")]
+    NotAnObject,
+    #[error("no \"content\" list in the Messages response")]
+    NoContent,
+    #[error("no \"choices\" in the Chat Completions response")]
+    NoChoices,
+    #[error("no choices[0].message.content text in the response")]
+    NoChoiceText,
+}
+
 /// Reads a 2xx response body; `Err` says why it is not a reply of `protocol`.
-pub fn parse_reply(spec: &ApiSpec, body: &[u8]) -> Result<Reply, String> {
+pub fn parse_reply(spec: &ApiSpec, body: &[u8]) -> Result<Reply, ReplyError> {
     let value: Value = serde_json::from_slice(body)
-        .map_err(|_| format!("not JSON: {}", String::from_utf8_lossy(body).trim()))?;
+        .map_err(|_| ReplyError::NotJson(String::from_utf8_lossy(body).trim().to_string()))?;
     let Value::Object(object) = value else {
-        return Err("the body is JSON but not an object".into());
+        return Err(ReplyError::NotAnObject);
     };
     let (text, stop, usage) = match spec.protocol {
         Protocol::Anthropic => anthropic_reply(&object)?,
@@ -115,9 +130,9 @@ type Parts = (String, Option<String>, Option<Usage>);
 
 /// Messages: the text blocks of `content`, `stop_reason`, `usage` (cache reads and
 /// writes are input too).
-fn anthropic_reply(object: &Map<String, Value>) -> Result<Parts, String> {
+fn anthropic_reply(object: &Map<String, Value>) -> Result<Parts, ReplyError> {
     let Some(content) = object.get("content").and_then(Value::as_array) else {
-        return Err("no \"content\" list in the Messages response".into());
+        return Err(ReplyError::NoContent);
     };
     let text: String = content
         .iter()
@@ -141,20 +156,20 @@ fn anthropic_reply(object: &Map<String, Value>) -> Result<Parts, String> {
 }
 
 /// Chat Completions: `choices[0].message.content`, its `finish_reason`, `usage`.
-fn openai_reply(object: &Map<String, Value>) -> Result<Parts, String> {
+fn openai_reply(object: &Map<String, Value>) -> Result<Parts, ReplyError> {
     let choice = object
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first());
     let Some(choice) = choice else {
-        return Err("no \"choices\" in the Chat Completions response".into());
+        return Err(ReplyError::NoChoices);
     };
     let Some(text) = choice
         .get("message")
         .and_then(|m| m.get("content"))
         .and_then(Value::as_str)
     else {
-        return Err("no choices[0].message.content text in the response".into());
+        return Err(ReplyError::NoChoiceText);
     };
     let usage = object.get("usage").and_then(Value::as_object).map(|u| {
         let count = |key: &str| u.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -239,7 +254,7 @@ pub fn judge_call(runner: &str, spec: &ApiSpec, end: &CallEnd) -> (Judged, RunEn
         ),
         CallEnd::Response { status, body, .. } => match parse_reply(spec, body) {
             Err(why) => (
-                clip(&format!("http {status}: bad response"), &why),
+                clip(&format!("http {status}: bad response"), &why.to_string()),
                 RunEnd::RequestFailed,
             ),
             Ok(reply) => {

@@ -112,7 +112,7 @@ pub fn locate(
     default: &Table,
     file: Option<(&Table, &str)>,
     sets: &[Table],
-    try_build: impl Fn(Table) -> Result<(), String>,
+    try_build: impl Fn(Table) -> Result<(), toml::de::Error>,
 ) -> Option<KeyProblem> {
     let mut entries = Vec::new();
     if let Some((table, text)) = file {
@@ -138,7 +138,8 @@ pub fn locate(
     let mut merged = default.clone();
     for entry in entries {
         insert(&mut merged, &entry.path, entry.value.clone());
-        if let Err(message) = try_build(merged.clone()) {
+        if let Err(e) = try_build(merged.clone()) {
+            let message = e.message().trim().to_string();
             let mut found = problem(default, entry, message);
             // An unknown key inside a table of the file (a `[[runners.default]]` entry)
             // is on its own line, not on the table's header.
@@ -284,7 +285,7 @@ pub struct KeyHint {
 pub fn key_hint(
     default: Table,
     key: &str,
-    try_build: impl Fn(Table) -> Result<(), String>,
+    try_build: impl Fn(Table) -> Result<(), toml::de::Error>,
 ) -> Option<KeyHint> {
     let path: Vec<String> = key.split('.').map(|p| p.trim().to_string()).collect();
     if let Some(value) = lookup(&default, &path) {
@@ -296,7 +297,7 @@ pub fn key_hint(
     // An empty table in the key's place is refused with what the key expects.
     let mut probe = default;
     insert(&mut probe, &path, Value::Table(Table::new()));
-    let message = try_build(probe).err()?;
+    let message = try_build(probe).err()?.message().to_string();
     if message.starts_with("unknown field") {
         return None;
     }

@@ -5,6 +5,7 @@
 pub mod key;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Deserialize;
 use thiserror::Error;
@@ -105,12 +106,19 @@ pub struct Config {
     pub workers: usize,
     pub default_timeout_seconds: f64,
     pub max_timeout_seconds: f64,
-    pub kill_grace_seconds: f64,
-    pub shutdown_grace_seconds: f64,
-    pub rescan_seconds: f64,
+    /// The durations the daemon waits on are `Duration`s from the load on
+    /// (`seconds`); the ones compared with timestamps (timeouts, backoff, TTL) stay
+    /// seconds, as job files and the health file count them.
+    #[serde(deserialize_with = "seconds")]
+    pub kill_grace_seconds: Duration,
+    #[serde(deserialize_with = "seconds")]
+    pub shutdown_grace_seconds: Duration,
+    #[serde(deserialize_with = "seconds")]
+    pub rescan_seconds: Duration,
     /// How long a job file written in place must rest before the daemon judges it
     /// while it is still cut short (0: judge every look).
-    pub job_settle_seconds: f64,
+    #[serde(deserialize_with = "seconds")]
+    pub job_settle_seconds: Duration,
     pub max_job_bytes: u64,
     pub fsync: bool,
     pub log_max_bytes: u64,
@@ -128,6 +136,17 @@ pub struct Config {
     pub cache: CacheConfig,
     pub hooks: HooksConfig,
     pub runners: Tables,
+}
+
+/// A number of seconds from 0 to `MAX_SECONDS`, as a `Duration`.
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let value = f64::deserialize(d)?;
+    if !(0.0..=MAX_SECONDS).contains(&value) {
+        return Err(serde::de::Error::custom(format!(
+            "{value} is out of range; give a number of seconds of 0 or more, at most {MAX_SECONDS}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(value))
 }
 
 /// `[hooks]` (docs/hooks.md): how long a block rule's stop waits, and the block cap.
@@ -272,11 +291,7 @@ pub fn parse_config_with(
         Ok(config) => config,
         Err(e) => {
             let file = file.as_ref().zip(file_text);
-            let blamed = key::locate(&default, file, &sets, |t| {
-                build(t)
-                    .map(|_| ())
-                    .map_err(|e| e.message().trim().to_string())
-            });
+            let blamed = key::locate(&default, file, &sets, |t| build(t).map(|_| ()));
             return Err(match blamed {
                 Some(problem) => ConfigError::Key(Box::new(problem)),
                 None => ConfigError::Merged {
@@ -297,9 +312,7 @@ fn build(table: toml::Table) -> Result<Config, toml::de::Error> {
 /// What `key` takes (for `--set` with a value that is not TOML); `None` for no such key.
 pub fn key_hint(key: &str) -> Option<KeyHint> {
     let default: toml::Table = DEFAULT_TOML.parse().ok()?;
-    key::key_hint(default, key, |t| {
-        build(t).map(|_| ()).map_err(|e| e.message().to_string())
-    })
+    key::key_hint(default, key, |t| build(t).map(|_| ()))
 }
 
 /// A file's keys replace the default's; `[runners]` tables replace whole tables.
@@ -322,7 +335,7 @@ fn check(config: &Config) -> Result<(), ConfigError> {
     let positive = [
         ("default_timeout_seconds", config.default_timeout_seconds),
         ("max_timeout_seconds", config.max_timeout_seconds),
-        ("rescan_seconds", config.rescan_seconds),
+        ("rescan_seconds", config.rescan_seconds.as_secs_f64()),
     ];
     for (key, value) in positive {
         if !(value > 0.0 && value <= MAX_SECONDS) {
@@ -330,9 +343,6 @@ fn check(config: &Config) -> Result<(), ConfigError> {
         }
     }
     let non_negative = [
-        ("kill_grace_seconds", config.kill_grace_seconds),
-        ("shutdown_grace_seconds", config.shutdown_grace_seconds),
-        ("job_settle_seconds", config.job_settle_seconds),
         ("cache.ttl_seconds", config.cache.ttl_seconds),
         (
             "health.backoff_start_seconds",

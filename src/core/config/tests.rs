@@ -1,6 +1,7 @@
 //! Unit tests of `config.rs` (a file of their own to keep that one short).
 
 use super::*;
+use std::time::Duration;
 
 #[test]
 fn the_spend_cap_is_off_by_default_and_checked_when_set() {
@@ -30,9 +31,9 @@ fn embedded_default_loads_with_spec_values() {
         (c.default_timeout_seconds, c.max_timeout_seconds),
         (60.0, 600.0)
     );
-    assert_eq!(c.kill_grace_seconds, 5.0);
-    assert_eq!(c.shutdown_grace_seconds, 15.0);
-    assert_eq!(c.rescan_seconds, 30.0);
+    assert_eq!(c.kill_grace_seconds, Duration::from_secs(5));
+    assert_eq!(c.shutdown_grace_seconds, Duration::from_secs(15));
+    assert_eq!(c.rescan_seconds, Duration::from_secs(30));
     assert_eq!(c.max_job_bytes, 8 * 1024 * 1024);
     assert!(c.fsync);
     assert_eq!(c.log_max_bytes, 50 * 1024 * 1024);
@@ -116,7 +117,7 @@ fn a_file_overrides_only_its_keys_and_replaces_whole_tables() {
     ))
     .unwrap();
     assert_eq!(c.workers, 2);
-    assert_eq!(c.kill_grace_seconds, 5.0);
+    assert_eq!(c.kill_grace_seconds, Duration::from_secs(5));
     assert_eq!(c.runners.default.len(), 1);
     assert_eq!(c.runners.default[0].max_concurrent, Some(1));
     assert_eq!(c.runners.investigate.len(), 2);
@@ -260,7 +261,10 @@ fn set_tables_go_over_the_file() {
         vec![set("kill_grace_seconds = 1"), set("health.enabled = false")],
     )
     .unwrap();
-    assert_eq!((c.kill_grace_seconds, c.workers), (1.0, 2));
+    assert_eq!(
+        (c.kill_grace_seconds, c.workers),
+        (Duration::from_secs(1), 2)
+    );
     assert!(!c.health.enabled);
     assert_eq!(c.health.backoff_start_seconds, 60.0);
     let e = parse_config_with(None, vec![set("default_timeout_seconds = 0")])

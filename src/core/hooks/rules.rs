@@ -154,9 +154,9 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, RulesError> {
     let mut rules: Vec<Rule> = Vec::with_capacity(file.rule.len());
     for spanned in file.rule {
         let line = line_of(text, spanned.span().start);
-        let rule = check(spanned.into_inner(), line).map_err(|message| RulesError {
+        let rule = check(spanned.into_inner(), line).map_err(|problem| RulesError {
             line: Some(line),
-            message,
+            message: problem.to_string(),
         })?;
         if rules.iter().any(|r| r.name == rule.name) {
             return Err(RulesError {
@@ -172,74 +172,82 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, RulesError> {
     Ok(rules)
 }
 
+/// What is wrong with one `[[rule]]`; each names the rule (by its name as written).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+enum RuleProblem {
+    #[error("name {0:?}: give a short name (1 to 64 characters, no control characters)")]
+    BadName(String),
+    #[error("rule {0:?}: question is empty; ask what the reply should be checked for")]
+    NoQuestion(String),
+    #[error("rule {0:?}: on is empty; give [\"stop\"] or [\"subagent-stop\"]")]
+    NoTrigger(String),
+    #[error(
+        "rule {name:?}: mode {mode:?} is not a mode; give \"investigate\" (read-only runners in \
+         the session's folder) or leave it out"
+    )]
+    BadMode { name: String, mode: String },
+    #[error("rule {0:?}: give hit_if_all_true or hit_if_any_true, not both")]
+    BothHitKeys(String),
+    #[error(
+        "rule {0:?}: no hit keys; give hit_if_all_true = [\"key\"] (or hit_if_any_true = \
+         {{ key = \"notice\" }}) naming the answer's keys that make a hit (without one every \
+         answer would be a hit)"
+    )]
+    NoHitKeys(String),
+    #[error(
+        "rule {name:?}: hit_if_any_true.{key} must be the notice (a string) the agent gets \
+         when {key} is true"
+    )]
+    BadAnyTrueNotice { name: String, key: String },
+    #[error("rule {0:?}: notice is missing; say what the agent is told on a hit")]
+    NoNotice(String),
+    #[error("rule {0:?}: wait_ms is above {MAX_WAIT_MS}; give a shorter wait")]
+    WaitTooLong(String),
+    #[error("rule {0:?}: timeout_seconds must be a number of seconds above 0")]
+    BadTimeout(String),
+}
+
 /// A rule from its table, or what is wrong with it.
-fn check(entry: Entry, line: usize) -> Result<Rule, String> {
+fn check(entry: Entry, line: usize) -> Result<Rule, RuleProblem> {
     let name = entry.name.trim().to_string();
     if name.is_empty() || name.chars().any(char::is_control) || name.chars().count() > 64 {
-        return Err(format!(
-            "name {:?}: give a short name (1 to 64 characters, no control characters)",
-            entry.name
-        ));
+        return Err(RuleProblem::BadName(entry.name));
     }
     if entry.question.trim().is_empty() {
-        return Err(format!(
-            "rule {name:?}: question is empty; ask what the reply should be checked for"
-        ));
+        return Err(RuleProblem::NoQuestion(name));
     }
     if entry.on.is_empty() {
-        return Err(format!(
-            "rule {name:?}: on is empty; give [\"stop\"] or [\"subagent-stop\"]"
-        ));
+        return Err(RuleProblem::NoTrigger(name));
     }
     let mode = match entry.mode.as_deref() {
         None | Some("default") => Mode::Default,
         Some("investigate") => Mode::Investigate,
         Some(other) => {
-            return Err(format!(
-                "rule {name:?}: mode {other:?} is not a mode; give \"investigate\" (read-only \
-                 runners in the session's folder) or leave it out"
-            ));
+            let mode = other.to_string();
+            return Err(RuleProblem::BadMode { name, mode });
         }
     };
     let hit = match (entry.hit_if_all_true, entry.hit_if_any_true) {
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "rule {name:?}: give hit_if_all_true or hit_if_any_true, not both"
-            ));
-        }
+        (Some(_), Some(_)) => return Err(RuleProblem::BothHitKeys(name)),
         (Some(keys), None) if !keys.is_empty() && keys.iter().all(|k| !k.is_empty()) => {
             Hit::AllTrue(keys)
         }
         (None, Some(table)) if !table.is_empty() => Hit::AnyTrue(any_true(&name, table)?),
-        _ => {
-            return Err(format!(
-                "rule {name:?}: no hit keys; give hit_if_all_true = [\"key\"] (or \
-                 hit_if_any_true = {{ key = \"notice\" }}) naming the answer's keys that make a hit \
-                 (without one every answer would be a hit)"
-            ));
-        }
+        _ => return Err(RuleProblem::NoHitKeys(name)),
     };
     let notice = match (entry.notice, &hit) {
         (Some(n), _) if !n.trim().is_empty() => n,
         (_, Hit::AnyTrue(_)) => String::new(),
-        _ => {
-            return Err(format!(
-                "rule {name:?}: notice is missing; say what the agent is told on a hit"
-            ));
-        }
+        _ => return Err(RuleProblem::NoNotice(name)),
     };
     if entry.wait_ms.is_some_and(|w| w > MAX_WAIT_MS) {
-        return Err(format!(
-            "rule {name:?}: wait_ms is above {MAX_WAIT_MS}; give a shorter wait"
-        ));
+        return Err(RuleProblem::WaitTooLong(name));
     }
     if entry
         .timeout_seconds
         .is_some_and(|t| !t.is_finite() || t <= 0.0)
     {
-        return Err(format!(
-            "rule {name:?}: timeout_seconds must be a number of seconds above 0"
-        ));
+        return Err(RuleProblem::BadTimeout(name));
     }
     Ok(Rule {
         name,
@@ -257,15 +265,15 @@ fn check(entry: Entry, line: usize) -> Result<Rule, String> {
 }
 
 /// `hit_if_any_true`'s keys and notices, in the file's order.
-fn any_true(name: &str, table: toml::Table) -> Result<Vec<(String, String)>, String> {
+fn any_true(name: &str, table: toml::Table) -> Result<Vec<(String, String)>, RuleProblem> {
     table
         .into_iter()
         .map(|(key, value)| match value {
             toml::Value::String(notice) if !notice.trim().is_empty() => Ok((key, notice)),
-            _ => Err(format!(
-                "rule {name:?}: hit_if_any_true.{key} must be the notice (a string) the agent \
-                 gets when {key} is true"
-            )),
+            _ => Err(RuleProblem::BadAnyTrueNotice {
+                name: name.to_string(),
+                key,
+            }),
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::api::spec::{ApiEntry, ApiSpec, Protocol};
+use crate::core::api::spec::{ApiEntry, ApiError, ApiSpec, Protocol};
 use crate::core::runner::env::RunnerEnv;
 
 /// Every key a runner entry may hold; which ones apply depends on `argv` or `api`.
@@ -65,47 +65,58 @@ impl RunnerEntry {
     }
 }
 
+/// What is wrong with a runner entry's keys; each names the runner.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EntryError {
+    #[error(
+        "runner {0:?} has both \"argv\" and \"api\"; a runner is a CLI (argv) or a model \
+         API (api), remove one"
+    )]
+    BothKinds(String),
+    #[error(
+        "runner {0:?} has neither \"argv\" (a CLI) nor \"api\" (\"anthropic\" or \
+         \"openai-chat\"); give one"
+    )]
+    NeitherKind(String),
+    #[error(
+        "runner {name:?}: \"{key}\" is for API runners (with \"api\"); a CLI runner takes \
+         its model and flags in \"argv\""
+    )]
+    ApiKeyOnCli { name: String, key: &'static str },
+    #[error(
+        "runner {0:?}: \"env\" and \"prestart\" are for CLI runners; an API runner starts \
+         no process, remove them"
+    )]
+    ProcessKeysOnApi(String),
+    #[error("runner {name:?}: {problem}")]
+    Api { name: String, problem: ApiError },
+}
+
 impl RunnerEntry {
     /// Which kind of runner this entry is: `None` for a CLI runner, the checked API
     /// settings for an API runner. A CLI runner needs `argv` and takes no API key; an
     /// API runner takes no `argv`, `env` or `prestart` (it starts no process). The
     /// message names the runner.
-    pub fn api_spec(&self) -> Result<Option<ApiSpec>, String> {
-        let name = &self.name;
+    pub fn api_spec(&self) -> Result<Option<ApiSpec>, EntryError> {
+        let name = || self.name.clone();
         let api = match (self.api, &self.argv) {
-            (Some(_), Some(_)) => {
-                return Err(format!(
-                    "runner {name:?} has both \"argv\" and \"api\"; a runner is a CLI (argv) \
-                     or a model API (api), remove one"
-                ));
-            }
-            (None, None) => {
-                return Err(format!(
-                    "runner {name:?} has neither \"argv\" (a CLI) nor \"api\" \
-                     (\"anthropic\" or \"openai-chat\"); give one"
-                ));
-            }
+            (Some(_), Some(_)) => return Err(EntryError::BothKinds(name())),
+            (None, None) => return Err(EntryError::NeitherKind(name())),
             (None, Some(_)) => {
                 if let Some(key) = self.api_keys_set().first() {
-                    return Err(format!(
-                        "runner {name:?}: \"{key}\" is for API runners (with \"api\"); a CLI \
-                         runner takes its model and flags in \"argv\""
-                    ));
+                    return Err(EntryError::ApiKeyOnCli { name: name(), key });
                 }
                 return Ok(None);
             }
             (Some(protocol), None) => self.checked_api(protocol)?,
         };
         if !self.env.is_empty() || self.prestart.is_some() {
-            return Err(format!(
-                "runner {name:?}: \"env\" and \"prestart\" are for CLI runners; an API runner \
-                 starts no process, remove them"
-            ));
+            return Err(EntryError::ProcessKeysOnApi(name()));
         }
         Ok(Some(api))
     }
 
-    fn checked_api(&self, protocol: Protocol) -> Result<ApiSpec, String> {
+    fn checked_api(&self, protocol: Protocol) -> Result<ApiSpec, EntryError> {
         let api = ApiEntry {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
@@ -116,7 +127,10 @@ impl RunnerEntry {
             usd_per_million_input_tokens: self.usd_per_million_input_tokens,
             usd_per_million_output_tokens: self.usd_per_million_output_tokens,
         };
-        ApiSpec::from_entry(protocol, api).map_err(|e| format!("runner {:?}: {e}", self.name))
+        ApiSpec::from_entry(protocol, api).map_err(|problem| EntryError::Api {
+            name: self.name.clone(),
+            problem,
+        })
     }
 
     /// The entry an API runner writes back: its settings with the defaults filled in.

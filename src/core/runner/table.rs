@@ -5,11 +5,11 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::core::api::spec::ApiSpec;
-use crate::core::runner::entry::RunnerEntry;
+use crate::core::runner::PROMPT_SLOT;
+use crate::core::runner::entry::{EntryError, RunnerEntry};
 use crate::core::runner::env::{EnvError, RunnerEnv, check_env};
+use crate::core::runner::output_format::{OutputFormat, output_format};
 
-/// The argv item replaced by the prompt.
-pub const PROMPT_SLOT: &str = "{prompt}";
 /// The environment variable that replaces every runner table.
 pub const RUNNERS_VAR: &str = "CATSTACK_LLM_JUDGE_RUNNERS";
 /// The largest single argv item Linux accepts (MAX_ARG_STRLEN minus the NUL).
@@ -37,18 +37,53 @@ pub struct Runner {
     pub api: Option<ApiSpec>,
 }
 
+/// What a runner is, decided in one place: a CLI started as a process, or a model API
+/// asked over HTTP. Code that runs or reads a runner matches on this, not on `api`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunnerKind<'a> {
+    /// A CLI: its table argv and the output format its flags ask for.
+    Cli {
+        argv: &'a [String],
+        format: OutputFormat,
+    },
+    /// A model API over HTTP.
+    Api(&'a ApiSpec),
+}
+
+impl RunnerKind<'_> {
+    /// The format its process output is read in (an API runner's reply is never read
+    /// as process output; `Plain` when a scripted spawner mixes them up).
+    pub fn output_format(self) -> OutputFormat {
+        match self {
+            RunnerKind::Cli { format, .. } => format,
+            RunnerKind::Api(_) => OutputFormat::Plain,
+        }
+    }
+}
+
 impl Runner {
     /// True for a runner that starts a process (it has an argv), false for an API runner.
     pub fn is_cli(&self) -> bool {
         self.api.is_none()
     }
+
+    /// Its kind, with the output format worked out from the argv once.
+    pub fn kind(&self) -> RunnerKind<'_> {
+        match &self.api {
+            Some(api) => RunnerKind::Api(api),
+            None => RunnerKind::Cli {
+                argv: &self.argv,
+                format: output_format(&self.argv),
+            },
+        }
+    }
 }
 
 impl TryFrom<RunnerEntry> for Runner {
-    type Error = String;
+    type Error = EntryError;
 
     /// The runner a table entry describes, once its keys fit its kind.
-    fn try_from(entry: RunnerEntry) -> Result<Runner, String> {
+    fn try_from(entry: RunnerEntry) -> Result<Runner, EntryError> {
         let api = entry.api_spec()?;
         Ok(Runner {
             name: entry.name,

@@ -3,7 +3,7 @@
 //! it knows, what values each takes). Refusals are `Unsafe`.
 
 use super::Unsafe;
-use crate::core::runner::table::PROMPT_SLOT;
+use crate::core::runner::PROMPT_SLOT;
 
 /// Splits off the required trailing `-- {prompt}` and refuses any other prompt slot.
 pub(super) fn args_before_prompt(args: &[String]) -> Result<&[String], Unsafe> {

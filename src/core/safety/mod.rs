@@ -8,7 +8,8 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use crate::core::runner::table::{PROMPT_SLOT, Runner};
+use crate::core::runner::PROMPT_SLOT;
+use crate::core::runner::table::Runner;
 use crate::core::safety::keys::{CODEX_CONFIG, CODEX_DISABLE, EnvRefusal, check_env_var};
 use crate::core::safety::read_scope::directory_above_home;
 

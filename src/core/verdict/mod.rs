@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::core::job::{HitRule, Job, JobError};
-use crate::core::verdict::usage::OutputFormat;
+use crate::core::runner::output_format::OutputFormat;
 
 /// Reasons are clipped to this many code points.
 pub const REASON_MAX_CHARS: usize = 300;

@@ -1,6 +1,7 @@
 //! Unit tests of `usage.rs` (a file of their own to keep that one short).
 
 use super::*;
+use crate::core::runner::output_format::output_format;
 use OutputFormat::{ClaudeEvents, CodexEvents, Plain};
 
 const CLAUDE_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":612,"duration_api_ms":410,"num_turns":1,"result":"{\"bug\": true}","session_id":"s","total_cost_usd":0.000135,"usage":{"input_tokens":10,"cache_creation_input_tokens":2,"cache_read_input_tokens":3,"output_tokens":5}}"#;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::{JobEnd, JobRun, Left, RunError, Step};
 use crate::core::job::life::{FileIdentity, Previous};
-use crate::engine::job_file::{not_a_job_why, owned_by_me, reject};
+use crate::engine::job_file::{is_job_file, not_a_job_why, reject};
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::store::claim::{self, Acquired, ClaimError};
 
@@ -64,7 +64,7 @@ impl JobRun<'_> {
             }
             return Err(Left::Ended(JobEnd::AlreadyPublished));
         };
-        if !meta.file_type().is_file() || !owned_by_me(&meta) {
+        if !is_job_file(&meta) {
             return Err(self.not_a_job(path, name, &meta)?);
         }
         Ok((interruptions, identity))

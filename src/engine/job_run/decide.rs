@@ -13,6 +13,7 @@ use crate::engine::job_cwd::job_cwd;
 use crate::process::os::start_time;
 use crate::store::claim::Running;
 use crate::store::state_dir::now_unix;
+use crate::support::error::Chained;
 
 pub use crate::engine::events::Stopped;
 
@@ -26,7 +27,7 @@ impl JobRun<'_> {
         let settings = self.settings;
         if let Some(why) = &settings.runner_error {
             // catstack's wording (its tests and users grep judge.log for it), then the cause.
-            tracing::error!(id = %job.id, "job {} failed: {why}", job.id);
+            tracing::error!("job {} failed: {why}", job.id);
             let reason = format!("judge error: {why}");
             return Ok(error_verdict(&as_error(job, reason), now_unix()));
         }
@@ -44,7 +45,7 @@ impl JobRun<'_> {
             .map(|f| f.join(flight::key(job, table)))
         {
             Some(Flight::Follower(slot)) => {
-                tracing::info!(id = %job.id, "an identical job is running: waiting for its answer");
+                tracing::info!("an identical job is running: waiting for its answer");
                 match self.unless_stopped(flight::follow(slot)).await? {
                     Some(shared) => {
                         return Ok(verdict_for(job, shared.answer, shared.attempts, now_unix()));
@@ -63,7 +64,7 @@ impl JobRun<'_> {
                     // 0: the runner was not seen (it ended before its pid was known).
                     let started = if pgid == 0 { None } else { start_time(pgid) };
                     if let Err(e) = claim.runner_started(runner, pgid, started) {
-                        tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}", e = crate::support::error::Chain(&e));
+                        tracing::warn!(claim = %claim.path().display(), "cannot record runner: {e}", e = e.chain());
                     }
                     crate::support::failpoint::crash("runner_started");
                 };

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::core::config::Settings;
 use crate::core::job::{Job, JobError};
 use crate::core::verdict::{Outcome, Verdict, error_verdict};
@@ -27,7 +29,9 @@ use crate::engine::attempts::Services;
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};
 use crate::engine::job_file::{NO_RULE, RejectError, log_job_notes};
 use crate::store::claim::{Acquired, ClaimError, Held, Running};
+use crate::store::log_line::job_span;
 use crate::store::state_dir::{self, StateDir, now_unix};
+use crate::support::error::Chained;
 
 pub use decide::Stopped;
 
@@ -173,7 +177,7 @@ impl<'a> JobRun<'a> {
             Ok(end) => return end,
             Err(e) => e,
         };
-        tracing::error!(file = %path.display(), "job left queued after an error: {failed}", failed = crate::support::error::Chain(&failed));
+        tracing::error!(file = %path.display(), "job left queued after an error: {failed}", failed = failed.chain());
         JobEnd::Failed(JobFailed::Run(Arc::new(failed)))
     }
 
@@ -268,8 +272,12 @@ impl<'a> JobRun<'a> {
             .filter(|job| job.has_no_rule())
             .map(|_| NO_RULE);
         tracing::info!(file = %path.display(), interruptions, rule, "job claimed");
+        let span = match &parsed {
+            Ok(job) => job_span(&job.id),
+            Err(_) => tracing::Span::none(),
+        };
         if let Ok(job) = &parsed {
-            log_job_notes(job);
+            span.in_scope(|| log_job_notes(job));
         }
         match parsed {
             Err(error) => {
@@ -281,13 +289,13 @@ impl<'a> JobRun<'a> {
                     "judge error: job was interrupted {interruptions} times while being judged \\
                      (the judge crashed or was killed each time); not retried"
                 );
-                tracing::error!(id = %job.id, "{reason}");
+                span.in_scope(|| tracing::error!("{reason}"));
                 Ok(error_verdict(&as_error(&job, reason), now_unix()))
             }
-            Ok(job) => match self.decide(&job, claim).await {
+            Ok(job) => match self.decide(&job, claim).instrument(span.clone()).await {
                 Ok(verdict) => Ok(verdict),
                 Err(Stopped) => {
-                    tracing::info!(id = %job.id, "job stopped by shutdown; left queued");
+                    span.in_scope(|| tracing::info!("job stopped by shutdown; left queued"));
                     Err(Stopped.into())
                 }
             },

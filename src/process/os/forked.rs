@@ -26,6 +26,10 @@ pub(crate) unsafe fn close_fds_except(keep: &mut [RawFd]) {
 }
 
 /// `close_range`, or one by one up to the descriptor limit where the system has none.
+///
+/// # Safety
+/// The caller gives up every descriptor in `first..=last`: nothing that owns one may
+/// use or close it afterwards (a forked child that never returns to such owners).
 unsafe fn close_range(first: c_int, last: c_int) {
     // SAFETY: the caller gives up the range.
     if unsafe { super::close_range(first, last) } {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::core::runner::env::RunnerEnv;
-use crate::core::runner::table::Runner;
+use crate::core::runner::table::{Runner, RunnerKind};
 use crate::process::error::ProcessError;
 use crate::process::supervisor::Env;
 use crate::process::tag::TAG_VAR;
@@ -29,7 +29,7 @@ pub(super) fn runner_env(
     table: &RunnerEnv,
     withheld: &[&str],
     inherited: &Arc<[CString]>,
-) -> std::io::Result<Env> {
+) -> Result<Env, ProcessError> {
     let mut own = Vec::with_capacity(table.len() + 3);
     // The table's check refused NUL bytes and our own names; a NUL here is skipped.
     own.extend(
@@ -96,12 +96,10 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
 /// missing (a few `stat`s, no process), an API runner's key variable is set (or it
 /// needs none).
 pub fn is_installed(runner: &Runner) -> bool {
-    match &runner.api {
-        Some(api) => api.key_is_set(|var| std::env::var_os(var)),
-        None => {
-            runner
-                .argv
-                .first()
+    match runner.kind() {
+        RunnerKind::Api(api) => api.key_is_set(|var| std::env::var_os(var)),
+        RunnerKind::Cli { argv, .. } => {
+            argv.first()
                 .is_some_and(|program| resolve_program(program).is_some())
                 && missing_login(runner, &[]).is_none()
         }

@@ -22,8 +22,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 
 use crate::core::runner::env::RunnerEnv;
+use crate::core::runner::output_format::OutputFormat;
 use crate::core::verdict::RunEnd;
-use crate::core::verdict::usage::{FinalWatch, OutputFormat};
+use crate::core::verdict::usage::FinalWatch;
 use crate::process::pool::SupervisorPool;
 use crate::process::supervisor::{self, Launch, Report};
 use attempt::{Attempt, outer_pid};
@@ -196,12 +197,13 @@ impl Running {
                 cwd: spec.cwd,
                 stdin_piped: spec.stdin_piped,
             });
-        let forked = launch
-            .and_then(supervisor::prepare)
-            .and_then(|prepared| start_supervisor(prepared, pool));
-        let mut attempt = match forked.and_then(|started| Attempt::new(started, pool.cloned())) {
+        let forked = launch.and_then(supervisor::prepare).and_then(|prepared| {
+            let started = start_supervisor(prepared, pool)?;
+            Ok(Attempt::new(started, pool.cloned())?)
+        });
+        let mut attempt = match forked {
             Ok(attempt) => attempt,
-            Err(e) => return Err(spawn_failed(&e)),
+            Err(e) => return Err(spawn_failed(e.kind(), &e)),
         };
         let pgid = match attempt.next_report(REPORT_WAIT).await {
             Some(Report::Spawned(pid)) => Some(pid),
@@ -211,7 +213,7 @@ impl Running {
             Some(Report::SpawnFailed(errno)) => {
                 let e = std::io::Error::from_raw_os_error(errno);
                 attempt.finish(spec.tag).await;
-                return Err(spawn_failed(&e));
+                return Err(spawn_failed(e.kind(), &e));
             }
             other => {
                 attempt.finish(spec.tag).await;
@@ -485,9 +487,9 @@ fn sender(fd: OwnedFd) -> std::io::Result<pipe::Sender> {
     pipe::Sender::from_owned_fd_unchecked(fd)
 }
 
-fn spawn_failed(e: &std::io::Error) -> RunEnd {
+fn spawn_failed(kind: std::io::ErrorKind, e: &dyn std::error::Error) -> RunEnd {
     RunEnd::SpawnFailed {
-        kind: e.kind(),
+        kind,
         message: crate::support::error::chain(e),
     }
 }

@@ -81,6 +81,11 @@ impl<'a> Child<'a> {
 
     /// Closes every descriptor but ours: the judge's locks and claims must not stay
     /// held by a supervisor that outlives a crashed judge.
+    ///
+    /// # Safety
+    /// Only in the forked supervisor, before it starts threads: every descriptor not
+    /// kept is closed under whatever owns it (an `OwnedFd` or `File` of the parent's
+    /// must never be used or dropped afterwards).
     unsafe fn close_inherited_fds(&self) {
         let mut keep = [
             self.report,

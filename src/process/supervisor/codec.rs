@@ -110,7 +110,7 @@ pub(crate) struct Received {
 }
 
 /// Reads one request; `None` at EOF.
-pub(crate) fn receive_request(mut sock: &UnixStream) -> io::Result<Option<Received>> {
+pub(crate) fn receive_request(mut sock: &UnixStream) -> Result<Option<Received>, ProcessError> {
     let mut header = [0u8; 8];
     let Some(fds) = recv_with_fds(sock, &mut header)? else {
         return Ok(None);
@@ -120,7 +120,7 @@ pub(crate) fn receive_request(mut sock: &UnixStream) -> io::Result<Option<Receiv
         .try_into()
         .map_err(|_| ProcessError::RequestWithoutFds)?;
     if len > MAX_REQUEST {
-        return Err(ProcessError::RequestTooLarge(len).into());
+        return Err(ProcessError::RequestTooLarge(len));
     }
     let mut body = vec![0u8; len];
     sock.read_exact(&mut body)?;

@@ -25,6 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use libc::pid_t;
 
+use crate::process::error::ProcessError;
 use crate::process::os::pipe_cloexec;
 
 mod child;
@@ -77,7 +78,7 @@ pub(crate) struct Prepared {
 }
 
 /// Builds the command and pipes for the runner described by `launch`.
-pub(crate) fn prepare(launch: Launch<'_>) -> io::Result<Prepared> {
+pub(crate) fn prepare(launch: Launch<'_>) -> Result<Prepared, ProcessError> {
     let stdin_piped = launch.stdin_piped;
     let command = Box::new(Command::of(launch)?);
     Ok(Prepared {
