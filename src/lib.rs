@@ -1,6 +1,6 @@
 //! llm-judge: judges hook questions with model CLIs. The folders are the layers,
 //! and a module only uses the layers below its own (docs/architecture.md):
-//! `cli` and `commands`, then `daemon`, then `engine`, then `store`, then
+//! `cli` and `commands`, then `service`, then `daemon`, then `engine`, then `store`, then
 //! `process`, then the pure `core`; `support` is a leaf any layer may use.
 
 #[macro_use]

@@ -38,7 +38,7 @@ pub struct Services {
     /// Identical jobs running at once share one set of runner starts (daemon only).
     pub flights: Option<Arc<Flights>>,
     /// Starts the runner attempts: real processes (with runners started ahead of
-    /// their jobs in the daemon), or a script in the lifecycle tests.
+    /// their jobs in the daemon), or a script in the job-run tests.
     pub spawner: Arc<dyn Spawner>,
     /// Records each runner run and holds jobs to the spend cap (daemon and `run`).
     pub spend: Option<Arc<SpendLedger>>,

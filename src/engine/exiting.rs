@@ -2,7 +2,7 @@
 //! its `result` event, but the CLI takes a moment more to exit. The verdict does not
 //! wait for that; the job's end does. Each such runner is stopped in a task of its own
 //! (`process::spawn::Lingering::stop`: a moment to exit, then SIGTERM, the kill grace,
-//! SIGKILL), filed under its job's tag, and the job's lifecycle waits for its tag's
+//! SIGKILL), filed under its job's tag, and the job's run waits for its tag's
 //! tasks once the verdict is published, before it lets the claim go: a crash meanwhile
 //! leaves a claim whose recovery stops what is left, as for any running job.
 

@@ -1,4 +1,4 @@
-//! Pre-started runners behind the seam: `lifecycle::handle` with a `Prestarting`
+//! Pre-started runners behind the seam: `JobRun::judge_file` with a `Prestarting`
 //! spawner around the scripted one, whose copies wait, die while waiting, or print
 //! before their prompt. No process is started.
 

@@ -1,4 +1,4 @@
-//! The lifecycle tests' stand-ins: a scripted spawner in place of runner processes
+//! The job-run tests' stand-ins: a scripted spawner in place of runner processes
 //! and model APIs (answers, hangs until its timeout or stop, an API runner's request
 //! ending as scripted, and copies started ahead of their jobs that wait, die or print
 //! early) and a bench (a temp state folder, settings with one

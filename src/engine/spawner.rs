@@ -3,7 +3,7 @@
 //! process. Everything the engine starts goes through it: `RealSpawner` starts runner
 //! processes and sends an API runner's one request (the daemon, `run`, `ask`, `eval`),
 //! `engine::prestart::Prestarting` wraps another spawner and gives a job a runner
-//! started ahead of it, and the in-process lifecycle tests plug in a scripted one, so
+//! started ahead of it, and the in-process job-run tests plug in a scripted one, so
 //! the job logic runs without processes or servers.
 
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! In-process lifecycle tests: `lifecycle::handle` on a temp state folder with a
+//! In-process job-run tests: `JobRun::judge_file` on a temp state folder with a
 //! scripted spawner in place of runner processes (`engine::scripted`), so
 //! interruptions, shutdown during the grace, single-flight and the cache are tested
 //! in milliseconds.
