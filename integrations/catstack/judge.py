@@ -82,11 +82,16 @@ def _escape(text: str) -> str:
 def log(message: str) -> None:
     """Appends one whole line to <state>/judge.log (UTC timestamp, control characters escaped)."""
     root = state_root()
-    os.makedirs(root, mode=0o700, exist_ok=True)
+    _make_dirs(root)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     line = f"{stamp}  INFO judge.py: {_escape(str(message))}\n".encode("utf-8", "replace")
-    fd = os.open(os.path.join(root, "judge.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    # Readable too: the last byte says whether a crash cut the last line short.
+    fd = os.open(os.path.join(root, "judge.log"), os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
+        size = os.fstat(fd).st_size
+        # A line a crash cut short is ended first: no record is glued to a torn one.
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
         os.write(fd, line)
     finally:
         os.close(fd)
@@ -105,10 +110,25 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
+def _make_dirs(folder: str) -> None:
+    """os.makedirs (0700), each folder it creates made durable by an fsync of its parent."""
+    missing = []
+    probe = os.path.abspath(folder)
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    for created in reversed(missing):
+        _fsync_dir(os.path.dirname(created))
+
+
 def write_json_atomic(path: str, data: dict) -> None:
     """Publishes JSON at path: hidden temp file in the same folder, fsync, rename, folder fsync."""
     folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    _make_dirs(folder)
     fd, temp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -132,7 +152,7 @@ def _publish_new(path: str, data: dict) -> bool:
     one id cannot both publish; on a file system without hard links, look then rename.
     """
     folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    _make_dirs(folder)
     fd, temp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -84,7 +84,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
         }
     };
     // Health only: the answer cache is for queued jobs (a direct question is asked anew).
-    let health = HealthStore::open(&state, &settings.config.health);
+    let health = HealthStore::open(&state, &settings.config.health, settings.config.fsync);
     let services = Services {
         health: health.map(|h| match now {
             Some(t) => h.at(t),

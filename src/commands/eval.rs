@@ -144,7 +144,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     // measured here on its own.
     let services = Services {
         cache: if args.cache {
-            Cache::open(&state, &settings.config.cache)
+            Cache::open(&state, &settings.config.cache, settings.config.fsync)
         } else {
             None
         },

@@ -251,6 +251,9 @@ impl Daemon {
 
     /// Services for `settings`, keeping the live runner limits, flights, spawner and ledger.
     fn services_for(&self, settings: &Settings) -> Services {
+        if let Some(spend) = &self.services.spend {
+            spend.set_durable(crate::engine::attempts::spend_durable(settings));
+        }
         let flights = settings
             .config
             .single_flight

@@ -67,13 +67,18 @@ impl Services {
     pub fn for_state(settings: &Settings, state: &StateDir) -> Self {
         let c = &settings.config;
         Services {
-            health: HealthStore::open(state, &c.health),
-            cache: Cache::open(state, &c.cache),
-            spend: Some(Arc::new(SpendLedger::open(state))),
+            health: HealthStore::open(state, &c.health, c.fsync),
+            cache: Cache::open(state, &c.cache, c.fsync),
+            spend: Some(Arc::new(SpendLedger::open(state, spend_durable(settings)))),
             exiting: Some(Arc::default()),
             ..Services::default()
         }
     }
+}
+
+/// The spend ledger is fsynced when verdicts are and a cap counts on it.
+pub fn spend_durable(settings: &Settings) -> bool {
+    settings.config.fsync && !settings.config.budget().is_unlimited()
 }
 
 /// A job's entry in the answer cache (docs/reference.md, "Beyond catstack"): a default-mode

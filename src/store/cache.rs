@@ -65,15 +65,19 @@ pub struct Cache {
     cfg: CacheConfig,
     /// Entries stored so far: every `PRUNE_EVERY`th store prunes.
     stores: Arc<AtomicU64>,
+    /// An entry's content is fsynced before its rename (`fsync`).
+    fsync: bool,
 }
 
 impl Cache {
-    /// The cache, or `None` when `cache.ttl_seconds` is 0.
-    pub fn open(state: &StateDir, cfg: &CacheConfig) -> Option<Self> {
+    /// The cache, or `None` when `cache.ttl_seconds` is 0; `fsync`: an entry is whole
+    /// or absent after a power cut.
+    pub fn open(state: &StateDir, cfg: &CacheConfig, fsync: bool) -> Option<Self> {
         (cfg.ttl_seconds > 0.0).then(|| Cache {
             dir: state.cache(),
             cfg: cfg.clone(),
             stores: Arc::default(),
+            fsync,
         })
     }
 
@@ -100,8 +104,9 @@ impl Cache {
         Some(entry)
     }
 
-    /// Stores an answer; failures are logged, never fatal. Not synced: a cache entry
-    /// lost on power loss costs one runner call, so it is not worth an fsync per job.
+    /// Stores an answer; failures are logged, never fatal. Its name is not synced: an
+    /// entry lost on power loss costs one runner call, not worth a folder fsync per job;
+    /// its content is (with `fsync`), so no entry comes back empty or cut short.
     pub fn put(&self, key: &str, runner: &str, answer: &Map<String, Value>) {
         let entry = Entry {
             created_at: now_unix(),
@@ -111,8 +116,10 @@ impl Cache {
         let stored = serde_json::to_vec(&entry)
             .map_err(std::io::Error::other)
             .and_then(|bytes| {
-                crate::store::state_dir::create_dir(&self.dir)?;
-                crate::store::state_dir::publish(&self.path(key), &bytes, false)
+                let path = self.path(key);
+                crate::support::runtime::blocking(|| {
+                    crate::store::state_dir::publish_content(&path, &bytes, self.fsync)
+                })
             });
         if let Err(e) = stored {
             tracing::error!("cannot store a cache entry: {e}");
@@ -218,6 +225,7 @@ mod tests {
                 ttl_seconds: 100.0,
                 max_entries: 2,
             },
+            false,
         )
         .unwrap();
         let answer: Map<String, Value> = serde_json::from_str(r#"{"ok": true}"#).unwrap();
@@ -245,6 +253,7 @@ mod tests {
                     ttl_seconds: 0.0,
                     max_entries: 2
                 },
+                false,
             )
             .is_none()
         );
@@ -261,7 +270,7 @@ mod tests {
             max_entries: 1,
         };
         let answer: Map<String, Value> = serde_json::from_str(r#"{"ok": true}"#).unwrap();
-        let first = Cache::open(&state, &cfg).unwrap();
+        let first = Cache::open(&state, &cfg, false).unwrap();
         first.put("a", "codex", &answer);
         first.put("b", "codex", &answer);
         assert_eq!(
@@ -269,7 +278,7 @@ mod tests {
             2,
             "no prune yet"
         );
-        let second = Cache::open(&state, &cfg).unwrap();
+        let second = Cache::open(&state, &cfg, false).unwrap();
         second.put("c", "codex", &answer);
         assert_eq!(std::fs::read_dir(&second.dir).unwrap().count(), 1, "pruned");
     }

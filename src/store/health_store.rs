@@ -44,6 +44,8 @@ struct Inner {
     lock: PathBuf,
     cfg: HealthConfig,
     book: Mutex<Book>,
+    /// The file's content is fsynced before its rename (`fsync`).
+    fsync: bool,
 }
 
 /// The updates this process has not written yet, oldest first.
@@ -68,13 +70,14 @@ struct Update {
 
 impl HealthStore {
     /// The store of a state folder, or `None` when health is turned off.
-    pub fn open(state: &StateDir, cfg: &HealthConfig) -> Option<Self> {
+    pub fn open(state: &StateDir, cfg: &HealthConfig, fsync: bool) -> Option<Self> {
         cfg.enabled.then(|| HealthStore {
             inner: Arc::new(Inner {
                 path: state.health(),
                 lock: state.health_lock(),
                 cfg: cfg.clone(),
                 book: Mutex::default(),
+                fsync,
             }),
             fixed_now: None,
         })
@@ -215,7 +218,7 @@ impl Inner {
         }
         if write {
             book.kept.clear();
-            save(&self.path, &file);
+            save(&self.path, &file, self.fsync);
         }
         drop(lock);
     }
@@ -298,11 +301,12 @@ fn load(path: &Path, warn: bool) -> HealthFile {
     }
 }
 
-fn save(path: &Path, file: &HealthFile) {
-    // Health is advice: losing the last update on power loss is harmless, so no fsync.
+fn save(path: &Path, file: &HealthFile, fsync: bool) {
+    // Health is advice: losing the last update on power loss is harmless, so its name
+    // is not synced; its content is, so it never comes back empty or cut short.
     let saved = serde_json::to_vec_pretty(file)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| crate::store::state_dir::publish(path, &bytes, false));
+        .and_then(|bytes| crate::store::state_dir::publish_content(path, &bytes, fsync));
     if let Err(e) = saved {
         tracing::error!("cannot save runner health: {e}");
     }
@@ -321,7 +325,7 @@ mod tests {
             backoff_start_seconds: 60.0,
             backoff_max_seconds: 600.0,
         };
-        HealthStore::open(&StateDir::new(dir), &cfg).unwrap()
+        HealthStore::open(&StateDir::new(dir), &cfg, false).unwrap()
     }
 
     fn runner() -> Runner {

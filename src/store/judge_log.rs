@@ -1,6 +1,9 @@
 //! judge.log (docs/reference.md, "judge.log"): one whole line per event, UTC timestamps,
 //! rotated by size to judge.log.1 .. judge.log.3 with the total capped. Written
-//! synchronously (no lossy background writer): a line logged before a crash is on disk.
+//! synchronously (no lossy background writer): a line logged before a process crash is
+//! in the file. Not fsynced: a power cut may lose the last lines, or cut the last one
+//! short; a line cut short is ended before the next is appended, so no record is ever
+//! glued to a torn one.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -59,14 +62,19 @@ impl LogFile {
             self.rotate();
         }
         if self.file.is_none() || size.is_none() {
+            // Readable too: the last byte says whether a crash cut the last line short.
             let file = OpenOptions::new()
                 .create(true)
+                .read(true)
                 .append(true)
                 .mode(0o600)
                 .custom_flags(crate::store::state_dir::NOFOLLOW)
                 .open(&self.path)?;
             // Unknown identity (fstat failed): no inode matches it, so the next line reopens.
             let id = file.metadata().map_or((0, 0), |m| (m.dev(), m.ino()));
+            if crate::store::state_dir::ends_cut_short(&file).unwrap_or(false) {
+                (&file).write_all(b"\n")?;
+            }
             self.file = Some((file, id));
         }
         match self.file.as_mut() {
@@ -403,6 +411,27 @@ mod tests {
         assert!(total <= 4 * 4096);
         assert!(path.with_extension("log.3").exists());
         assert!(!path.with_extension("log.4").exists());
+    }
+
+    /// A last line a power cut left short is ended before the next line: no record
+    /// is glued to a torn one.
+    #[test]
+    fn a_line_cut_short_by_a_crash_is_ended_before_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("judge.log");
+        std::fs::write(&path, b"2026-12-06T18:47:05.607494Z  INFO job fin").unwrap();
+        let log = RotatingLog::new(&path, 1 << 20);
+        log.write_line(b"2026-12-06T18:48:00.000000Z  INFO daemon start\n")
+            .unwrap();
+        log.write_line(b"2026-12-06T18:48:00.000001Z  INFO ready\n")
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "2026-12-06T18:47:05.607494Z  INFO job fin\n\
+             2026-12-06T18:48:00.000000Z  INFO daemon start\n\
+             2026-12-06T18:48:00.000001Z  INFO ready\n"
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The spend ledger, `<state>/spend.jsonl`: one JSON line per runner run, appended by
 //! the daemon and `run` alike, read by the cap, `status` and `doctor`. Appends hold
 //! `spend.lock` shared and compaction (dropping lines older than a day) holds it
-//! exclusive, so no append lands in a file being replaced. Not fsynced: a power loss
-//! may forget the last runs, which only loosens the cap by that much.
+//! exclusive, so no append lands in a file being replaced. With `fsync` on and a cap
+//! set, each append is made durable before the run's verdict can be (the cap never
+//! forgets a run after a power cut); without a cap the ledger is only a record, and a
+//! power cut may forget its last runs. A tail a crash cut short is ended with a
+//! newline before the next append, so it never swallows the next run.
 //!
 //! Nothing a job waits for ever waits on `spend.lock` (any process of the user can
 //! hold it): every lock is tried without waiting. A run that finds it taken is kept in
@@ -27,7 +30,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -51,6 +54,8 @@ pub struct SpendLedger {
     logged: PathBuf,
     book: Mutex<Book>,
     appends: AtomicU64,
+    /// Appends and compactions are fsynced (`fsync` on and a cap set).
+    durable: AtomicBool,
 }
 
 /// This process's view: what it read of the file, the runs it has not appended yet,
@@ -76,6 +81,8 @@ struct Book {
 struct Kept {
     file: File,
     id: (u64, u64),
+    /// Opened and not yet written through.
+    fresh: bool,
 }
 
 impl Kept {
@@ -85,6 +92,15 @@ impl Kept {
         path: &Path,
         open: impl FnOnce(&Path) -> std::io::Result<File>,
     ) -> std::io::Result<&'a File> {
+        Kept::reuse_or_open_kept(kept, path, open).map(|k| &k.file)
+    }
+
+    /// `reuse_or_open`, the kept file itself (with whether it was just opened).
+    fn reuse_or_open_kept<'a>(
+        kept: &'a mut Option<Kept>,
+        path: &Path,
+        open: impl FnOnce(&Path) -> std::io::Result<File>,
+    ) -> std::io::Result<&'a mut Kept> {
         let on_disk = std::fs::symlink_metadata(path)
             .ok()
             .filter(std::fs::Metadata::is_file)
@@ -99,10 +115,11 @@ impl Kept {
             *kept = Some(Kept {
                 id: (meta.dev(), meta.ino()),
                 file,
+                fresh: true,
             });
         }
         match kept {
-            Some(k) => Ok(&k.file),
+            Some(k) => Ok(k),
             None => Err(std::io::Error::other("no file")),
         }
     }
@@ -152,10 +169,21 @@ impl Drop for Reservation<'_> {
 
 impl SpendLedger {
     /// The ledger of `state`; drops lines older than a day when its first line is.
-    pub fn open(state: &StateDir) -> Self {
+    /// `durable`: fsync what it writes (`fsync` on and a cap set).
+    pub fn open(state: &StateDir, durable: bool) -> Self {
         let ledger = SpendLedger::unopened(state);
+        ledger.set_durable(durable);
         ledger.compact_if_stale();
         ledger
+    }
+
+    /// Whether what it writes from now on is fsynced (a reload may set a cap).
+    pub fn set_durable(&self, durable: bool) {
+        self.durable.store(durable, Ordering::Relaxed);
+    }
+
+    fn durable(&self) -> bool {
+        self.durable.load(Ordering::Relaxed)
     }
 
     fn unopened(state: &StateDir) -> Self {
@@ -165,6 +193,7 @@ impl SpendLedger {
             logged: state.spend_logged(),
             book: Mutex::default(),
             appends: AtomicU64::new(0),
+            durable: AtomicBool::new(false),
         }
     }
 
@@ -273,7 +302,12 @@ impl SpendLedger {
                 }
             }
         }
-        match append(&mut book.ledger_file, &self.path, &book.pending) {
+        match append(
+            &mut book.ledger_file,
+            &self.path,
+            &book.pending,
+            self.durable(),
+        ) {
             Ok(()) => {
                 book.pending.clear();
                 book.append_failed_logged = false;
@@ -355,7 +389,7 @@ impl SpendLedger {
         if !out.is_empty() {
             out.push('\n');
         }
-        publish(&self.path, out.as_bytes(), false)
+        publish(&self.path, out.as_bytes(), self.durable())
     }
 }
 
@@ -379,24 +413,42 @@ impl Drop for Unlock<'_> {
 
 /// Appends `entries` as whole lines in one write to the ledger (kept open in `kept`
 /// while `path` names it), a regular file: never a FIFO (opened without blocking) or
-/// a symlink.
-fn append(kept: &mut Option<Kept>, path: &Path, entries: &[SpendEntry]) -> std::io::Result<()> {
+/// a symlink. `durable`: the write and, on a fresh open, the file's name are fsynced.
+fn append(
+    kept: &mut Option<Kept>,
+    path: &Path,
+    entries: &[SpendEntry],
+    durable: bool,
+) -> std::io::Result<()> {
     let mut lines = Vec::new();
     for entry in entries {
         serde_json::to_writer(&mut lines, entry).map_err(std::io::Error::other)?;
         lines.push(b'\n');
     }
     let open = |path: &Path| {
+        // Readable too: the last byte says whether a crash cut the last line short.
         OpenOptions::new()
+            .read(true)
             .append(true)
             .create(true)
             .mode(0o600)
             .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
     };
-    let mut file = Kept::reuse_or_open(kept, path, open)?;
+    let k = Kept::reuse_or_open_kept(kept, path, open)?;
+    let reopened = std::mem::replace(&mut k.fresh, false);
+    if reopened && crate::store::state_dir::ends_cut_short(&k.file).unwrap_or(false) {
+        lines.insert(0, b'\n');
+    }
     // One write of whole lines: O_APPEND keeps lines of several writers whole.
-    file.write_all(&lines)
+    (&k.file).write_all(&lines)?;
+    if durable {
+        k.file.sync_data()?;
+        if reopened {
+            crate::store::state_dir::sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+        }
+    }
+    Ok(())
 }
 
 /// The runs of the last day, read without compacting (for `status` and `doctor`).

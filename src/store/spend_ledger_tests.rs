@@ -51,22 +51,22 @@ fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 fn runs_recorded_by_two_writers_are_read_by_both_and_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let a = SpendLedger::open(&state);
-    let b = SpendLedger::open(&state);
+    let a = SpendLedger::open(&state, false);
+    let b = SpendLedger::open(&state, false);
     let now = now_unix();
     record(&a, entry(now, "claude"));
     record(&b, entry(now, "codex"));
     assert_eq!(a.recent().len(), 2);
     record(&a, entry(now, "claude"));
     assert_eq!(b.recent().len(), 3);
-    assert_eq!(SpendLedger::open(&state).recent().len(), 3);
+    assert_eq!(SpendLedger::open(&state, false).recent().len(), 3);
 }
 
 #[test]
 fn reservations_count_until_recorded_or_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     let cap = runs_cap(2);
     let first = ledger.reserve(&cap).unwrap();
     let second = ledger.reserve(&cap).unwrap();
@@ -87,7 +87,7 @@ fn a_held_lock_never_blocks_a_run_and_its_record_is_appended_later() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
     let held = hold_lock(&state);
-    let ledger = std::sync::Arc::new(SpendLedger::open(&state));
+    let ledger = std::sync::Arc::new(SpendLedger::open(&state, false));
     let l = ledger.clone();
     bounded(move || record(&l, entry(now_unix(), "x")));
     assert_eq!(lines(&state), 0, "kept in memory while the lock is held");
@@ -110,11 +110,11 @@ fn runs_kept_in_memory_are_appended_without_the_lock_at_exit_or_past_the_bound()
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
     let _held = hold_lock(&state);
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     record(&ledger, entry(now_unix(), "x"));
     drop(ledger);
     assert_eq!(lines(&state), 1, "written at exit");
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     for _ in 0..MAX_PENDING {
         record(&ledger, entry(now_unix(), "y"));
     }
@@ -130,10 +130,10 @@ fn compaction_leaves_a_held_lock_alone() {
     std::fs::write(state.spend(), format!("{old}\n")).unwrap();
     let held = hold_lock(&state);
     let s = StateDir::new(dir.path());
-    drop(bounded(move || SpendLedger::open(&s)));
+    drop(bounded(move || SpendLedger::open(&s, false)));
     assert_eq!(lines(&state), 1, "left for later");
     drop(held);
-    let _ledger = SpendLedger::open(&state);
+    let _ledger = SpendLedger::open(&state, false);
     assert_eq!(lines(&state), 0);
 }
 
@@ -141,12 +141,12 @@ fn compaction_leaves_a_held_lock_alone() {
 fn opening_drops_runs_older_than_a_day_and_readers_start_over() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let reader = SpendLedger::open(&state);
+    let reader = SpendLedger::open(&state, false);
     let now = now_unix();
     record(&reader, entry(now - DAY - 10.0, "old"));
     record(&reader, entry(now, "new"));
     assert_eq!(reader.recent().len(), 1, "the window drops the old run");
-    let _compacting = SpendLedger::open(&state);
+    let _compacting = SpendLedger::open(&state, false);
     assert_eq!(lines(&state), 1);
     record(&reader, entry(now, "newer"));
     let names: Vec<String> = reader.recent().into_iter().map(|e| e.runner).collect();
@@ -157,9 +157,9 @@ fn opening_drops_runs_older_than_a_day_and_readers_start_over() {
 fn opening_a_ledger_with_a_fresh_first_line_rewrites_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    record(&SpendLedger::open(&state), entry(now_unix(), "x"));
+    record(&SpendLedger::open(&state, false), entry(now_unix(), "x"));
     let inode = std::fs::metadata(state.spend()).unwrap().ino();
-    let _again = SpendLedger::open(&state);
+    let _again = SpendLedger::open(&state, false);
     assert_eq!(std::fs::metadata(state.spend()).unwrap().ino(), inode);
     assert!(!first_line_is_stale(&state.spend()));
     std::fs::write(state.spend(), "not a run\n").unwrap();
@@ -191,7 +191,7 @@ fn a_forged_line_already_written_does_not_reach_the_cost_cap() {
         now_unix()
     );
     std::fs::write(state.spend(), format!("{line}\n")).unwrap();
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     let budget = Budget {
         max_cost_usd_per_day: Some(5.0),
         max_runs_per_hour: Some(2),
@@ -205,11 +205,11 @@ fn a_forged_line_already_written_does_not_reach_the_cost_cap() {
 fn the_budget_line_is_due_once_a_minute() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     assert!(ledger.budget_log_due());
     assert!(!ledger.budget_log_due());
     assert!(
-        !SpendLedger::open(&state).budget_log_due(),
+        !SpendLedger::open(&state, false).budget_log_due(),
         "across writers"
     );
 }
@@ -219,7 +219,7 @@ fn an_unlimited_budget_reads_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
     std::fs::create_dir(state.spend()).unwrap();
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     assert!(ledger.reserve(&Budget::default()).is_ok());
     assert!(ledger.reserve(&runs_cap(0)).is_err());
 }
@@ -230,7 +230,7 @@ fn an_unlimited_budget_reads_nothing() {
 fn a_kept_lock_is_let_go_after_each_append() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     record(&ledger, entry(now_unix(), "x"));
     assert!(ledger.book().lock_file.is_some(), "kept for the next run");
     let other = open_lock_file(&state.spend_lock()).unwrap();
@@ -243,7 +243,7 @@ fn a_kept_lock_is_let_go_after_each_append() {
 fn a_replaced_lock_file_is_opened_again() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let ledger = std::sync::Arc::new(SpendLedger::open(&state));
+    let ledger = std::sync::Arc::new(SpendLedger::open(&state, false));
     record(&ledger, entry(now_unix(), "x"));
     std::fs::remove_file(state.spend_lock()).unwrap();
     let held = hold_lock(&state);
@@ -265,9 +265,9 @@ fn a_replaced_lock_file_is_opened_again() {
 fn a_replaced_ledger_file_is_opened_again() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     record(&ledger, entry(now_unix() - DAY - 10.0, "old"));
-    let _compacting = SpendLedger::open(&state);
+    let _compacting = SpendLedger::open(&state, false);
     assert_eq!(lines(&state), 0, "compacted");
     record(&ledger, entry(now_unix(), "after compaction"));
     assert_eq!(lines(&state), 1);
@@ -288,7 +288,7 @@ fn a_replaced_ledger_file_is_opened_again() {
 fn a_symlink_in_place_of_a_kept_ledger_is_not_followed() {
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::new(dir.path());
-    let ledger = SpendLedger::open(&state);
+    let ledger = SpendLedger::open(&state, false);
     record(&ledger, entry(now_unix(), "x"));
     let target = dir.path().join("elsewhere");
     std::fs::write(&target, "").unwrap();
@@ -297,4 +297,21 @@ fn a_symlink_in_place_of_a_kept_ledger_is_not_followed() {
     record(&ledger, entry(now_unix(), "y"));
     assert_eq!(std::fs::read(&target).unwrap(), b"");
     assert!(ledger.reserve(&runs_cap(1)).is_err(), "kept and counted");
+}
+
+/// A last line a power cut left short is ended before the next run is appended: the
+/// next run stays a line of its own, counted, and the torn one is skipped.
+#[test]
+fn a_torn_last_line_does_not_swallow_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path());
+    std::fs::write(state.spend(), b"{\"at\":1,\"runner\":\"a\",\"answe").unwrap();
+    for durable in [false, true] {
+        record(&SpendLedger::open(&state, durable), entry(now_unix(), "b"));
+    }
+    let text = std::fs::read_to_string(state.spend()).unwrap();
+    let runs: Vec<&str> = text.lines().filter(|l| l.contains("\"b\"")).collect();
+    assert_eq!(runs.len(), 2, "{text:?}");
+    assert!(runs.iter().all(|l| l.starts_with('{') && l.ends_with('}')));
+    assert_eq!(SpendLedger::open(&state, false).recent().len(), 2);
 }

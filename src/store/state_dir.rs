@@ -143,6 +143,8 @@ impl StateDir {
 
 /// Creates a folder (and parents) with mode 0700; an existing one is fine, a
 /// symlink in its place is refused (docs/reference.md, "State folder": never followed).
+/// Each folder it creates is made durable (its parent fsynced): a file published in
+/// it later survives power loss only if the folder's own name does.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     // The usual case, once per job for claims/ and the verdict folder: one lstat.
     match fs::symlink_metadata(dir) {
@@ -150,6 +152,20 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
         Ok(_) => return Err(refused_folder(dir)),
         Err(_) => {}
     }
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && fs::symlink_metadata(d).is_err())
+        .collect();
+    make_dirs(dir)?;
+    // Top down, so each name is durable before the names inside it.
+    for created in missing.iter().rev() {
+        let parent = created.parent().filter(|p| !p.as_os_str().is_empty());
+        sync_dir(parent.unwrap_or(Path::new(".")))?;
+    }
+    Ok(())
+}
+
+fn make_dirs(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -386,6 +402,19 @@ pub fn publish(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
     publish_in(dir, target, bytes, fsync, PRIVATE_FILE)
 }
 
+/// Publishes `bytes` at `target` atomically, its content synced with `fsync` but not its
+/// name: after a power cut the file is whole, its earlier version, or gone; never empty
+/// or cut short (for files that are advice: the cache, runner health).
+pub fn publish_content(target: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    create_dir(dir)?;
+    let name = target.file_name().unwrap_or(OsStr::new("file"));
+    let temp = write_temp_in(dir, name, bytes, fsync, PRIVATE_FILE)?;
+    commit(&temp.path, target, false).inspect_err(|_| {
+        let _ = fs::remove_file(&temp.path);
+    })
+}
+
 /// Publishes `bytes` at `target` atomically, only if no file has that name yet:
 /// `ErrorKind::AlreadyExists` otherwise. A hard link, unlike a rename, never replaces
 /// a name, so two producers racing for one name cannot both succeed.
@@ -425,6 +454,19 @@ fn publish_in(dir: &Path, target: &Path, bytes: &[u8], fsync: bool, mode: u32) -
     commit(&temp.path, target, fsync).inspect_err(|_| {
         let _ = fs::remove_file(&temp.path);
     })
+}
+
+/// True when `file` is not empty and its last byte is not a newline: a crash cut the
+/// last line of an append-only file short (the next append starts a line of its own).
+pub fn ends_cut_short(file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8; 1];
+    file.read_at(&mut last, len - 1)?;
+    Ok(last[0] != b'\n')
 }
 
 /// fsyncs a folder so renames and new names in it survive power loss.

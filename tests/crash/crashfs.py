@@ -19,15 +19,22 @@ Identity survives a power loss: every inode gets a node id, reported as `st_ino`
 match after it), and the durable mtime is kept with the durable bytes.
 
 A *cut* freezes the filesystem: the operation that triggered it and every later
-one blocks for good (reads too), so nothing more can become durable. The driver
-then kills every process using it, asks for the image (`materialize`), kills
-this process, unmounts, and mounts a fresh crashfs on the materialized folder.
-Three fault models, chosen per mount (`--model`):
+one is held (reads too), so nothing more can become durable. The driver then
+SIGKILLs every process using it, writes what survives into a new folder
+(`materialize`), fails the held requests (`thaw`: a SIGKILLed process stuck in a
+FUSE request dies only once it is answered), waits until all are gone and every
+file is closed, and `reboot`s: the same mount now serves the new folder, as a
+disk comes back after a power loss (same device number; a fresh unmount and
+mount would get another st_dev, and with it other file identities). Kernel
+caches cannot hide the switch: entry, attribute and negative timeouts are 0.
+Four fault models, chosen per mount (`--model`):
 
 - `posix`: names and data both as above (the strict model);
 - `lazy`: LazyFS's cache-clearing fault: names are kept as they are at the cut,
   only unsynced file data is lost (a file renamed into place keeps its name but
   reverts to its last synced bytes: empty if never synced);
+- `torn`: as `lazy`, but a file that grew by unsynced appends keeps a random
+  prefix of them (writeback reached part of the data: a torn last record);
 - `kill`: nothing is lost (a kill -9 of every process, no power loss): the
   control, which any program that survives kill -9 must pass.
 
@@ -43,22 +50,26 @@ and die with their holders, as on any local filesystem.
 
 Run: python3 crashfs.py BACKING MOUNTPOINT --control SOCKET [--model posix]
      [--ids IDS.json]   (node ids of a folder an earlier crashfs materialized)
-Needs root (or /dev/fuse access), libfuse3 (Debian: fuse3) and mfusepy (PyPI).
+Needs root (or /dev/fuse access), libfuse3 (Debian: libfuse3-3) and mfusepy (PyPI).
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
 import errno
+import faulthandler
 import json
 import os
+import random
 import re
+import signal
 import socket
 import stat
 import sys
 import threading
 
-import mfusepy as fuse
+os.environ.setdefault("FUSE_LIBRARY_NAME", "fuse3")  # mfusepy would take libfuse2 first
+import mfusepy as fuse  # noqa: E402
 
 MUTATING = {
     "create", "mkdir", "mknod", "symlink", "link", "unlink", "rmdir", "rename",
@@ -74,6 +85,10 @@ def _kind(mode: int) -> str:
     return "f"
 
 
+class _Cut(Exception):
+    """The armed operation was reached: the power is cut now."""
+
+
 class CrashFS(fuse.Operations):
     use_ns = True
     # Operations on an open handle get no path (the handle is the backing fd):
@@ -86,9 +101,10 @@ class CrashFS(fuse.Operations):
         self.model = model
         self._mu = threading.Lock()
         self.frozen = threading.Event()
+        self.cut_event = threading.Event()  # set (thaw): requests held by this cut fail
         self.ready = threading.Event()
         self.cut_at = ""            # which operation the cut happened at
-        self.snapshot = None        # live tree at the cut (models lazy and kill)
+        self.snapshot = None        # live tree at the cut (models lazy, torn, kill)
         self.arm_spec = None        # {"when", "op", "path", "data", "nth"}
         self.arm_seen = 0
         self.ops = 0                # mutating operations so far
@@ -213,13 +229,14 @@ class CrashFS(fuse.Operations):
                         data[cnid] = (f.read(), (stat.S_IMODE(cst.st_mode), cst.st_mtime_ns))
         return {"tree": tree, "data": data}
 
-    def materialize(self, dest: str, ids_path: str) -> dict:
+    def materialize(self, dest: str, ids_path: str, seed: int = 0) -> dict:
         """Writes what survives the cut into `dest` (a new folder), and the node ids of
-        its paths into `ids_path` for the next mount."""
+        its paths into `ids_path` for the next mount. `seed` picks the torn prefixes."""
+        rng = random.Random(seed)
         if self.model == "posix":
             tree, live = self.dents, {}
         else:
-            snap = self.snapshot or self._live_tree(self.model == "kill")
+            snap = self.snapshot or self._live_tree(self.model in ("kill", "torn"))
             tree, live = snap["tree"], snap["data"]
         os.makedirs(dest)
         paths: dict[str, int] = {}
@@ -233,10 +250,13 @@ class CrashFS(fuse.Operations):
                 full = os.path.join(dest, crel)
                 kind = self.dkind.get(cnid, "f")
                 mode, mtime = self.dmeta.get(cnid, (0o600, 0))
-                if cnid in live:
+                data = self.ddata.get(cnid, b"")
+                if cnid in live and self.model == "kill":
                     data, (mode, mtime) = live[cnid]
-                else:
-                    data = self.ddata.get(cnid, b"")
+                elif cnid in live and self.model == "torn":
+                    now = live[cnid][0]
+                    if len(now) > len(data) and now.startswith(data):
+                        data = now[:rng.randint(len(data), len(now))]
                 if kind == "d":
                     if cnid in seen:  # a folder durably in two places: keep the first
                         continue
@@ -270,7 +290,10 @@ class CrashFS(fuse.Operations):
 
     # ---- cuts ----------------------------------------------------------------------
     def _block(self) -> None:
-        threading.Event().wait()  # forever: the driver kills this process
+        """A request after the cut: held until the driver has killed every process,
+        then failed (EIO) so the killed requesters can finish dying."""
+        self.cut_event.wait()
+        raise OSError(errno.EIO, "power cut")
 
     def _enter(self) -> None:
         if self.frozen.is_set():
@@ -285,13 +308,14 @@ class CrashFS(fuse.Operations):
         if self.frozen.is_set():
             return
         if self.model != "posix":
-            self.snapshot = self._live_tree(self.model == "kill")
+            self.snapshot = self._live_tree(self.model in ("kill", "torn"))
         self.cut_at = why
+        self.cut_event = threading.Event()
         self.frozen.set()
 
     def _check(self, when: str, op: str, path: str | None, data: bytes | None = None) -> None:
-        """With the lock held: counts the operation and cuts if the armed trigger says so
-        (then the lock is let go and this thread blocks for good)."""
+        """With the lock held: counts the operation, and cuts (raising _Cut) when the
+        armed trigger says so."""
         spec = self.arm_spec
         if when == "after" and op in MUTATING:
             self.ops += 1
@@ -310,18 +334,38 @@ class CrashFS(fuse.Operations):
         self.arm_seen += 1
         if self.arm_seen >= spec["nth"]:
             self._freeze(f"{when} {op} #{self.arm_seen} {path}")
-            self._mu.release()
-            self._block()
+            raise _Cut
 
     def _run(self, op: str, path: str | None, fn, data: bytes | None = None):
         self._enter()
+        result = None
         try:
             self._check("before", op, path, data)
             result = fn()
             self._check("after", op, path, data)
             return result
+        except _Cut:
+            if op in ("create", "open", "truncate") and result in self.fh_path:
+                del self.fh_path[result]  # the kernel never gets this handle: close it
+                os.close(result)
         finally:
             self._mu.release()
+        self._block()  # this request cut the power: it never returns normally
+
+    def reboot(self, backing: str, ids: dict) -> None:
+        """After a cut, once every process is gone and every file closed: the mount
+        serves `backing` (what materialize kept) as a freshly mounted disk would.
+        The same mount keeps its st_dev, as a disk keeps its device number."""
+        with self._mu:
+            for fd in self.fh_path:
+                os.close(fd)
+            self.fh_path.clear()
+            self.dirs.clear()
+            self.root = os.path.realpath(backing)
+            self.nid_of, self.dkind, self.ddata, self.dmeta, self.dents = {}, {}, {}, {}, {}
+            self._load(ids)
+            self.snapshot, self.arm_spec, self.arm_seen, self.cut_at = None, None, 0, ""
+            self.frozen.clear()
 
     def _full(self, path: str) -> str:
         return os.path.join(self.root, path.lstrip("/"))
@@ -523,12 +567,28 @@ class CrashFS(fuse.Operations):
             return {"ok": True, "frozen": frozen, "cut_at": self.cut_at}
         if what == "stats":
             return {"ok": True, "ops": self.ops, "counts": self.counts, "frozen": self.frozen.is_set(),
-                    "cut_at": self.cut_at, "armed_seen": self.arm_seen, "open": len(self.fh_path)}
+                    "cut_at": self.cut_at, "armed_seen": self.arm_seen, "open": len(self.fh_path) + len(self.dirs),
+                    "open_paths": sorted(map(str, list(self.fh_path.values()) + list(self.dirs.values())))[:8]}
+        if what == "ls":  # the live names of a folder, read beside the mount (never blocks)
+            try:
+                return {"ok": True, "names": os.listdir(self._full(cmd["path"]))}
+            except (FileNotFoundError, NotADirectoryError):
+                return {"ok": True, "names": []}
+        if what == "thaw":
+            self.cut_event.set()
+            return {"ok": True}
+        if what == "reboot":
+            ids = {}
+            if cmd.get("ids"):
+                with open(cmd["ids"]) as f:
+                    ids = json.load(f)
+            self.reboot(cmd["backing"], ids)
+            return {"ok": True}
         if what == "materialize":
             if not self.frozen.is_set():
                 with self._mu:
                     self._freeze("materialize without a cut")
-            return {"ok": True, **self.materialize(cmd["dest"], cmd["ids"])}
+            return {"ok": True, **self.materialize(cmd["dest"], cmd["ids"], int(cmd.get("seed", 0)))}
         return {"ok": False, "error": f"unknown command {what!r}"}
 
 
@@ -582,10 +642,11 @@ def main(argv=None) -> int:
     ap.add_argument("backing")
     ap.add_argument("mountpoint")
     ap.add_argument("--control", required=True, help="Unix socket for the driver")
-    ap.add_argument("--model", choices=("posix", "lazy", "kill"), default="posix")
+    ap.add_argument("--model", choices=("posix", "lazy", "torn", "kill"), default="posix")
     ap.add_argument("--ids", help="node ids written by an earlier materialize")
     args = ap.parse_args(argv)
     _die_with_parent()
+    faulthandler.register(signal.SIGUSR1)  # every thread's stack, for a stuck request
     ids = None
     if args.ids and os.path.exists(args.ids):
         with open(args.ids) as f:

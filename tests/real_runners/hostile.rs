@@ -75,9 +75,11 @@ fn a_hostile_repository_runs_nothing_through_codex_or_claude() {
     codex_by_hand(&lane, &lane.as_judge_starts(&codex, ONE_LINE));
     let fired = markers(probe.path());
     eprintln!("plant fired under codex by hand: {fired:?}");
+    // codex runs its `git status` beside the turn and may exit before git reaches the
+    // second file: one filter firing proves the plant is live (seen: 1 run in 3).
     assert!(
-        fired.contains(&"filter".to_string()) && fired.contains(&"filter-info".to_string()),
-        "control: codex started by hand did not set off the planted filter ({fired:?}); the plant is dead, so the test would prove nothing"
+        fired.iter().any(|m| m.starts_with("filter")),
+        "control: codex started by hand did not set off a planted filter ({fired:?}); the plant is dead, so the test would prove nothing"
     );
     for m in &fired {
         let _ = fs::remove_file(probe.path().join(m));

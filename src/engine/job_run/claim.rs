@@ -60,7 +60,7 @@ impl JobRun<'_> {
         let Some(interruptions) = recover(previous, identity, path, fsync)?.interruptions() else {
             // A file outside jobs/ is the user's own: never removed.
             if !self.outside_jobs {
-                super::publish::remove_job(path)?;
+                super::publish::remove_job(path, fsync)?;
             }
             return Err(Left::Ended(JobEnd::AlreadyPublished));
         };

@@ -231,7 +231,8 @@ impl<'a> JobRun<'a> {
         }
         // A file outside jobs/ (`run PATH`) is the user's own: judged, never removed.
         if !self.outside_jobs {
-            publish::remove_judged_job(path, publishing.record().job)?;
+            let fsync = self.settings.config.fsync;
+            publish::remove_judged_job(path, publishing.record().job, fsync)?;
         }
         crate::support::failpoint::crash("job_removed");
         publishing.release()?;

@@ -61,6 +61,14 @@ fn publish(
         bytes.push(b'\n');
         state_dir::write_temp(&dir, &file_name, &bytes, fsync)
     });
+    // The temp file's name is made durable before the claim names it: a claim that
+    // says `publishing` with no temp file left means "renamed, maybe drained since".
+    let temp = temp.and_then(|temp| {
+        if fsync {
+            state_dir::sync_dir(&dir)?;
+        }
+        Ok(temp)
+    });
     let temp = match temp {
         Ok(temp) => temp,
         Err(e) => return Err((Held::Running(claim), e.into())),
@@ -88,7 +96,11 @@ fn publish(
 
 /// Removes the job file we judged; a newer file of the same name (the producer
 /// enqueued the same id again meanwhile) is another job and stays.
-pub(super) fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> Result<(), RunError> {
+pub(super) fn remove_judged_job(
+    path: &Path,
+    judged: Option<FileIdentity>,
+    fsync: bool,
+) -> Result<(), RunError> {
     let now = fs::symlink_metadata(path)
         .ok()
         .map(|m| FileIdentity::of(&m));
@@ -96,16 +108,24 @@ pub(super) fn remove_judged_job(path: &Path, judged: Option<FileIdentity>) -> Re
         tracing::info!(file = %path.display(), "a newer job of the same name arrived meanwhile; it stays queued");
         return Ok(());
     }
-    remove_job(path)
+    remove_job(path, fsync)
 }
 
-/// Removes a job file (one already gone is fine).
-pub(super) fn remove_job(path: &Path) -> Result<(), RunError> {
-    match fs::remove_file(path) {
-        Err(source) if source.kind() != io::ErrorKind::NotFound => Err(RunError::RemoveJob {
-            path: path.to_path_buf(),
-            source,
-        }),
-        _ => Ok(()),
+/// Removes a job file (one already gone is fine), durably with `fsync`: before its
+/// claim goes, or a power cut could bring the job back without it, to be judged again.
+pub(super) fn remove_job(path: &Path, fsync: bool) -> Result<(), RunError> {
+    let removed = match fs::remove_file(path) {
+        Ok(()) => true,
+        Err(source) if source.kind() == io::ErrorKind::NotFound => false,
+        Err(source) => {
+            return Err(RunError::RemoveJob {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if removed && fsync {
+        state_dir::sync_dir(path.parent().unwrap_or(Path::new(".")))?;
     }
+    Ok(())
 }

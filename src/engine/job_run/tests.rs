@@ -136,7 +136,7 @@ async fn a_cache_hit_reuses_the_answer_without_a_runner() {
     let mut b = Bench::new(vec![Act::Answer("{\"ok\": true}")]);
     b.settings.config.cache.ttl_seconds = 600.0;
     let services = Services {
-        cache: Cache::open(&b.state, &b.settings.config.cache),
+        cache: Cache::open(&b.state, &b.settings.config.cache, false),
         ..b.services()
     };
     for stem in ["first", "second"] {
@@ -243,7 +243,7 @@ async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
     ]);
     b.settings.config.health.enabled = true;
     let services = Services {
-        health: HealthStore::open(&b.state, &b.settings.config.health),
+        health: HealthStore::open(&b.state, &b.settings.config.health, false),
         ..b.services()
     };
     let path = b.job("a", &question("p"));

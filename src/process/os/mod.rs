@@ -100,7 +100,8 @@ pub fn is_alive(pid: u32) -> bool {
         && to_pid(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
 }
 
-/// Kills the group `pgid` if its leader still has the recorded start time.
+/// Kills the group `pgid` if its leader still has the recorded start time; true when
+/// the group still had a member to kill (after a reboot it has none).
 pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
     let current = start_time(pgid);
     let same = match (recorded_start, current) {
@@ -109,10 +110,7 @@ pub fn kill_recorded_group(pgid: u32, recorded_start: Option<u64>) -> bool {
         // leader, and a pgid is not reused while any member lives.
         (None, _) | (_, None) => true,
     };
-    if same {
-        signal_group(pgid, Signal::KILL);
-    }
-    same
+    same && to_pid(pgid).is_some_and(|pid| kill_process_group(pid, Signal::KILL).is_ok())
 }
 
 #[cfg(test)]
