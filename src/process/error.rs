@@ -5,6 +5,8 @@ use std::io;
 use std::path::PathBuf;
 
 /// Something the process layer could not do.
+// The zygote's and the pooled supervisors' variants are built on Linux only.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
     /// The zygote is forked only while the daemon has one thread.
