@@ -10,6 +10,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::core::config::Settings;
 use crate::core::eval::cases::{CaseError, CaseReader};
@@ -344,7 +345,9 @@ async fn run_all(
                 // The pool is never closed, so acquiring only waits.
                 let _permit = pool.acquire_owned().await.ok();
                 let job = cases.get(case).map(|c| &c.job)?;
-                let verdict = judge_case(&settings, job, &services, &stop_signal).await?;
+                let verdict = judge_case(&settings, job, &services, &stop_signal)
+                    .instrument(crate::store::log_line::job_span(&job.id))
+                    .await?;
                 Some((seat, case, verdict))
             });
         }

@@ -78,6 +78,9 @@ pub fn finish_previous_publish(previous: &Previous, fsync: bool) -> io::Result<(
     if verdict_temp.exists() {
         state_dir::commit(verdict_temp, verdict_path, fsync)?;
         tracing::info!(verdict = %verdict_path.display(), "recovered: finished publishing a verdict");
+    } else if fsync && let Some(dir) = verdict_path.parent().filter(|d| d.exists()) {
+        // Renamed, and perhaps its folder not synced (it failed): before the job goes.
+        state_dir::sync_dir(dir)?;
     }
     Ok(())
 }

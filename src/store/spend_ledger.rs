@@ -149,7 +149,12 @@ impl Reservation<'_> {
             let mut book = self.ledger.book();
             book.in_flight = book.in_flight.saturating_sub(1);
             book.pending.push(entry);
-            self.ledger.flush(&mut book, false);
+            // A durable append fsyncs: off the async worker thread.
+            if self.ledger.durable() {
+                crate::support::runtime::blocking(|| self.ledger.flush(&mut book, false));
+            } else {
+                self.ledger.flush(&mut book, false);
+            }
         }
         if self.ledger.appends.fetch_add(1, Ordering::Relaxed) % COMPACT_EVERY == COMPACT_EVERY - 1
         {
@@ -436,18 +441,27 @@ fn append(
             .open(path)
     };
     let k = Kept::reuse_or_open_kept(kept, path, open)?;
-    let reopened = std::mem::replace(&mut k.fresh, false);
-    if reopened && crate::store::state_dir::ends_cut_short(&k.file).unwrap_or(false) {
+    if k.fresh && crate::store::state_dir::ends_cut_short(&k.file).unwrap_or(false) {
         lines.insert(0, b'\n');
+        tracing::warn!(
+            path = %path.display(),
+            "spend ledger lines that are not runs: its last line was cut short by a crash; ended before this append, it is skipped when read"
+        );
     }
     // One write of whole lines: O_APPEND keeps lines of several writers whole.
     (&k.file).write_all(&lines)?;
+    // Written: a failed sync from here on must not append these runs again.
     if durable {
-        k.file.sync_data()?;
-        if reopened {
-            crate::store::state_dir::sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+        let synced = k.file.sync_data().and_then(|()| match k.fresh {
+            true => crate::store::state_dir::sync_dir(path.parent().unwrap_or(Path::new("."))),
+            false => Ok(()),
+        });
+        if let Err(e) = synced {
+            tracing::warn!(path = %path.display(), "spend ledger appended but not synced to disk: {e}");
+            return Ok(());
         }
     }
+    k.fresh = false;
     Ok(())
 }
 

@@ -144,7 +144,9 @@ impl StateDir {
 /// Creates a folder (and parents) with mode 0700; an existing one is fine, a
 /// symlink in its place is refused (docs/reference.md, "State folder": never followed).
 /// Each folder it creates is made durable (its parent fsynced): a file published in
-/// it later survives power loss only if the folder's own name does.
+/// it later survives power loss only if the folder's own name does. A folder fsync
+/// that fails is logged, not an error: the folder is there, and the publish that
+/// follows syncs (and fails) on its own.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     // The usual case, once per job for claims/ and the verdict folder: one lstat.
     match fs::symlink_metadata(dir) {
@@ -160,7 +162,9 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
     // Top down, so each name is durable before the names inside it.
     for created in missing.iter().rev() {
         let parent = created.parent().filter(|p| !p.as_os_str().is_empty());
-        sync_dir(parent.unwrap_or(Path::new(".")))?;
+        if let Err(e) = sync_dir(parent.unwrap_or(Path::new("."))) {
+            tracing::warn!("folder {} made, not yet durable: {e}", created.display());
+        }
     }
     Ok(())
 }
@@ -212,10 +216,12 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
 
 /// Makes sure `dir` is a real folder of ours with mode 0700, creating it if missing.
 /// A symlink in its place is refused, never followed (docs/reference.md, "State folder").
+/// Not made durable: for folders nothing depends on after a power cut (runner folders,
+/// a drain's claim folder, hook sessions, codex's files, all made again when missing).
 pub fn private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     match fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => create_dir(dir),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => make_dirs(dir),
         Err(e) => Err(io::Error::new(
             e.kind(),
             format!("cannot stat {}: {e}", dir.display()),

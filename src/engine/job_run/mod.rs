@@ -214,8 +214,8 @@ impl<'a> JobRun<'a> {
             }
         };
         self.publishing_event(&verdict).await;
-        let publishing = match self.publish(claim, path, name, &verdict) {
-            Ok(publishing) => publishing,
+        let (publishing, durable) = match self.publish(claim, path, name, &verdict) {
+            Ok(published) => published,
             Err((claim, e)) => {
                 drop(over);
                 return end_running(claim, Left::Failed(e));
@@ -229,13 +229,23 @@ impl<'a> JobRun<'a> {
         if let Some(exiting) = &self.services.exiting {
             exiting.settle(&tag).await;
         }
+        // A verdict whose folder could not be synced: the job and its `publishing` claim
+        // stay (the lock goes with the handle), and a later look syncs and removes them.
+        let publishing = match durable {
+            true => Some(publishing),
+            false => None,
+        };
         // A file outside jobs/ (`run PATH`) is the user's own: judged, never removed.
-        if !self.outside_jobs {
+        if let Some(publishing) = &publishing
+            && !self.outside_jobs
+        {
             let fsync = self.settings.config.fsync;
             publish::remove_judged_job(path, publishing.record().job, fsync)?;
         }
         crate::support::failpoint::crash("job_removed");
-        publishing.release()?;
+        if let Some(publishing) = publishing {
+            publishing.release()?;
+        }
         tracing::info!(
             id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
             duration_ms = started.elapsed().as_millis() as u64, "job finished"

@@ -15,15 +15,15 @@ use crate::store::state_dir;
 
 impl JobRun<'_> {
     /// Publishes `verdict` under `claim` (after `publishing_event`), off the runtime's
-    /// thread when it fsyncs; the claim, publishing, or back (running or publishing)
-    /// with the error.
+    /// thread when it fsyncs; the claim, publishing, and whether the verdict is durable
+    /// (its folder synced), or the claim back (running or publishing) with the error.
     pub(super) fn publish(
         &self,
         claim: Running,
         path: &Path,
         name: &OsStr,
         verdict: &Verdict,
-    ) -> Result<Publishing, (Held, RunError)> {
+    ) -> Result<(Publishing, bool), (Held, RunError)> {
         let fsync = self.settings.config.fsync;
         // fsyncs block: let the runtime move other tasks off this thread meanwhile, so
         // the fsyncs of jobs finishing together overlap (and the journal commits them
@@ -52,7 +52,7 @@ fn publish(
     name: &OsStr,
     verdict: &Verdict,
     fsync: bool,
-) -> Result<Publishing, (Held, RunError)> {
+) -> Result<(Publishing, bool), (Held, RunError)> {
     let dir = state.verdict_dir(&verdict.transcript);
     let file_name = state_dir::verdict_name(name);
     let target = dir.join(&file_name);
@@ -87,11 +87,18 @@ fn publish(
     }
     crate::support::failpoint::crash("verdict_renamed");
     // Published now, whatever happens next: a failed folder sync must not requeue it.
-    if fsync && let Err(e) = state_dir::sync_dir(&dir) {
-        tracing::error!("verdict published but not synced to disk: {e}");
-    }
+    // Nor may the job and its claim go before the rename is durable: they stay, and a
+    // later look (`recovery`: "already published") syncs the folder and removes them.
+    let durable = !fsync
+        || state_dir::sync_dir(&dir)
+            .inspect_err(|e| {
+                tracing::error!(
+                    "verdict published but not synced to disk: {e}; its job stays until it is"
+                );
+            })
+            .is_ok();
     tracing::debug!(file = %path.display(), verdict = %target.display(), "verdict published");
-    Ok(claim)
+    Ok((claim, durable))
 }
 
 /// Removes the job file we judged; a newer file of the same name (the producer
@@ -125,7 +132,8 @@ pub(super) fn remove_job(path: &Path, fsync: bool) -> Result<(), RunError> {
         }
     };
     if removed && fsync {
-        state_dir::sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        crate::support::runtime::blocking(|| state_dir::sync_dir(dir))?;
     }
     Ok(())
 }
