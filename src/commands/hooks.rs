@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde_json::Value;
 
 use crate::commands::HarnessArg;
@@ -29,15 +29,8 @@ pub enum HooksAction {
         after_help = "Examples:\n  llm-judge hooks install claude\n  llm-judge hooks install codex --trust --dry-run\n  llm-judge hooks install cursor --project .\n\nFiles: claude ~/.claude/settings.json ($CLAUDE_CONFIG_DIR), codex ~/.codex/hooks.json\n($CODEX_HOME), Cursor ~/.cursor/hooks.json; with --project DIR, DIR/.claude/settings.json,\nDIR/.codex/hooks.json, DIR/.cursor/hooks.json. Writes the example rules (all off) to\n$XDG_CONFIG_HOME/llm-judge/rules.toml when there is none."
     )]
     Install {
-        /// The harness.
-        #[arg(value_enum)]
-        harness: HarnessArg,
-        /// The project's own settings in DIR instead of the user's.
-        #[arg(long, value_name = "DIR")]
-        project: Option<PathBuf>,
-        /// Print what would change; write nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        target: Target,
         /// codex only: record the hooks' trust in codex's config.toml, as codex's /hooks does.
         #[arg(long)]
         trust: bool,
@@ -45,15 +38,8 @@ pub enum HooksAction {
     /// Remove llm-judge's hooks (and only those) from a harness's settings.
     #[command(after_help = "Example:\n  llm-judge hooks uninstall claude")]
     Uninstall {
-        /// The harness.
-        #[arg(value_enum)]
-        harness: HarnessArg,
-        /// The project's own settings in DIR instead of the user's.
-        #[arg(long, value_name = "DIR")]
-        project: Option<PathBuf>,
-        /// Print what would change; write nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        target: Target,
     },
     /// Trust a project's .llm-judge/rules.toml as it is now (any later change turns it off).
     #[command(after_help = "Example:\n  llm-judge hooks trust ~/src/my-project")]
@@ -64,27 +50,31 @@ pub enum HooksAction {
     },
 }
 
+/// Which settings file `install` and `uninstall` change, and whether only to say how.
+#[derive(Args, Debug)]
+pub struct Target {
+    /// The harness.
+    #[arg(value_enum)]
+    harness: HarnessArg,
+    /// The project's own settings in DIR instead of the user's.
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Print what would change; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl Target {
+    fn parts(&self) -> (Harness, Option<&Path>, bool) {
+        (self.harness.into(), self.project.as_deref(), self.dry_run)
+    }
+}
+
 /// Runs a `hooks` action; the exit code.
 pub fn main(settings: &Settings, sources: &Sources, action: HooksAction) -> i32 {
     let result = match action {
-        HooksAction::Install {
-            harness,
-            project,
-            dry_run,
-            trust,
-        } => install(
-            settings,
-            sources,
-            harness.into(),
-            project.as_deref(),
-            dry_run,
-            trust,
-        ),
-        HooksAction::Uninstall {
-            harness,
-            project,
-            dry_run,
-        } => uninstall(sources, harness.into(), project.as_deref(), dry_run),
+        HooksAction::Install { target, trust } => install(settings, sources, &target, trust),
+        HooksAction::Uninstall { target } => uninstall(sources, &target),
         HooksAction::Trust { dir } => trust_project(sources, &dir),
     };
     match result {
@@ -144,11 +134,10 @@ fn codex_home(sources: &Sources, home: &Path) -> PathBuf {
 fn install(
     settings: &Settings,
     sources: &Sources,
-    harness: Harness,
-    project: Option<&Path>,
-    dry_run: bool,
+    target: &Target,
     trust: bool,
 ) -> Result<(), Refused> {
+    let (harness, project, dry_run) = target.parts();
     if trust && harness != Harness::Codex {
         return Err(Refused::Usage(
             "--trust is for codex only (claude and Cursor run hooks without it)".into(),
@@ -194,12 +183,8 @@ fn install(
     Ok(())
 }
 
-fn uninstall(
-    sources: &Sources,
-    harness: Harness,
-    project: Option<&Path>,
-    dry_run: bool,
-) -> Result<(), Refused> {
+fn uninstall(sources: &Sources, target: &Target) -> Result<(), Refused> {
+    let (harness, project, dry_run) = target.parts();
     let path = settings_path(sources, harness, project)
         .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;
     let (mut doc, existed) = read_json(&path)?;

@@ -11,5 +11,6 @@ pub mod hooks;
 pub mod job;
 pub mod runner;
 pub mod safety;
+pub mod shell;
 pub mod spend;
 pub mod verdict;

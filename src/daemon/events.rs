@@ -44,7 +44,7 @@ pub enum DaemonEvent {
 }
 
 /// When the loop next needs to act on its own (set from its phase and status).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Due {
     pub grace_over: Option<Instant>,
     pub stop_deadline: Option<Instant>,

@@ -366,21 +366,15 @@ impl Daemon {
         let status = self
             .status_dirty
             .then(|| Instant::from_std(self.status_written + STATUS_EVERY));
-        match self.phase {
-            Phase::Running => Due {
-                status,
-                ..Due::default()
-            },
-            Phase::Draining { grace_over } => Due {
-                grace_over: Some(grace_over),
-                status,
-                ..Due::default()
-            },
-            Phase::Stopping { deadline } => Due {
-                stop_deadline: Some(deadline),
-                status,
-                ..Due::default()
-            },
+        let (grace_over, stop_deadline) = match self.phase {
+            Phase::Running => (None, None),
+            Phase::Draining { grace_over } => (Some(grace_over), None),
+            Phase::Stopping { deadline } => (None, Some(deadline)),
+        };
+        Due {
+            grace_over,
+            stop_deadline,
+            status,
         }
     }
 

@@ -7,6 +7,8 @@ use std::process::{Command, ExitStatus, Stdio};
 
 use thiserror::Error;
 
+use crate::core::shell;
+
 /// A service manager command that could not be started; names the command.
 #[derive(Debug, Error)]
 pub(crate) enum CallError {
@@ -51,7 +53,7 @@ impl Call {
     /// As a shell command line.
     pub(crate) fn shown(&self) -> String {
         std::iter::once(self.program.to_string())
-            .chain(self.args.iter().map(|a| shell_quote(a)))
+            .chain(self.args.iter().map(|a| shell::quote(a)))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -62,18 +64,6 @@ pub(crate) fn systemctl(args: &[&str]) -> Call {
     let mut all = vec!["--user"];
     all.extend_from_slice(args);
     Call::new("systemctl", &all)
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
-    if safe {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 fn command(call: &Call) -> Command {

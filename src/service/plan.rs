@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::call::{Call, shell_quote, systemctl};
+use super::call::{Call, systemctl};
 use super::host::{Host, InstallFacts, Linger};
 use super::launchd::{LABEL, LAUNCHD_LOG, LAUNCHD_LOG_MAX_BYTES, render_plist};
 use super::spec::{Manager, RenderError, text};
 use super::systemd::{UNIT_NAME, render_unit};
 use crate::core::runner::table::RUNNERS_VAR;
+use crate::core::shell;
 
 /// Mode of the unit file and plist: launchd refuses group/other-writable plists.
 pub(crate) const SERVICE_FILE_MODE: u32 = 0o644;
@@ -97,7 +98,7 @@ impl fmt::Display for Plan {
                     f,
                     "{}  # only if `launchctl print {}` finds it loaded; then waits up to {} s until launchd lets go",
                     Call::new("launchctl", &["bootout", service]).shown(),
-                    shell_quote(service),
+                    shell::quote(service),
                     wait.as_secs()
                 )?,
                 Step::Write {
@@ -138,7 +139,7 @@ pub(crate) fn linger_warning(host: &Host, linger: &Linger) -> Option<String> {
     };
     let fix = format!(
         "To keep it running after you log out: loginctl enable-linger {}",
-        shell_quote(&arg)
+        shell::quote(&arg)
     );
     match linger {
         Linger::On => None,
@@ -561,10 +562,10 @@ mod tests {
     #[test]
     fn shell_quoting() {
         assert_eq!(
-            shell_quote("gui/501/com.catstack.llm-judge"),
+            shell::quote("gui/501/com.catstack.llm-judge"),
             "gui/501/com.catstack.llm-judge"
         );
-        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
-        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell::quote("/a b/it's"), r"'/a b/it'\''s'");
+        assert_eq!(shell::quote(""), "''");
     }
 }

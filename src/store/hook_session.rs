@@ -6,12 +6,14 @@
 //! `stop`. Nothing here is needed for a verdict: losing it costs at most a repeat.
 
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::core::digest::sha1_hex;
-use crate::store::state_dir::{StateDir, create_dir, open_nofollow, private_dir, publish};
+use crate::store::state_dir::{
+    StateDir, private_dir, publish, read_nofollow_at_most, transcript_hash,
+};
 
 /// The user's prompt is kept up to this many bytes.
 const PROMPT_CAP: usize = 16 * 1024;
@@ -27,8 +29,9 @@ impl HookSession {
     pub fn open(state: &StateDir, key: &str) -> io::Result<Self> {
         let hooks = state.hooks();
         private_dir(&hooks)?;
-        let dir = hooks.join(sha1_hex(key.as_bytes(), 10));
-        create_dir(&dir)?;
+        // Named as the session's verdict folder is (its key is their `transcript`).
+        let dir = hooks.join(transcript_hash(key));
+        private_dir(&dir)?;
         Ok(HookSession { dir })
     }
 
@@ -137,9 +140,7 @@ pub fn prune(state: &StateDir, older_than: Duration) {
 }
 
 fn read_text(path: &Path, cap: usize) -> Option<String> {
-    let file = open_nofollow(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(cap as u64).read_to_end(&mut bytes).ok()?;
+    let bytes = read_nofollow_at_most(path, cap as u64).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

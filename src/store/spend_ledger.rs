@@ -86,17 +86,9 @@ struct Kept {
 }
 
 impl Kept {
-    /// `kept` when `path` still names its file (a regular one), else `open(path)`.
+    /// `kept` when `path` still names its file (a regular one), else `open(path)`
+    /// (then `fresh`).
     fn reuse_or_open<'a>(
-        kept: &'a mut Option<Kept>,
-        path: &Path,
-        open: impl FnOnce(&Path) -> std::io::Result<File>,
-    ) -> std::io::Result<&'a File> {
-        Kept::reuse_or_open_kept(kept, path, open).map(|k| &k.file)
-    }
-
-    /// `reuse_or_open`, the kept file itself (with whether it was just opened).
-    fn reuse_or_open_kept<'a>(
         kept: &'a mut Option<Kept>,
         path: &Path,
         open: impl FnOnce(&Path) -> std::io::Result<File>,
@@ -267,7 +259,7 @@ impl SpendLedger {
             return;
         }
         let mut lock_file = book.lock_file.take();
-        let lock = Kept::reuse_or_open(&mut lock_file, &self.lock, open_lock_file);
+        let lock = Kept::reuse_or_open(&mut lock_file, &self.lock, open_lock_file).map(|k| &k.file);
         let held = match &lock {
             Ok(file) if try_lock_shared(file) => None,
             Ok(_) => Some("another process holds it".to_string()),
@@ -440,7 +432,7 @@ fn append(
             .custom_flags(NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
     };
-    let k = Kept::reuse_or_open_kept(kept, path, open)?;
+    let k = Kept::reuse_or_open(kept, path, open)?;
     if k.fresh && crate::store::state_dir::ends_cut_short(&k.file).unwrap_or(false) {
         lines.insert(0, b'\n');
         tracing::warn!(

@@ -201,8 +201,13 @@ pub fn open_nofollow(path: &Path) -> io::Result<File> {
 
 /// Reads a state file without following a symlink or blocking on a FIFO.
 pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
+    read_nofollow_at_most(path, u64::MAX)
+}
+
+/// `read_nofollow`, at most the first `max` bytes.
+pub fn read_nofollow_at_most(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut file = open_nofollow(path)?;
+    let file = open_nofollow(path)?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::other(format!(
             "{} is not a regular file",
@@ -210,7 +215,7 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
         )));
     }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+    file.take(max).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

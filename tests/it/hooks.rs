@@ -13,28 +13,15 @@ use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hooks");
 
-/// A block rule and a notice rule, both on.
-const RULES: &str = r#"
-[[rule]]
-name = "tests"
-action = "block"
-question = "Did it claim tests pass without running them? Reply {\"unverified\": true|false}"
-hit_if_all_true = ["unverified"]
-notice = "Run the tests and show the output."
-
-[[rule]]
-name = "gives-up"
-question = "Did it give up? Reply {\"gave_up\": true|false}"
-hit_if_all_true = ["gave_up"]
-notice = "Try a workaround first."
-"#;
+/// A block rule and a notice rule, both on (shared with the real-CLI lane).
+const RULES: &str = include_str!("../fixtures/hooks/block-and-notice.toml");
 
 /// A fake runner answering `answer`, recording each prompt it got in `prompts/`.
 fn judge(w: &World, answer: &str) -> Value {
     fs::create_dir_all(w.path("prompts")).unwrap();
     w.runner(
         "fake",
-        &format!("printf '%s' \"$1\" > $W/prompts/$(date +%s%N)\necho '{answer}'"),
+        &format!("printf '%s' \"$1\" > \"$(mktemp $W/prompts/p.XXXXXX)\"\necho '{answer}'"),
     )
 }
 
@@ -147,6 +134,14 @@ fn claude_a_block_rule_blocks_and_a_notice_reaches_the_next_prompt_once() {
     );
     // The notice rule's verdict: delivered at the next prompt, exactly once.
     wait_for("the notice verdict", NO_HANG, || w.jobs_left().is_empty());
+    // Another session's prompt, while s1's verdict waits: not this one's.
+    let (_, other, _) = hook(
+        &w,
+        std::slice::from_ref(&runner),
+        "claude",
+        &claude_prompt("s2", "hi"),
+    );
+    assert_eq!(other, None);
     let (_, out, _) = hook(
         &w,
         std::slice::from_ref(&runner),
@@ -177,9 +172,6 @@ fn claude_a_block_rule_blocks_and_a_notice_reaches_the_next_prompt_once() {
             .iter()
             .all(|p| p.contains("fix the bug") && p.contains("All tests pass."))
     );
-    // Another session's verdicts are not this one's.
-    let (_, other, _) = hook(&w, &[runner], "claude", &claude_prompt("s2", "hi"));
-    assert_eq!(other, None);
 }
 
 #[test]
@@ -569,8 +561,6 @@ fn install_and_uninstall_keep_the_users_own_hooks() {
         rules.matches("[[rule]]").count()
     );
     // doctor sees them.
-    let doctor = hooks(&[]).stderr; // `hooks` alone prints its usage
-    assert!(doctor.contains("install"), "{doctor}");
     let mut d = w.cli();
     d.env_remove(RUNNERS_VAR).arg("doctor");
     let d = w.run(d).stdout;

@@ -6,6 +6,7 @@
 //! request once. The judge itself is a fake runner: the harness is what is under test.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -13,24 +14,11 @@ use serde_json::Value;
 
 use super::lane::{Cli, Lane};
 use super::standin::{Request, StandIn};
-use super::support::wait_child;
+use super::support::{NO_HANG, wait_child, wait_for};
 use super::{record, serial};
 
-/// A block rule and a notice rule.
-const RULES: &str = r#"
-[[rule]]
-name = "tests"
-action = "block"
-question = "Did it claim tests pass without running them? Reply {\"unverified\": true|false}"
-hit_if_all_true = ["unverified"]
-notice = "Run the tests and show the output."
-
-[[rule]]
-name = "gives-up"
-question = "Did it give up? Reply {\"gave_up\": true|false}"
-hit_if_all_true = ["gave_up"]
-notice = "Try a workaround first."
-"#;
+/// A block rule and a notice rule (those of `tests/it/hooks.rs`).
+const RULES: &str = include_str!("../fixtures/hooks/block-and-notice.toml");
 
 /// What the agent says first; the judge finds both rules broken in it.
 const FIRST: &str = "All tests pass.";
@@ -87,7 +75,8 @@ fn install(lane: &Lane, args: &[&str]) -> String {
     stdout
 }
 
-/// Runs a CLI of the lane with `args` in the lane's work folder; its stdout.
+/// Runs a CLI of the lane with `args` in the lane's work folder, in a process group of
+/// its own (a session that overruns is killed with its hooks); its stdout.
 fn session(lane: &Lane, program: &str, args: &[String]) -> String {
     let out = lane
         .root
@@ -100,10 +89,15 @@ fn session(lane: &Lane, program: &str, args: &[String]) -> String {
         .stdin(std::process::Stdio::null())
         .stdout(fs::File::create(&out).unwrap())
         .stderr(std::process::Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("start the CLI");
-    let status =
-        wait_child(&mut child, Duration::from_secs(120)).expect("the session ended within 120 s");
+    let status = wait_child(&mut child, Duration::from_secs(120));
+    if status.is_none() {
+        // SAFETY: kill(2) of a process group has no memory effects.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    }
+    let status = status.expect("the session ended within 120 s");
     assert!(status.success(), "{program} {args:?}: {status:?}");
     fs::read_to_string(&out).unwrap_or_default()
 }
@@ -116,13 +110,30 @@ fn counts(requests: &[Request], needle: &str) -> Vec<usize> {
         .collect()
 }
 
-/// Waits (bounded) until no job is queued: the notice rule's verdicts are written.
+/// Waits (bounded; failing past it) until no job is queued: the notice rule's
+/// verdicts are written.
 fn judged(lane: &Lane) {
     let jobs = lane.state.join("jobs");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while fs::read_dir(&jobs).map(|d| d.count()).unwrap_or(0) > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for("the notice rule's verdicts", NO_HANG, || {
+        fs::read_dir(&jobs).map(|d| d.count()).unwrap_or(0) == 0
+    });
+}
+
+/// The notice rule's hit reaches the session's next prompt (`resume` runs one and
+/// returns its model requests) once, and the one after that only as history.
+fn assert_notice_once(resume: impl Fn(&str) -> Vec<Request>) {
+    let next = resume("Next task");
+    assert!(
+        counts(&next, NOTICE).contains(&1),
+        "{:?}",
+        counts(&next, NOTICE)
+    );
+    let third = resume("Third task");
+    assert!(
+        counts(&third, NOTICE).iter().all(|&n| n <= 1),
+        "{:?}",
+        counts(&third, NOTICE)
+    );
 }
 
 #[test]
@@ -182,19 +193,7 @@ fn a_claude_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
         );
         lane.standin.model_requests()[before..].to_vec()
     };
-    let next = resume("Next task");
-    assert!(
-        counts(&next, NOTICE).contains(&1),
-        "{:?}",
-        counts(&next, NOTICE)
-    );
-    // The next prompt's request holds it only as history: never a second time.
-    let third = resume("Third task");
-    assert!(
-        counts(&third, NOTICE).iter().all(|&n| n <= 1),
-        "{:?}",
-        counts(&third, NOTICE)
-    );
+    assert_notice_once(resume);
     assert_eq!(lane.stop_daemon(), Some(0), "{}", lane.daemon_stderr());
 }
 
@@ -257,17 +256,6 @@ fn a_codex_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
         session(&lane, "codex", &codex(&["resume", &thread, prompt]));
         lane.standin.model_requests()[before..].to_vec()
     };
-    let next = resume("Next task");
-    assert!(
-        counts(&next, NOTICE).contains(&1),
-        "{:?}",
-        counts(&next, NOTICE)
-    );
-    let third = resume("Third task");
-    assert!(
-        counts(&third, NOTICE).iter().all(|&n| n <= 1),
-        "{:?}",
-        counts(&third, NOTICE)
-    );
+    assert_notice_once(resume);
     assert_eq!(lane.stop_daemon(), Some(0), "{}", lane.daemon_stderr());
 }

@@ -6,7 +6,6 @@
 //! until the user trusts it again (docs/hooks.md, "Project rules").
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::digest::sha256_hex;
 use crate::core::hooks::rules::{Rule, merged, parse_rules};
 use crate::store::config_file::{Sources, config_folder};
+use crate::store::state_dir::read_nofollow_at_most;
 
 /// Names the user's rules file instead of the config folder's.
 pub const RULES_VAR: &str = "LLM_JUDGE_RULES";
@@ -77,7 +77,7 @@ fn project(sources: &Sources, path: &Path) -> Result<Vec<Rule>, String> {
         .trusted
         .get(&path.display().to_string())
         .cloned();
-    let hash = format!("sha256:{}", sha256_hex(text.as_bytes()));
+    let hash = pin_of(&text);
     let folder = path.parent().and_then(Path::parent).unwrap_or(path);
     match pinned {
         Some(pin) if pin == hash => {}
@@ -133,17 +133,14 @@ pub fn pin_of(text: &str) -> String {
     format!("sha256:{}", sha256_hex(text.as_bytes()))
 }
 
-/// A file's text; `None` when there is no such file, an error naming it otherwise.
+/// A small text file's text (a rules file, a harness's settings); `None` when there is
+/// no such file, an error naming it otherwise.
 pub fn read(path: &Path) -> Result<Option<String>, String> {
-    let file = match crate::store::state_dir::open_nofollow(path) {
-        Ok(file) => file,
+    let bytes = match read_nofollow_at_most(path, MAX_RULES_BYTES + 1) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let mut bytes = Vec::new();
-    file.take(MAX_RULES_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if bytes.len() as u64 > MAX_RULES_BYTES {
         return Err(format!("{} is over 1 MiB; it is not read", path.display()));
     }

@@ -4,11 +4,14 @@
 //! `llm-judge run` (its claim keeps a daemon started meanwhile from judging it twice).
 //! Whatever is not there by the deadline stays: a later hit becomes a notice.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::core::hooks::jobs::{RuleJob, session_key};
+use crate::core::hooks::jobs::session_key;
+use crate::engine::attempts::Services;
 use crate::engine::job_run::JobRun;
 use crate::process::spawn::Control;
 use crate::store::outbox::{self, Taken};
@@ -17,33 +20,37 @@ use crate::store::verdict_watch::VerdictWatch;
 use super::Call;
 
 impl Call<'_> {
-    /// The notices of `jobs` whose verdicts are hits by `deadline`. The verdicts taken
-    /// stay with the call until its answer is written (`Call::taken`).
-    pub(super) fn settle(&mut self, jobs: &[&RuleJob], deadline: Instant) -> Vec<String> {
+    /// The notices of jobs `ids` whose verdicts are hits by `deadline`. The verdicts
+    /// taken stay with the call until its answer is written (`Call::taken`).
+    pub(super) fn settle(&mut self, ids: &[String], deadline: Instant) -> Vec<String> {
         let dir = self.state.verdict_dir(&session_key(&self.input));
-        let daemon = self.daemon_runs();
+        // The agent repeated a reply that hit: the same notice, not a second judge.
+        let remembered: Vec<Option<String>> = ids
+            .iter()
+            .map(|id| self.session.as_ref().and_then(|s| s.remembered_hit(id)))
+            .collect();
+        if !self.daemon_runs() {
+            let unjudged: Vec<&String> = ids
+                .iter()
+                .zip(&remembered)
+                .filter(|(_, hit)| hit.is_none())
+                .map(|(id, _)| id)
+                .collect();
+            self.judge_here(&unjudged, deadline);
+        }
         let mut notices = Vec::new();
-        for job in jobs {
-            // The agent repeated a reply that hit: the same notice, not a second judge.
-            if let Some(notice) = self
-                .session
-                .as_ref()
-                .and_then(|s| s.remembered_hit(&job.id))
-            {
+        for (id, hit) in ids.iter().zip(remembered) {
+            if let Some(notice) = hit {
                 notices.push(notice);
                 continue;
             }
-            let path = dir.join(format!("{}.json", job.id));
-            if !daemon {
-                self.judge_here(&job.id, deadline);
-            }
-            let Some(taken) = wait_for(&path, deadline) else {
-                tracing::info!(id = %job.id, "no verdict within the wait: the stop goes on, a hit becomes a notice");
+            let Some(taken) = wait_for(&dir.join(format!("{id}.json")), deadline) else {
+                tracing::info!(id = %id, "no verdict within the wait: the stop goes on, a hit becomes a notice");
                 continue;
             };
             if let Some(notice) = hit_notice(&taken.verdict) {
                 if let Some(session) = &self.session {
-                    let _ = session.remember_hit(&job.id, &notice);
+                    let _ = session.remember_hit(id, &notice);
                 }
                 notices.push(notice);
             }
@@ -52,11 +59,15 @@ impl Call<'_> {
         notices
     }
 
-    /// Judges queued job `id` in this process, stopped at `deadline` (it stays queued
-    /// then, for a daemon).
-    fn judge_here(&self, id: &str, deadline: Instant) {
-        let path = self.state.jobs().join(format!("{id}.json"));
-        if !path.exists() {
+    /// Judges the queued jobs `ids` in this process, all at once (one runtime, one set
+    /// of services), stopped at `deadline` (those not done stay queued, for a daemon).
+    fn judge_here(&self, ids: &[&String], deadline: Instant) {
+        let paths: Vec<PathBuf> = ids
+            .iter()
+            .map(|id| self.state.jobs().join(format!("{id}.json")))
+            .filter(|path| path.exists())
+            .collect();
+        if paths.is_empty() {
             return;
         }
         let runtime = match crate::support::runtime::runtime() {
@@ -66,26 +77,40 @@ impl Call<'_> {
                 return;
             }
         };
-        let services = crate::engine::attempts::Services::for_state(self.settings, &self.state);
+        let settings = Arc::new(self.settings.clone());
+        let services = Services::for_state(self.settings, &self.state);
         let (stop, cancel) = tokio::sync::watch::channel(Control::Run);
-        let handled = runtime.block_on(async {
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async {
             let at = tokio::time::Instant::from_std(deadline);
             tokio::spawn(async move {
                 tokio::time::sleep_until(at).await;
                 let _ = stop.send(Control::StopNow);
             });
-            let run = JobRun {
-                stop: Some(cancel),
-                ..JobRun::new(self.settings, &self.state, &services)
-            };
-            run.judge_file(&path).await
+            let mut runs = tokio::task::JoinSet::new();
+            for path in paths {
+                let (settings, state) = (settings.clone(), self.state.clone());
+                let (services, cancel) = (services.clone(), cancel.clone());
+                runs.spawn_local(async move {
+                    let run = JobRun {
+                        stop: Some(cancel),
+                        ..JobRun::new(&settings, &state, &services)
+                    };
+                    let handled = run.judge_file(&path).await;
+                    tracing::debug!(file = %path.display(), "judged in the hook: {handled:?}");
+                });
+            }
+            while runs.join_next().await.is_some() {}
         });
-        tracing::debug!(id, "judged in the hook: {handled:?}");
     }
 }
 
-/// Takes the verdict at `path` once it is there, waiting at most until `deadline`.
-fn wait_for(path: &std::path::Path, deadline: Instant) -> Option<Taken> {
+/// Takes the verdict at `path` once it is there, waiting at most until `deadline`; a
+/// verdict already there (judged in the hook) is taken without setting up a watch.
+fn wait_for(path: &Path, deadline: Instant) -> Option<Taken> {
+    if let Some(taken) = outbox::take(path) {
+        return Some(taken);
+    }
     let mut watch = VerdictWatch::new(path);
     loop {
         if let Some(taken) = outbox::take(path) {

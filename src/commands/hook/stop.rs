@@ -17,15 +17,11 @@ impl Call<'_> {
     pub(super) fn on_stop(&mut self, trigger: Trigger) -> Answer {
         let jobs = self.queue(trigger, &[Action::Block, Action::Notice]);
         let blocks: Vec<&RuleJob> = jobs.iter().filter(|j| j.action == Action::Block).collect();
-        let mut answer = Answer::default();
-        if !blocks.is_empty() && self.under_block_cap() {
-            let notices = self.settle(&blocks, self.deadline(&blocks));
-            if !notices.is_empty() {
-                self.count_block();
-                answer.block = Some(notices.join("\n"));
-            }
+        let default = self.settings.config.hooks.wait_ms;
+        Answer {
+            block: self.block(&ids(&blocks), deadline(&blocks, default)),
+            ..Answer::default()
         }
-        answer
     }
 
     /// Cursor's `afterAgentResponse`: queue, and keep the block rules' jobs for its
@@ -51,28 +47,13 @@ impl Call<'_> {
             Some(session) => session.take_pending(self.turn()),
             None => Vec::new(),
         };
-        let mut answer = Answer::default();
-        if !pending.is_empty() && self.under_block_cap() {
-            let wait = Duration::from_millis(self.settings.config.hooks.wait_ms);
-            let ids: Vec<RuleJob> = pending
-                .into_iter()
-                .map(|id| RuleJob {
-                    id,
-                    rule: String::new(),
-                    action: Action::Block,
-                    wait_ms: None,
-                    job: Default::default(),
-                })
-                .collect();
-            let refs: Vec<&RuleJob> = ids.iter().collect();
-            let notices = self.settle(&refs, Instant::now() + wait);
-            if !notices.is_empty() {
-                self.count_block();
-                answer.block = Some(notices.join("\n"));
-            }
+        let wait = Duration::from_millis(self.settings.config.hooks.wait_ms);
+        let block = self.block(&pending, Instant::now() + wait);
+        Answer {
+            block,
+            notices: self.deliver().notices,
+            ..Answer::default()
         }
-        answer.notices = self.deliver().notices;
-        answer
     }
 
     /// claude's `asyncRewake` hook: only rewake rules, waited for in the background; a
@@ -84,21 +65,12 @@ impl Call<'_> {
         }
         let jobs = self.queue(Trigger::Stop, &[Action::Rewake]);
         let refs: Vec<&RuleJob> = jobs.iter().collect();
-        if refs.is_empty() || !self.under_block_cap() {
-            return (answer, crate::support::exit::EXIT_OK);
+        // In the background: a rewake rule without a wait of its own waits the longest.
+        answer.block = self.block(&ids(&refs), deadline(&refs, MAX_WAIT_MS));
+        match answer.block {
+            Some(_) => (answer, super::EXIT_REWAKE),
+            None => (answer, crate::support::exit::EXIT_OK),
         }
-        let wait = refs
-            .iter()
-            .map(|j| j.wait_ms.unwrap_or(MAX_WAIT_MS))
-            .max()
-            .unwrap_or(MAX_WAIT_MS);
-        let notices = self.settle(&refs, Instant::now() + Duration::from_millis(wait));
-        if notices.is_empty() {
-            return (answer, crate::support::exit::EXIT_OK);
-        }
-        self.count_block();
-        answer.block = Some(notices.join("\n"));
-        (answer, super::EXIT_REWAKE)
     }
 
     /// Queues the jobs of the rules for `trigger` with one of `actions`; returns them
@@ -175,19 +147,38 @@ impl Call<'_> {
         }
     }
 
-    /// When the block rules stop waiting: the longest of their waits.
-    fn deadline(&self, blocks: &[&RuleJob]) -> Instant {
-        let config = self.settings.config.hooks.wait_ms;
-        let wait = blocks
-            .iter()
-            .map(|j| j.wait_ms.unwrap_or(config))
-            .max()
-            .unwrap_or(config);
-        Instant::now() + Duration::from_millis(wait)
+    /// The notices a block of the jobs `ids` sends the agent back with (their hits by
+    /// `deadline`), counted as one of the turn's blocks; `None` past the block cap or
+    /// without a hit.
+    fn block(&mut self, ids: &[String], deadline: Instant) -> Option<String> {
+        if ids.is_empty() || !self.under_block_cap() {
+            return None;
+        }
+        let notices = self.settle(ids, deadline);
+        if notices.is_empty() {
+            return None;
+        }
+        self.count_block();
+        Some(notices.join("\n"))
     }
 
     /// True when a daemon holds the state folder's lock.
     pub(super) fn daemon_runs(&self) -> bool {
         crate::store::daemon_lock::holder(&self.state.lock()).is_some()
     }
+}
+
+fn ids(jobs: &[&RuleJob]) -> Vec<String> {
+    jobs.iter().map(|j| j.id.clone()).collect()
+}
+
+/// When `jobs` stop waiting: the longest of their waits (`default_ms` for a rule
+/// without one).
+fn deadline(jobs: &[&RuleJob], default_ms: u64) -> Instant {
+    let wait = jobs
+        .iter()
+        .map(|j| j.wait_ms.unwrap_or(default_ms))
+        .max()
+        .unwrap_or(default_ms);
+    Instant::now() + Duration::from_millis(wait)
 }

@@ -171,7 +171,7 @@ fn field_line(text: &str, key: &str, field: &str) -> Option<usize> {
     let mut spans = Vec::new();
     collect_field(value?.get_ref(), field, &mut spans);
     match spans.as_slice() {
-        [at] => Some(text[..(*at).min(text.len())].matches('\n').count() + 1),
+        [at] => Some(line_at(text, *at)),
         _ => None,
     }
 }
@@ -257,9 +257,14 @@ fn problem(default: &Table, entry: Entry, message: String) -> KeyProblem {
     }
 }
 
+/// The 1-based line of byte offset `at` in `text`.
+pub(crate) fn line_at(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
 /// The field and the fields there are, from serde's "unknown field `x`, expected one
 /// of `a`, `b`" (or "expected `a`").
-fn unknown_field(message: &str) -> Option<(&str, Vec<String>)> {
+pub(crate) fn unknown_field(message: &str) -> Option<(&str, Vec<String>)> {
     let rest = message.strip_prefix("unknown field `")?;
     let (field, rest) = rest.split_once('`')?;
     let expected = rest.split_once("expected").map_or("", |(_, e)| e);
@@ -375,7 +380,7 @@ pub fn key_line(text: &str, path: &[String]) -> Option<usize> {
             _ => break,
         }
     }
-    start.map(|at| text[..at.min(text.len())].matches('\n').count() + 1)
+    start.map(|at| line_at(text, at))
 }
 
 #[cfg(test)]

@@ -27,7 +27,13 @@ pub struct Entry {
 
 /// The judge's entries for `harness`, running `program` (an absolute path).
 pub fn entries(harness: Harness, program: &str) -> Vec<Entry> {
-    let command = |extra: &str| format!("{} hook {}{extra}", shell_word(program), harness.name());
+    let command = |extra: &str| {
+        format!(
+            "{} hook {}{extra}",
+            crate::core::shell::quote(program),
+            harness.name()
+        )
+    };
     let entry = |event, timeout| Entry {
         event,
         command: command(""),
@@ -69,18 +75,6 @@ const PROMPT_TIMEOUT: u64 = 15;
 /// A background rewake judge waits up to its rule's `wait_ms`.
 const REWAKE_TIMEOUT: u64 = 300;
 
-/// A path as one shell word (single-quoted unless it is plain).
-fn shell_word(path: &str) -> String {
-    let plain = !path.is_empty()
-        && path
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c));
-    match plain {
-        true => path.to_string(),
-        false => format!("'{}'", path.replace('\'', "'\\''")),
-    }
-}
-
 /// The harness and whether it is the rewake hook, when `command` runs `llm-judge hook`.
 pub fn ours(command: &str) -> Option<(String, bool)> {
     let words = shell_words(command)?;
@@ -94,7 +88,7 @@ pub fn ours(command: &str) -> Option<(String, bool)> {
     }
 }
 
-/// Plain and single-quoted words (what `shell_word` writes); `None` for anything else.
+/// Plain and single-quoted words (what `core::shell::quote` writes); `None` for anything else.
 fn shell_words(command: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -446,11 +440,11 @@ mod tests {
         assert_eq!(ours("python3 judge.py hook claude"), None);
         assert_eq!(ours("/x/llm-judge daemon"), None);
         assert_eq!(ours("'unclosed"), None);
-        assert_eq!(shell_word("/a b/it's"), "'/a b/it'\\''s'");
+        assert_eq!(crate::core::shell::quote("/a b/it's"), "'/a b/it'\\''s'");
         assert_eq!(
             ours(&format!(
                 "{} hook cursor",
-                shell_word("/a b/it's/llm-judge")
+                crate::core::shell::quote("/a b/it's/llm-judge")
             )),
             Some(("cursor".into(), false))
         );

@@ -28,15 +28,17 @@ pub fn session_key(input: &HookInput) -> String {
     format!("{}:{}", input.harness.name(), input.session)
 }
 
-/// The id of `rule`'s job about `reply` in the input's turn: the same for a retried
-/// hook (same session, turn, rule and reply), another for the agent's next reply.
-pub fn job_id(input: &HookInput, rule: &str, reply: &str) -> String {
+/// The id of `rule`'s job about the reply whose digest is `reply_digest` (hashed once
+/// for all of a stop's rules: a reply may be megabytes) in the input's turn: the same
+/// for a retried hook (same session, turn, rule and reply), another for the agent's
+/// next reply.
+fn job_id(input: &HookInput, rule: &str, reply_digest: &str) -> String {
     let key = json!([
         input.harness.name(),
         input.session,
         input.turn.as_deref().unwrap_or(""),
         rule,
-        sha1_hex(reply.as_bytes(), 20)
+        reply_digest
     ]);
     format!("hook-{}", sha1_hex(key.to_string().as_bytes(), 12))
 }
@@ -53,15 +55,19 @@ pub fn rule_jobs(
     let Some(reply) = input.reply.as_deref().filter(|r| !r.trim().is_empty()) else {
         return Vec::new();
     };
+    let digest = sha1_hex(reply.as_bytes(), 20);
     rules
         .iter()
         .filter(|r| r.enabled && r.on.contains(&trigger) && actions.contains(&r.action))
-        .map(|rule| RuleJob {
-            id: job_id(input, &rule.name, reply),
-            rule: rule.name.clone(),
-            action: rule.action,
-            wait_ms: rule.wait_ms,
-            job: job_object(input, rule, reply, prompt),
+        .map(|rule| {
+            let id = job_id(input, &rule.name, &digest);
+            RuleJob {
+                job: job_object(input, rule, reply, prompt, &id),
+                id,
+                rule: rule.name.clone(),
+                action: rule.action,
+                wait_ms: rule.wait_ms,
+            }
         })
         .collect()
 }
@@ -71,9 +77,10 @@ fn job_object(
     rule: &Rule,
     reply: &str,
     prompt: Option<&str>,
+    id: &str,
 ) -> Map<String, Value> {
     let mut job = job_for(rule, reply, prompt, input.cwd.as_deref());
-    job.insert("id".into(), json!(job_id(input, &rule.name, reply)));
+    job.insert("id".into(), json!(id));
     job.insert("transcript".into(), json!(session_key(input)));
     job.insert(
         "hook".into(),
@@ -222,7 +229,13 @@ notice = "n"
 
     #[test]
     fn a_retried_hook_gets_the_same_id_and_a_new_reply_another() {
-        let id = |reply: &str, turn: &str| job_id(&input(reply, turn), "tests", reply);
+        let id = |reply: &str, turn: &str| {
+            job_id(
+                &input(reply, turn),
+                "tests",
+                &sha1_hex(reply.as_bytes(), 20),
+            )
+        };
         assert_eq!(id("a", "t1"), id("a", "t1"));
         assert_ne!(
             id("a", "t1"),

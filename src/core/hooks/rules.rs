@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::core::config::key::{line_at, unknown_field};
 use crate::core::job::Mode;
 
 /// When a rule is asked.
@@ -153,7 +154,7 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, RulesError> {
     let file: File = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     let mut rules: Vec<Rule> = Vec::with_capacity(file.rule.len());
     for spanned in file.rule {
-        let line = line_of(text, spanned.span().start);
+        let line = line_at(text, spanned.span().start);
         let rule = check(spanned.into_inner(), line).map_err(|problem| RulesError {
             line: Some(line),
             message: problem.to_string(),
@@ -280,10 +281,10 @@ fn any_true(name: &str, table: toml::Table) -> Result<Vec<(String, String)>, Rul
 
 /// A TOML or shape error with its line, and "did you mean" for a misspelt key.
 fn toml_error(text: &str, e: &toml::de::Error) -> RulesError {
-    let line = e.span().map(|s| line_of(text, s.start));
+    let line = e.span().map(|s| line_at(text, s.start));
     let message = e.message().trim().to_string();
     let message = match unknown_field(&message) {
-        Some(field) => match crate::core::job::keys::resembles(field, &RULE_KEYS) {
+        Some((field, _)) => match crate::core::job::keys::resembles(field, &RULE_KEYS) {
             Some(meant) => format!("{field} is not a rule key; did you mean {meant}?"),
             None => format!(
                 "{field} is not a rule key; the keys of a [[rule]]: {}",
@@ -293,17 +294,6 @@ fn toml_error(text: &str, e: &toml::de::Error) -> RulesError {
         None => message,
     };
     RulesError { line, message }
-}
-
-fn unknown_field(message: &str) -> Option<&str> {
-    message
-        .strip_prefix("unknown field `")?
-        .split_once('`')
-        .map(|(field, _)| field)
-}
-
-fn line_of(text: &str, at: usize) -> usize {
-    text[..at.min(text.len())].matches('\n').count() + 1
 }
 
 /// The rules of several files (the user's first), those with the same name later

@@ -18,24 +18,28 @@ pub enum OutputFormat {
 /// flags count: items after `--` and the prompt slot are the prompt, so a prompt can
 /// never choose how the output is read.
 pub fn output_format(argv: &[String]) -> OutputFormat {
-    let flags: Vec<&str> = argv
+    // One pass, no allocation: `Runner::kind` works it out for every attempt.
+    let mut flags = argv
         .iter()
         .skip(1)
         .map(String::as_str)
         .take_while(|a| *a != "--")
         .filter(|a| *a != PROMPT_SLOT)
-        .collect();
-    let asks_for_events = flags.iter().enumerate().any(|(i, flag)| {
+        .peekable();
+    let (mut events, mut exec, mut json) = (false, false, false);
+    while let Some(flag) = flags.next() {
         let value = match flag.strip_prefix("--output-format") {
-            Some("") => flags.get(i + 1).copied(),
+            Some("") => flags.peek().copied(),
             Some(rest) => rest.strip_prefix('='),
             None => None,
         };
-        matches!(value, Some("json" | "stream-json"))
-    });
-    if asks_for_events {
+        events |= matches!(value, Some("json" | "stream-json"));
+        exec |= flag == "exec";
+        json |= flag == "--json";
+    }
+    if events {
         OutputFormat::ClaudeEvents
-    } else if flags.contains(&"exec") && flags.contains(&"--json") {
+    } else if exec && json {
         OutputFormat::CodexEvents
     } else {
         OutputFormat::Plain

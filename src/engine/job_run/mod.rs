@@ -229,22 +229,10 @@ impl<'a> JobRun<'a> {
         if let Some(exiting) = &self.services.exiting {
             exiting.settle(&tag).await;
         }
-        // A verdict whose folder could not be synced: the job and its `publishing` claim
-        // stay (the lock goes with the handle), and a later look syncs and removes them.
-        let publishing = match durable {
-            true => Some(publishing),
-            false => None,
-        };
-        // A file outside jobs/ (`run PATH`) is the user's own: judged, never removed.
-        if let Some(publishing) = &publishing
-            && !self.outside_jobs
-        {
-            let fsync = self.settings.config.fsync;
-            publish::remove_judged_job(path, publishing.record().job, fsync)?;
-        }
-        crate::support::failpoint::crash("job_removed");
-        if let Some(publishing) = publishing {
-            publishing.release()?;
+        // A verdict whose folder could not be synced keeps its job and `publishing` claim
+        // (the lock goes with the handle): a later look syncs the folder, removes them.
+        if durable {
+            self.remove_and_release(path, publishing)?;
         }
         tracing::info!(
             id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),

@@ -101,9 +101,27 @@ fn publish(
     Ok((claim, durable))
 }
 
+impl JobRun<'_> {
+    /// After a durable publish: the judged job file removed (a file outside jobs/, `run
+    /// PATH`, is the user's own: never), then the claim let go.
+    pub(super) fn remove_and_release(
+        &self,
+        path: &Path,
+        publishing: Publishing,
+    ) -> Result<(), RunError> {
+        if !self.outside_jobs {
+            let fsync = self.settings.config.fsync;
+            remove_judged_job(path, publishing.record().job, fsync)?;
+        }
+        crate::support::failpoint::crash("job_removed");
+        publishing.release()?;
+        Ok(())
+    }
+}
+
 /// Removes the job file we judged; a newer file of the same name (the producer
 /// enqueued the same id again meanwhile) is another job and stays.
-pub(super) fn remove_judged_job(
+fn remove_judged_job(
     path: &Path,
     judged: Option<FileIdentity>,
     fsync: bool,
