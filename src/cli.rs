@@ -98,12 +98,16 @@ enum Command {
     },
     /// One hook call of Claude Code, Codex or Cursor (installed by `llm-judge hooks install`).
     #[command(
-        after_help = "Reads the hook's JSON on stdin and writes the harness's own answer on stdout.\nAlways exits 0: a broken config, a daemon that is down or a full disk never break the\nsession (they are logged, and said once a session). Rules: $XDG_CONFIG_HOME/llm-judge/rules.toml.\n\nExample (what `hooks install claude` writes into ~/.claude/settings.json):\n  {\"type\": \"command\", \"command\": \"/home/me/.cargo/bin/llm-judge hook claude\", \"timeout\": 150}"
+        after_help = "Reads the hook's JSON on stdin and writes the harness's own answer on stdout.\nAlways exits 0: a broken config, a daemon that is down or a full disk never break the\nsession (they are logged, and said once a session). Rules: <config folder>/rules.toml.\nNo variable chooses a hook's rules or runners (a project's settings can set any).\n\nExample (what `hooks install claude` writes into ~/.claude/settings.json):\n  {\"type\": \"command\", \"command\": \"/home/me/.cargo/bin/llm-judge hook claude --config-dir /home/me/.config/llm-judge --state-dir /home/me/.cache/catstack-llm-judge\", \"timeout\": 150}"
     )]
     Hook {
         /// The harness calling.
         #[arg(value_enum)]
         harness: commands::HarnessArg,
+        /// The config folder (rules.toml, trusted-rules.json, config.toml), as `hooks
+        /// install` resolved it; then no variable moves the config. Default: $XDG_CONFIG_HOME/llm-judge
+        #[arg(long, value_name = "DIR")]
+        config_dir: Option<PathBuf>,
         /// claude's asyncRewake hook: judge the rewake rules, exit 2 with the notice on a hit.
         #[arg(long)]
         rewake: bool,
@@ -183,11 +187,17 @@ pub fn main() -> i32 {
         _ => {}
     }
     // A hook loads its config itself: a broken one must not break the session.
-    if let Command::Hook { harness, rewake } = &cli.command {
+    if let Command::Hook {
+        harness,
+        config_dir,
+        rewake,
+    } = &cli.command
+    {
         let sources = Sources {
             sets: cli.sets.clone(),
             ..Sources::from_process(cli.config.clone(), cli.state_dir.clone())
-        };
+        }
+        .for_hook(config_dir.clone());
         return commands::hook::main((*harness).into(), *rewake, &sources);
     }
     // The shipped tables need no config (a broken one must not hide them).
@@ -247,7 +257,7 @@ pub fn main() -> i32 {
         Command::Eval(args) => commands::eval::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
-        Command::Doctor(args) => commands::doctor::main(&settings, &args),
+        Command::Doctor(args) => commands::doctor::main(&settings, &sources, &args),
         Command::Service(action) => crate::service::main(&settings, action),
         Command::Hooks(action) => commands::hooks::main(&settings, &sources, action),
         // Answered before the config is read.

@@ -83,6 +83,7 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    crate::store::child_key::give_runners(&state);
     // Health only: the answer cache is for queued jobs (a direct question is asked anew).
     let health = HealthStore::open(&state, &settings.config.health, settings.config.fsync);
     let services = Services {

@@ -130,7 +130,7 @@ impl Report {
 }
 
 /// Checks everything; returns the exit code.
-pub fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
+pub fn main(settings: &Settings, sources: &Sources, args: &DoctorArgs) -> i32 {
     let mut report = Report::new(args.json);
     let source = settings
         .config_path
@@ -145,27 +145,24 @@ pub fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
     check_state(&StateDir::new(&settings.state_dir), &mut report);
     check_hooks_state_dir(settings, &mut report);
     check_budget(settings, &mut report);
-    check_hooks(&mut report);
+    check_hooks(settings, sources, &mut report);
     report.finish()
 }
 
 /// Per harness, whether llm-judge's hooks are in the user's settings; whether the
 /// user's rules file loads.
-fn check_hooks(report: &mut Report) {
+fn check_hooks(settings: &Settings, sources: &Sources, report: &mut Report) {
     use crate::core::hooks::input::Harness;
-    let sources = crate::store::config_file::Sources::from_process(None, None);
-    let program = crate::service::host::this_binary()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let command = crate::commands::hooks::hook_command(settings, sources).unwrap_or_default();
     for harness in [Harness::Claude, Harness::Codex, Harness::Cursor] {
-        let Some(path) = crate::commands::hooks::settings_path(&sources, harness, None) else {
+        let Some(path) = crate::commands::hooks::settings_path(sources, harness, None) else {
             continue;
         };
         let doc = crate::commands::hook::rules_files::read(&path)
             .ok()
             .flatten()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
-        let entries = crate::core::hooks::install::entries(harness, &program);
+        let entries = crate::core::hooks::install::entries(harness, &command);
         let text = match doc {
             Some(doc) if crate::core::hooks::install::installed(harness, &doc, &entries) => {
                 format!("{} hooks: installed in {}", harness.name(), path.display())
@@ -184,7 +181,7 @@ fn check_hooks(report: &mut Report) {
         };
         report.add(Level::Ok, text);
     }
-    let Some(path) = crate::commands::hook::rules_files::user_rules_path(&sources) else {
+    let Some(path) = crate::commands::hook::rules_files::user_rules_path(sources) else {
         return;
     };
     match crate::commands::hook::rules_files::read(&path) {

@@ -141,6 +141,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    crate::store::child_key::give_runners(&state);
     // Never health: it would move a failing runner behind another, and each runner is
     // measured here on its own.
     let services = Services {

@@ -65,6 +65,7 @@ impl Default for Services {
 impl Services {
     /// Health and cache of the state folder as configured, with fresh limits.
     pub fn for_state(settings: &Settings, state: &StateDir) -> Self {
+        crate::store::child_key::give_runners(state);
         let c = &settings.config;
         Services {
             health: HealthStore::open(state, &c.health, c.fsync),

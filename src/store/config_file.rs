@@ -111,6 +111,9 @@ fn with_sets(sets: &[String]) -> String {
 pub struct Sources {
     pub config_flag: Option<PathBuf>,
     pub state_dir_flag: Option<PathBuf>,
+    /// `hook --config-dir`: the config folder as `hooks install` resolved it (then
+    /// `$XDG_CONFIG_HOME`, `$HOME` and `$LLM_JUDGE_CONFIG` do not move it).
+    pub config_dir_flag: Option<PathBuf>,
     /// `--set KEY=VALUE` flags, in order: config keys over the file's.
     pub sets: Vec<String>,
     /// The environment, captured once, so tests need not touch the process env.
@@ -126,9 +129,22 @@ impl Sources {
         Sources {
             config_flag,
             state_dir_flag,
+            config_dir_flag: None,
             sets: Vec::new(),
             env,
         }
+    }
+
+    /// These sources as a hook uses them (docs/security.md, "Hook mode"): a hook runs
+    /// with whatever environment the repository's harness settings give it, so no
+    /// variable chooses its runners, and with `--config-dir` none moves its config.
+    pub fn for_hook(mut self, config_dir: Option<PathBuf>) -> Self {
+        let pinned = config_dir.is_some();
+        self.config_dir_flag = config_dir;
+        self.env.retain(|(key, _)| {
+            key != RUNNERS_VAR && !(pinned && (key == CONFIG_VAR || key == "XDG_CONFIG_HOME"))
+        });
+        self
     }
 
     /// The value of environment variable `name`, as captured.
@@ -250,6 +266,9 @@ pub fn load_embedded(sources: &Sources) -> Option<Settings> {
 /// The user's llm-judge config folder: `$XDG_CONFIG_HOME/llm-judge`, by default
 /// `~/.config/llm-judge` (config.toml, rules.toml and the trusted project rules live here).
 pub fn config_folder(sources: &Sources) -> Option<PathBuf> {
+    if let Some(dir) = &sources.config_dir_flag {
+        return Some(dir.clone());
+    }
     let base = match sources.var("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(sources.var("HOME")?).join(".config"),

@@ -64,21 +64,32 @@ impl HookSession {
         read_text(&self.file("job", job_id), PROMPT_CAP).filter(|t| !t.is_empty())
     }
 
-    /// Blocks so far in `turn`.
-    pub fn blocks(&self, turn: &str) -> u32 {
-        read_text(&self.file("blocks", turn), 32)
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0)
+    /// Blocks so far in `turn`, counted up to `max`.
+    pub fn blocks(&self, turn: &str, max: u32) -> u32 {
+        (0..max)
+            .take_while(|n| self.block_file(turn, *n).exists())
+            .count() as u32
     }
 
-    /// One more block in `turn`.
-    pub fn add_block(&self, turn: &str) -> io::Result<()> {
-        let next = self.blocks(turn) + 1;
-        publish(
-            &self.file("blocks", turn),
-            next.to_string().as_bytes(),
-            false,
-        )
+    /// Takes one of the `max` blocks of `turn`: false when all are taken. Each block is
+    /// a file made with `O_EXCL`, so two stops at once cannot both take the last one.
+    pub fn reserve_block(&self, turn: &str, max: u32) -> io::Result<bool> {
+        for n in 0..max {
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(self.block_file(turn, n))
+            {
+                Ok(_) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
+    }
+
+    fn block_file(&self, turn: &str, n: u32) -> PathBuf {
+        self.file("block", &format!("{turn}\0{n}"))
     }
 
     /// True the first time `topic` is asked in this session (a message said once).
@@ -163,10 +174,11 @@ mod tests {
             Some("Run the tests.")
         );
         assert!(!s.first_time("hook-1").unwrap(), "still queued once");
-        assert_eq!(s.blocks("t1"), 0);
-        s.add_block("t1").unwrap();
-        s.add_block("t1").unwrap();
-        assert_eq!((s.blocks("t1"), s.blocks("t2")), (2, 0));
+        assert_eq!(s.blocks("t1", 2), 0);
+        assert!(s.reserve_block("t1", 2).unwrap());
+        assert!(s.reserve_block("t1", 2).unwrap());
+        assert!(!s.reserve_block("t1", 2).unwrap(), "the cap holds");
+        assert_eq!((s.blocks("t1", 2), s.blocks("t2", 2)), (2, 0));
         assert!(s.say_once("no daemon") && !s.say_once("no daemon"));
         assert_eq!(s.prompt(), None);
         s.save_prompt(&"é".repeat(20_000)).unwrap();
@@ -174,6 +186,17 @@ mod tests {
         s.save_pending("g1", &["a".into(), "b".into()]).unwrap();
         assert_eq!(s.take_pending("g1"), ["a", "b"]);
         assert!(s.take_pending("g1").is_empty());
+        // Stops at once never take more blocks than the cap.
+        let taken: usize = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| s.reserve_block("t3", 3).unwrap()))
+                .collect();
+            runs.into_iter()
+                .map(|r| r.join().unwrap_or(false))
+                .filter(|taken| *taken)
+                .count()
+        });
+        assert_eq!(taken, 3);
         // Another session has its own folder; an old one goes at the next prune.
         let other = HookSession::open(&state, "claude:s1").unwrap();
         assert!(other.first_time("hook-1").unwrap());

@@ -4,6 +4,7 @@
 //! ledger, the permission checks and the judge's own files for codex.
 
 pub mod cache;
+pub mod child_key;
 pub mod claim;
 pub mod codex_files;
 pub mod config_file;
@@ -19,6 +20,7 @@ pub mod spend_ledger;
 pub mod state_dir;
 pub mod status_file;
 pub mod tag_key;
+pub mod user_files;
 pub mod verdict_watch;
 
 use std::path::PathBuf;

@@ -17,6 +17,8 @@ use crate::store::state_dir::{now_unix, oldest_first};
 use crate::support::error::Chained;
 
 const CLAIM_DIR: &str = ".draining-";
+/// Far above any verdict the judge writes; a planted file is not read past it.
+const MAX_VERDICT_BYTES: u64 = 16 << 20;
 
 /// A verdict claimed by this process.
 pub struct Taken {
@@ -150,6 +152,9 @@ enum VerdictError {
     /// Valid JSON, but not an object.
     #[error("not a JSON object")]
     NotObject,
+    /// Another user's file: never delivered as the judge's word.
+    #[error("owned by uid {0}, not by this user; not delivered")]
+    Foreign(u32),
     /// Not JSON.
     #[error("not valid JSON")]
     NotJson(#[from] serde_json::Error),
@@ -157,7 +162,20 @@ enum VerdictError {
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.
 fn read_verdict(path: &Path) -> Result<Value, VerdictError> {
-    let bytes = crate::store::state_dir::read_nofollow(path)?;
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let file = crate::store::state_dir::open_nofollow(path)?;
+    let meta = file.metadata()?;
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(VerdictError::Foreign(meta.uid()));
+    }
+    if !meta.is_file() {
+        return Err(
+            std::io::Error::other(format!("{} is not a regular file", path.display())).into(),
+        );
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_VERDICT_BYTES).read_to_end(&mut bytes)?;
     let text = String::from_utf8_lossy(&bytes);
     match serde_json::from_str(&text)? {
         v @ Value::Object(_) => Ok(v),

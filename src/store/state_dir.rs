@@ -66,6 +66,12 @@ impl StateDir {
         self.root.join("tag.key")
     }
 
+    /// `child.key`: the random key every runner of this folder gets as the proof that
+    /// it is the judge's own child (`store::child_key`).
+    pub fn child_key(&self) -> PathBuf {
+        self.root.join("child.key")
+    }
+
     /// The daemon's lock file.
     pub fn lock(&self) -> PathBuf {
         self.root.join("daemon.lock")
@@ -220,7 +226,7 @@ pub fn read_nofollow_at_most(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Makes sure `dir` is a real folder of ours with mode 0700, creating it if missing.
-/// A symlink in its place is refused, never followed (docs/reference.md, "State folder").
+/// A symlink in its place, or another user's folder, is refused, never followed (docs/reference.md, "State folder").
 /// Not made durable: for folders nothing depends on after a power cut (runner folders,
 /// a drain's claim folder, hook sessions, codex's files, all made again when missing).
 pub fn private_dir(dir: &Path) -> io::Result<()> {
@@ -232,6 +238,14 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
             format!("cannot stat {}: {e}", dir.display()),
         )),
         Ok(meta) if !meta.is_dir() => Err(refused_folder(dir)),
+        Ok(meta) if meta.uid() != rustix::process::geteuid().as_raw() => {
+            Err(io::Error::other(format!(
+                "{} belongs to uid {}, not to this user: another user could plant files in \
+                 it; remove it (the judge makes it again)",
+                dir.display(),
+                meta.uid()
+            )))
+        }
         Ok(meta) if meta.mode() & 0o077 != 0 => {
             fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
         }

@@ -16,16 +16,20 @@ const KEY_HEX: usize = 32;
 
 /// The state folder's key, made on first use.
 pub fn load_or_create(state: &StateDir) -> io::Result<String> {
-    let path = state.tag_key();
-    match read_key(&path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => create(&state.root, &path)?,
+    load_or_create_at(&state.root, &state.tag_key())
+}
+
+/// The key in `path` (a file of the state folder `root`), made on first use.
+pub fn load_or_create_at(root: &Path, path: &Path) -> io::Result<String> {
+    match read_key(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create(root, path)?,
         other => return other,
     }
-    read_key(&path)
+    read_key(path)
 }
 
 /// The key in `path`; an error names the file and how to fix it.
-fn read_key(path: &Path) -> io::Result<String> {
+pub fn read_key(path: &Path) -> io::Result<String> {
     let bytes = read_nofollow(path)?;
     let key = String::from_utf8(bytes).unwrap_or_default();
     let key = key.trim_end();

@@ -134,10 +134,8 @@ fn a_hook_on_a_full_disk_lets_the_stop_through() {
         .to_string(),
     )
     .unwrap();
-    let mut cmd = w.command(&[runner]);
-    cmd.arg("hook")
-        .arg("claude")
-        .stdin(fs::File::open(&input).unwrap());
+    let mut cmd = w.hook_command(&[runner], &["claude"]);
+    cmd.stdin(fs::File::open(&input).unwrap());
     let out = w.run(cmd);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(!out.stdout.contains("\"decision\""), "{}", out.stdout);

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hooks");
 
 /// A block rule and a notice rule, both on (shared with the real-CLI lane).
-const RULES: &str = include_str!("../fixtures/hooks/block-and-notice.toml");
+pub(crate) const RULES: &str = include_str!("../fixtures/hooks/block-and-notice.toml");
 
 /// A fake runner answering `answer`, recording each prompt it got in `prompts/`.
-fn judge(w: &World, answer: &str) -> Value {
+pub(crate) fn judge(w: &World, answer: &str) -> Value {
     fs::create_dir_all(w.path("prompts")).unwrap();
     w.runner(
         "fake",
@@ -25,12 +25,12 @@ fn judge(w: &World, answer: &str) -> Value {
     )
 }
 
-fn write_rules(w: &World, text: &str) {
+pub(crate) fn write_rules(w: &World, text: &str) {
     fs::write(w.xdg.join("llm-judge/rules.toml"), text).unwrap();
 }
 
 /// A fixture's JSON with some keys replaced.
-fn fixture(name: &str, set: &[(&str, Value)]) -> Value {
+pub(crate) fn fixture(name: &str, set: &[(&str, Value)]) -> Value {
     let text = fs::read_to_string(Path::new(FIXTURES).join(name)).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     for (k, value) in set {
@@ -41,7 +41,7 @@ fn fixture(name: &str, set: &[(&str, Value)]) -> Value {
 
 /// `llm-judge hook <harness>` with `input` on stdin; its exit code, stdout (parsed when
 /// not empty) and stderr.
-fn hook(
+pub(crate) fn hook(
     w: &World,
     runners: &[Value],
     harness: &str,
@@ -50,20 +50,30 @@ fn hook(
     hook_args(w, runners, &[harness], input)
 }
 
-fn hook_args(
+pub(crate) fn hook_args(
     w: &World,
     runners: &[Value],
     args: &[&str],
     input: &Value,
 ) -> (Option<i32>, Option<Value>, String) {
+    hook_bytes(
+        w,
+        w.hook_command(runners, args),
+        input.to_string().as_bytes(),
+    )
+}
+
+/// Runs a hook command with `stdin`; its exit code, stdout (parsed) and stderr.
+pub fn hook_bytes(
+    w: &World,
+    mut cmd: std::process::Command,
+    stdin: &[u8],
+) -> (Option<i32>, Option<Value>, String) {
     let n = w.read("hook-inputs").len();
     let file = w.path(&format!("hook-input-{n}.json"));
-    fs::write(&file, input.to_string()).unwrap();
+    fs::write(&file, stdin).unwrap();
     fs::write(w.path("hook-inputs"), "x".repeat(n + 1)).unwrap();
-    let mut cmd = w.command(runners);
-    cmd.arg("hook")
-        .args(args)
-        .stdin(fs::File::open(&file).unwrap());
+    cmd.stdin(fs::File::open(&file).unwrap());
     let out = w.run(cmd);
     let parsed = (!out.stdout.trim().is_empty()).then(|| {
         serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {:?}", out.stdout))
@@ -71,7 +81,7 @@ fn hook_args(
     (out.code, parsed, out.stderr)
 }
 
-fn claude_stop(session: &str, turn: &str, reply: &str) -> Value {
+pub(crate) fn claude_stop(session: &str, turn: &str, reply: &str) -> Value {
     fixture(
         "claude-2.1.328.Stop.json",
         &[
@@ -82,7 +92,7 @@ fn claude_stop(session: &str, turn: &str, reply: &str) -> Value {
     )
 }
 
-fn claude_prompt(session: &str, prompt: &str) -> Value {
+pub(crate) fn claude_prompt(session: &str, prompt: &str) -> Value {
     fixture(
         "claude-2.1.328.UserPromptSubmit.json",
         &[("session_id", json!(session)), ("prompt", json!(prompt))],
@@ -101,7 +111,7 @@ fn codex_stop(session: &str, turn: &str, reply: &str, again: bool) -> Value {
     )
 }
 
-fn prompts(w: &World) -> Vec<String> {
+pub(crate) fn prompts(w: &World) -> Vec<String> {
     names(&w.path("prompts"))
         .iter()
         .map(|n| fs::read_to_string(w.path(&format!("prompts/{n}"))).unwrap())
@@ -295,20 +305,6 @@ fn nothing_breaks_the_session_bad_input_a_runner_child_a_broken_rules_file() {
         assert_eq!((code, out, err.as_str()), (Some(0), None, ""), "{input}");
     }
     assert!(w.log().contains("hook input ignored"), "{}", w.log());
-    // Inside a runner: nothing read, nothing written.
-    let file = w.path("stop.json");
-    fs::write(&file, claude_stop("s9", "p1", "Tests pass.").to_string()).unwrap();
-    let mut cmd = w.command(std::slice::from_ref(&runner));
-    cmd.env("CATSTACK_LLM_JUDGE_CHILD", "1")
-        .arg("hook")
-        .arg("claude")
-        .stdin(fs::File::open(&file).unwrap());
-    let out = w.run(cmd);
-    assert_eq!(
-        (out.code, out.stdout.as_str(), out.stderr.as_str()),
-        (Some(0), "", "")
-    );
-    assert!(w.jobs_left().is_empty());
     // A broken rules file: no block, one message a session naming the file and line.
     write_rules(&w, "[[rule]]\nname = \"x\"\nactoin = \"block\"\n");
     let (code, out, _) = hook(
@@ -334,9 +330,11 @@ fn nothing_breaks_the_session_bad_input_a_runner_child_a_broken_rules_file() {
     );
     assert_eq!(out, None, "said once a session");
     // A broken config: the defaults, said once, no block.
-    fs::write(w.path("config.toml"), "workers = \"many\"\n").unwrap();
     write_rules(&w, RULES);
-    let (code, out, _) = hook(&w, &[runner], "claude", &claude_prompt("s3", "hi"));
+    let mut broken = w.hook_command(&[runner], &["claude"]);
+    broken.args(["--set", "workers=\"many\""]);
+    let input = claude_prompt("s3", "hi").to_string();
+    let (code, out, _) = hook_bytes(&w, broken, input.as_bytes());
     assert_eq!(code, Some(0));
     let said = out.expect("a message")["systemMessage"]
         .as_str()
@@ -405,11 +403,19 @@ fn project_rules_count_only_while_the_user_trusts_them() {
     trust.args(["hooks", "trust"]).arg(&project);
     let trusted = w.run(trust);
     assert_eq!(trusted.code, Some(0), "{trusted:?}");
-    assert!(
-        trusted.stdout.contains("tests (block, on)"),
-        "{}",
-        trusted.stdout
-    );
+    // Each rule in full: its question, hit keys, notice and wait.
+    for words in [
+        "- tests (block, on, waits up to 20000 ms)",
+        "question: Did it claim tests pass without running them?",
+        "hit when all true: unverified",
+        "tells the agent: Run the tests and show the output.",
+    ] {
+        assert!(
+            trusted.stdout.contains(words),
+            "{words}: {}",
+            trusted.stdout
+        );
+    }
     assert_eq!(stop("p2").expect("a block")["decision"], "block");
     // The agent edits the file: off again until the user trusts it anew.
     fs::write(&rules_file, "# no rules any more\n").unwrap();
@@ -516,11 +522,17 @@ fn install_and_uninstall_keep_the_users_own_hooks() {
         c["hooks"]["Stop"][0]["hooks"][0]["command"], "my-hook",
         "the user's first"
     );
-    assert!(
-        c["hooks"]["Stop"][1]["hooks"][0]["command"]
-            .as_str()
-            .unwrap()
-            .ends_with("llm-judge hook claude")
+    let installed = c["hooks"]["Stop"][1]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        installed,
+        format!(
+            "{BIN} hook claude --config-dir {} --state-dir {}",
+            w.xdg.join("llm-judge").display(),
+            w.state().display()
+        ),
+        "the folders resolved at install, as flags"
     );
     assert!(c["hooks"]["UserPromptSubmit"].is_array() && c["hooks"]["SessionStart"].is_array());
     assert_eq!(
@@ -532,7 +544,7 @@ fn install_and_uninstall_keep_the_users_own_hooks() {
         x["hooks"]["Stop"][1]["hooks"][0]["command"]
             .as_str()
             .unwrap()
-            .ends_with("llm-judge hook codex")
+            .contains("llm-judge hook codex --config-dir ")
     );
     let config = fs::read_to_string(w.home.join(".codex/config.toml")).unwrap();
     let key = format!("{}:stop:1:0", codex.display());
@@ -551,7 +563,7 @@ fn install_and_uninstall_keep_the_users_own_hooks() {
         k["hooks"]["afterAgentResponse"][0]["command"]
             .as_str()
             .unwrap()
-            .ends_with("llm-judge hook cursor")
+            .contains("llm-judge hook cursor --config-dir ")
     );
     // The example rules were written, all off.
     let rules = fs::read_to_string(w.xdg.join("llm-judge/rules.toml")).unwrap();

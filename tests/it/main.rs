@@ -25,6 +25,7 @@ mod escapees;
 mod eval;
 mod faults;
 mod faults_memory;
+mod hook_attacks;
 mod hooks;
 mod local_model;
 mod migration;

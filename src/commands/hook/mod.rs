@@ -6,14 +6,15 @@
 //! judge.log line, and at most one `systemMessage` a session saying what is wrong.
 
 mod deliver;
+mod guard;
 pub mod rules_files;
 mod settle;
 mod stop;
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use crate::core::config::Settings;
-use crate::core::hooks::input::{Event, Harness, HookInput, parse_input};
+use crate::core::hooks::input::{Event, Harness, HookInput, InputError, parse_input};
 use crate::core::hooks::jobs::session_key;
 use crate::core::hooks::output::{Answer, render};
 use crate::core::hooks::rules::Trigger;
@@ -22,8 +23,8 @@ use crate::store::hook_session::HookSession;
 use crate::store::state_dir::StateDir;
 use crate::support::exit::EXIT_OK;
 
-/// A hook's stdin larger than this is not read (a reply is cut to 24,000 characters).
-const MAX_INPUT_BYTES: u64 = 8 << 20;
+use guard::{Child, Stdin};
+
 /// Session folders untouched this long go at the next session start.
 const SESSION_KEEP: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
 
@@ -32,15 +33,7 @@ pub const EXIT_REWAKE: i32 = 2;
 
 /// Runs one hook call; the exit code (0, or 2 for a rewake hook's hit).
 pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
-    // A judge's own runner must not judge: nothing read, nothing written.
-    if crate::commands::enqueue::recursion_guard() {
-        return EXIT_OK;
-    }
-    let mut bytes = Vec::new();
-    let _ = std::io::stdin()
-        .lock()
-        .take(MAX_INPUT_BYTES)
-        .read_to_end(&mut bytes);
+    let stdin = guard::read_stdin();
     let (settings, config_problem) = match config_file::load(sources) {
         Ok(settings) => (Some(settings), None),
         Err(e) => (
@@ -51,22 +44,43 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
     let Some(settings) = settings else {
         return EXIT_OK;
     };
+    if let Some(why) = guard::unknown_state_folder(sources, &settings) {
+        return refuse(harness, &why);
+    }
     let state = StateDir::new(&settings.state_dir);
     if state.create().is_ok() {
         crate::store::judge_log::init_log_only(&state.log(), settings.config.log_max_bytes);
     }
-    let input = match parse_input(harness, &bytes) {
+    if let Err(why) = guard::check_folders(&state, None) {
+        return refuse(harness, &format!("{why}; nothing is judged or delivered"));
+    }
+    let child = guard::child(sources, &state);
+    if child == Child::Judges {
+        return EXIT_OK;
+    }
+    let input = match read_input(harness, stdin) {
         Ok(input) => input,
-        Err(e) => {
-            tracing::warn!(harness = harness.name(), "hook input ignored: {e}");
-            return EXIT_OK;
-        }
+        Err(Some(why)) => return refuse(harness, &why),
+        Err(None) => return EXIT_OK,
     };
+    if let Err(why) = guard::check_folders(&state, Some(&session_key(&input))) {
+        return refuse(harness, &format!("{why}; nothing is judged or delivered"));
+    }
     let mut call = Call::new(&settings, state, sources, input);
     if let Some(problem) = config_problem {
         call.tell_once(
             "config",
             format!("config not loaded ({problem}); the hooks use the defaults"),
+        );
+    }
+    if child == Child::Forged {
+        call.tell_once(
+            "child marker",
+            format!(
+                "{} is set in this session without the judge's token (a project's settings \
+                 `env` can set it), so the hooks judge anyway",
+                crate::process::spawn::CHILD_VAR
+            ),
         );
     }
     let (answer, code) = match rewake {
@@ -84,6 +98,41 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
     };
     call.finish(written);
     code
+}
+
+/// The hook's input, or why there is none: `Some` when the user should hear of it (a
+/// reply may have gone unjudged), `None` when it was no harness's input at all.
+fn read_input(harness: Harness, stdin: Stdin) -> Result<HookInput, Option<String>> {
+    let bytes = match stdin {
+        Stdin::Read(bytes) => bytes,
+        Stdin::TooLarge => {
+            return Err(Some(format!(
+                "the hook's input was over {} MiB, so this reply was not judged",
+                guard::MAX_INPUT_BYTES >> 20
+            )));
+        }
+        Stdin::NotClosed => {
+            return Err(Some(
+                "the hook's input did not end within 5 s, so this reply was not judged".into(),
+            ));
+        }
+    };
+    parse_input(harness, &bytes).map_err(|e| {
+        tracing::warn!(harness = harness.name(), "hook input ignored: {e}");
+        matches!(e, InputError::NotJson { .. })
+            .then(|| format!("{e}; whatever reply it held was not judged"))
+    })
+}
+
+/// Says `why` to the user where the harness shows it (claude and codex read a
+/// `systemMessage` from any event), logs it, and lets the session go on.
+fn refuse(harness: Harness, why: &str) -> i32 {
+    tracing::warn!(harness = harness.name(), "{why}");
+    if harness.shows_system_message() {
+        let out = serde_json::json!({ "systemMessage": format!("llm-judge: {why}") });
+        let _ = writeln!(std::io::stdout().lock(), "{out}");
+    }
+    EXIT_OK
 }
 
 /// One hook call: its settings, state folder, input and session.
@@ -138,7 +187,11 @@ impl<'a> Call<'a> {
             Event::LoopEnd => self.on_loop_end(),
             Event::PromptSubmit => {
                 self.keep_prompt();
-                self.deliver()
+                // Cursor reads only `continue` here: its notices wait for its `stop`.
+                match self.input.harness {
+                    Harness::Cursor => Answer::default(),
+                    _ => self.deliver(),
+                }
             }
             Event::SessionStart => {
                 crate::store::hook_session::prune(&self.state, SESSION_KEEP);

@@ -1,9 +1,12 @@
-//! Where a hook's rules come from: the user's `rules.toml` (`$LLM_JUDGE_RULES`, else
-//! `$XDG_CONFIG_HOME/llm-judge/rules.toml`), and a project's `.llm-judge/rules.toml`
-//! (in the session's folder or the nearest folder above it that has one) only while
-//! its content is the one the user pinned with `llm-judge hooks trust`: the agent being
-//! judged can edit a project's files, so any change to that file switches its rules off
-//! until the user trusts it again (docs/hooks.md, "Project rules").
+//! Where a hook's rules come from: the user's `rules.toml` in the config folder
+//! (`hook --config-dir`, else `$XDG_CONFIG_HOME/llm-judge/`; never a variable a project
+//! could set), and a project's `.llm-judge/rules.toml` (in the session's folder or the
+//! nearest folder above it that has one) only while its content is the one the user
+//! pinned with `llm-judge hooks trust`: the agent being judged can edit a project's
+//! files, so any change to that file switches its rules off until the user trusts it
+//! again. A project's rules only add to the user's: one named like a rule of the
+//! user's is left out, so a trusted file cannot swap the user's rule for another
+//! (docs/hooks.md, "Project rules").
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,12 +14,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::core::digest::sha256_hex;
-use crate::core::hooks::rules::{Rule, merged, parse_rules};
+use crate::core::hooks::rules::{Rule, parse_rules};
 use crate::store::config_file::{Sources, config_folder};
 use crate::store::state_dir::read_nofollow_at_most;
 
-/// Names the user's rules file instead of the config folder's.
-pub const RULES_VAR: &str = "LLM_JUDGE_RULES";
 /// A project's rules file, relative to the project's folder.
 pub const PROJECT_RULES: &str = ".llm-judge/rules.toml";
 /// The pins of trusted project rules files, in the config folder.
@@ -33,20 +34,16 @@ pub struct Loaded {
 
 /// The user's rules file.
 pub fn user_rules_path(sources: &Sources) -> Option<PathBuf> {
-    match sources.var(RULES_VAR) {
-        Some(path) => Some(PathBuf::from(path)),
-        None => config_folder(sources).map(|dir| dir.join("rules.toml")),
-    }
+    config_folder(sources).map(|dir| dir.join("rules.toml"))
 }
 
-/// The rules for a session in `cwd`.
-pub fn load(sources: &Sources, cwd: Option<&Path>) -> Loaded {
+/// The user's own rules.
+pub fn load_user(sources: &Sources) -> Loaded {
     let mut loaded = Loaded::default();
-    let mut files = Vec::new();
     if let Some(path) = user_rules_path(sources) {
         match read(&path) {
             Ok(Some(text)) => match parse_rules(&text) {
-                Ok(rules) => files.push(rules),
+                Ok(rules) => loaded.rules = rules,
                 Err(e) => loaded.problems.push(format!(
                     "rules file {} {e}; its rules are off until it is fixed",
                     path.display()
@@ -56,17 +53,32 @@ pub fn load(sources: &Sources, cwd: Option<&Path>) -> Loaded {
             Err(why) => loaded.problems.push(why),
         }
     }
+    loaded
+}
+
+/// The rules for a session in `cwd`.
+pub fn load(sources: &Sources, cwd: Option<&Path>) -> Loaded {
+    let mut loaded = load_user(sources);
     // Keyed as `hooks trust` pins it: the real path, links resolved.
     if let Some(path) = cwd
         .and_then(project_rules)
         .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
     {
         match project(sources, &path) {
-            Ok(rules) => files.push(rules),
+            Ok(rules) => {
+                let (added, shadowed) = crate::core::hooks::rules::added_to(&loaded.rules, rules);
+                for name in shadowed {
+                    loaded.problems.push(format!(
+                        "project rule {name} in {} has the name of one of your rules, so yours \
+                         is kept and it is left out (a project's rules only add; rename it)",
+                        path.display()
+                    ));
+                }
+                loaded.rules.extend(added);
+            }
             Err(why) => loaded.problems.push(why),
         }
     }
-    loaded.rules = merged(files);
     loaded
 }
 

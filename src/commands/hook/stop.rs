@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::hooks::jobs::{RuleJob, rule_jobs, session_key};
 use crate::core::hooks::output::Answer;
+use crate::core::hooks::prompt::{REPLY_HEAD, REPLY_MAX_CHARS, is_cut};
 use crate::core::hooks::rules::{Action, MAX_WAIT_MS, Trigger};
 use crate::store::state_dir;
 
@@ -79,6 +80,22 @@ impl Call<'_> {
         let rules = self.rules();
         let prompt = self.session.as_ref().and_then(|s| s.prompt());
         let jobs = rule_jobs(&self.input, &rules, trigger, actions, prompt.as_deref());
+        if let Some(reply) = self
+            .input
+            .reply
+            .as_deref()
+            .filter(|r| !jobs.is_empty() && is_cut(r))
+        {
+            self.tell_once(
+                "long reply",
+                format!(
+                    "a reply of {} characters was judged on its first {REPLY_HEAD} and last {} \
+                     characters only; its middle was not judged",
+                    reply.chars().count(),
+                    REPLY_MAX_CHARS - REPLY_HEAD
+                ),
+            );
+        }
         let mut queued_notice = false;
         for job in &jobs {
             let first = self
@@ -127,11 +144,22 @@ impl Call<'_> {
         self.input.turn.as_deref().unwrap_or("no turn")
     }
 
+    /// What blocks are counted by: the turn, and the helper agent that stopped (claude's
+    /// `SubagentStop` carries the main turn's id, so a helper's blocks must not use up
+    /// the main agent's).
+    fn block_key(&self) -> String {
+        match &self.input.agent {
+            Some(agent) => format!("{} agent {agent}", self.turn()),
+            None => self.turn().to_string(),
+        }
+    }
+
     /// True while this turn has blocked fewer times than `max_blocks` (codex has no cap
     /// of its own; claude's is 8); past it the stop goes through.
     fn under_block_cap(&mut self) -> bool {
         let max = self.settings.config.hooks.max_blocks;
-        let so_far = self.session.as_ref().map_or(0, |s| s.blocks(self.turn()));
+        let key = self.block_key();
+        let so_far = self.session.as_ref().map_or(0, |s| s.blocks(&key, max));
         let under = so_far < max;
         if !under {
             tracing::info!(session = %self.input.session, blocks = so_far, "block cap reached: the stop goes through");
@@ -139,12 +167,18 @@ impl Call<'_> {
         under
     }
 
-    fn count_block(&self) {
-        if let Some(session) = &self.session
-            && let Err(e) = session.add_block(self.turn())
-        {
-            tracing::warn!("cannot count the block: {e}");
-        }
+    /// Takes one of the turn's blocks; false when another stop took the last.
+    fn take_block(&self) -> bool {
+        let Some(session) = &self.session else {
+            return true;
+        };
+        let max = self.settings.config.hooks.max_blocks;
+        session
+            .reserve_block(&self.block_key(), max)
+            .unwrap_or_else(|e| {
+                tracing::warn!("cannot count the block: {e}");
+                true
+            })
     }
 
     /// The notices a block of the jobs `ids` sends the agent back with (their hits by
@@ -155,10 +189,9 @@ impl Call<'_> {
             return None;
         }
         let notices = self.settle(ids, deadline);
-        if notices.is_empty() {
+        if notices.is_empty() || !self.take_block() {
             return None;
         }
-        self.count_block();
         Some(notices.join("\n"))
     }
 

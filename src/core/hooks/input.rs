@@ -69,12 +69,18 @@ pub struct HookInput {
     pub stop_hook_active: bool,
     /// Cursor's `loop_count`: follow-ups this loop already took.
     pub loop_count: Option<u64>,
+    /// The helper agent that stopped (claude's `SubagentStop` `agent_id`): its blocks
+    /// count apart from the main agent's, which shares its turn id.
+    pub agent: Option<String>,
 }
 
 /// Why a hook's stdin is not one the judge can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum InputError {
-    /// Not JSON, or not an object.
+    /// Not JSON (or cut short): whatever reply it held cannot be judged.
+    #[error("hook input is not JSON: {why}")]
+    NotJson { why: String },
+    /// JSON, but not an object.
     #[error("hook input is not a JSON object: {why}")]
     NotAnObject { why: String },
     /// No event name.
@@ -87,18 +93,24 @@ pub enum InputError {
 
 /// Reads one hook's stdin for `harness`.
 pub fn parse_input(harness: Harness, bytes: &[u8]) -> Result<HookInput, InputError> {
-    let object = match serde_json::from_slice::<Value>(bytes) {
+    if bytes.trim_ascii().is_empty() {
+        let why = "it is empty".to_string();
+        return Err(InputError::NotAnObject { why });
+    }
+    let lossy = String::from_utf8_lossy(bytes);
+    let object = match serde_json::from_str::<Value>(&without_lone_surrogates(&lossy)) {
         Ok(Value::Object(object)) => object,
         Ok(other) => {
             let why = format!("it is {}", kind(&other));
             return Err(InputError::NotAnObject { why });
         }
-        Err(e) => return Err(InputError::NotAnObject { why: e.to_string() }),
+        Err(e) => return Err(InputError::NotJson { why: e.to_string() }),
     };
     let name = text(&object, "hook_event_name").ok_or(InputError::NoEvent {
         key: "hook_event_name",
     })?;
     let event = event_of(harness, &name);
+    let agent = text(&object, "agent_id").filter(|_| event == Event::SubagentStop);
     let session_key = match harness {
         Harness::Cursor => "conversation_id",
         _ => "session_id",
@@ -137,7 +149,49 @@ pub fn parse_input(harness: Harness, bytes: &[u8]) -> Result<HookInput, InputErr
         prompt: text(&object, "prompt"),
         stop_hook_active: object.get("stop_hook_active") == Some(&Value::Bool(true)),
         loop_count: object.get("loop_count").and_then(Value::as_u64),
+        agent,
     })
+}
+
+/// `text` with each `\\uXXXX` escape of a lone UTF-16 surrogate (which JSON parsers
+/// refuse, and claude forwards from a model's reply) replaced by `\\ufffd`, the
+/// replacement character; a whole pair stays as it is. Other text is untouched.
+pub fn without_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("\\u") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = bytes.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(high) if is_high(high) && unit(i + 6).is_some_and(is_low) => i += 12,
+            Some(u) if is_high(u) || is_low(u) => {
+                out.push_str(&text[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            // Any other escape: skip its two characters (`\\\\` included).
+            _ => i += 2,
+        }
+    }
+    out.push_str(&text[copied.min(text.len())..]);
+    std::borrow::Cow::Owned(out)
 }
 
 /// The event a harness's event name means.
@@ -200,6 +254,37 @@ mod tests {
     }
 
     #[test]
+    fn what_a_harness_can_send_is_read_lone_surrogates_and_bad_utf8_included() {
+        // claude forwarded a model's lone surrogate as this escape.
+        let lone = br#"{"hook_event_name":"Stop","session_id":"s","last_assistant_message":"All tests pass. \ud83d end"}"#;
+        let input = parse_input(Harness::Claude, lone).unwrap();
+        assert_eq!(input.reply.as_deref(), Some("All tests pass. \u{fffd} end"));
+        let pair = br#"{"hook_event_name":"Stop","session_id":"s","last_assistant_message":"\ud83d\ude00 \\ud83d \udc00"}"#;
+        let input = parse_input(Harness::Claude, pair).unwrap();
+        assert_eq!(
+            input.reply.as_deref(),
+            Some("\u{1f600} \\ud83d \u{fffd}"),
+            "a pair stays, an escaped backslash is not an escape"
+        );
+        let mut raw =
+            br#"{"hook_event_name":"Stop","session_id":"s","last_assistant_message":"ok "#.to_vec();
+        raw.extend_from_slice(b"\xff\xfe done\"}");
+        let input = parse_input(Harness::Claude, &raw).unwrap();
+        assert_eq!(input.reply.as_deref(), Some("ok \u{fffd}\u{fffd} done"));
+        assert!(matches!(
+            parse_input(Harness::Claude, b"{\"hook_event_name\": \"St"),
+            Err(InputError::NotJson { .. })
+        ));
+        assert_eq!(without_lone_surrogates("plain"), "plain");
+        assert_eq!(without_lone_surrogates("\\ud800"), "\\ufffd");
+        assert_eq!(
+            without_lone_surrogates("x\\"),
+            "x\\",
+            "a trailing backslash"
+        );
+    }
+
+    #[test]
     fn claude_events_as_the_real_cli_sends_them() {
         let stop = parse(Harness::Claude, CLAUDE_STOP);
         assert_eq!(stop.event, Event::Stop);
@@ -223,6 +308,12 @@ mod tests {
         let sub = parse(Harness::Claude, CLAUDE_SUBAGENT);
         assert_eq!(sub.event, Event::SubagentStop);
         assert!(sub.reply.is_some());
+        assert_eq!(sub.agent.as_deref(), Some("af6f8ae171ceb35bc"));
+        assert_eq!(
+            sub.turn, stop.turn,
+            "a helper shares the main turn's prompt_id"
+        );
+        assert_eq!(stop.agent, None);
     }
 
     #[test]

@@ -3,14 +3,13 @@
 //! `hooks uninstall`: only the judge's own entries (a command running `llm-judge hook
 //! <harness>`) are added, replaced or removed; every other key and hook stays as it
 //! was. New entries go at the end of each event's list, so the positions codex keys
-//! its trust by never move for the user's own hooks. Also codex's trust: the SHA-256
-//! of a handler, as codex computes it, and the config.toml block that records it.
+//! its trust by never move for the user's own hooks. "The judge's own" is exact: a
+//! command install writes, rendered back byte for byte (`ours`).
 
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
 use super::input::Harness;
-use crate::core::digest::sha256_hex;
 
 /// One hook entry of the judge's.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,18 +24,64 @@ pub struct Entry {
     pub rewake: bool,
 }
 
-/// The judge's entries for `harness`, running `program` (an absolute path).
-pub fn entries(harness: Harness, program: &str) -> Vec<Entry> {
-    let command = |extra: &str| {
-        format!(
-            "{} hook {}{extra}",
-            crate::core::shell::quote(program),
-            harness.name()
-        )
-    };
+/// What every hook command of one install runs: the absolute program, and the
+/// folders install resolved from the user's own shell, written as flags so that a
+/// project's environment (claude passes a project's `env` to every hook) cannot move
+/// the config, the rules or the state (docs/security.md, "Hook mode").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HookCommand {
+    pub program: String,
+    /// `--config-dir`: the folder of `rules.toml`, `trusted-rules.json` and, unless
+    /// `config` names another, `config.toml`.
+    pub config_dir: Option<String>,
+    /// `--config`: a config file named by the user's `--config` or `$LLM_JUDGE_CONFIG`.
+    pub config: Option<String>,
+    /// `--state-dir`.
+    pub state_dir: Option<String>,
+}
+
+/// The flags a hook command may carry, in the order install writes them.
+const FLAGS: [&str; 3] = ["--config-dir", "--config", "--state-dir"];
+
+impl HookCommand {
+    /// The command line of `harness`'s hook (with `--rewake` for claude's rewake hook).
+    pub fn render(&self, harness: Harness, rewake: bool) -> String {
+        use crate::core::shell::quote;
+        let mut out = format!("{} hook {}", quote(&self.program), harness.name());
+        for (flag, value) in FLAGS.iter().zip(self.values()) {
+            if let Some(value) = value {
+                out.push_str(&format!(" {flag} {}", quote(value)));
+            }
+        }
+        if rewake {
+            out.push_str(" --rewake");
+        }
+        out
+    }
+
+    fn values(&self) -> [Option<&String>; 3] {
+        [
+            self.config_dir.as_ref(),
+            self.config.as_ref(),
+            self.state_dir.as_ref(),
+        ]
+    }
+
+    /// The flags as `--flag value` pairs, for the report.
+    pub fn flags(&self) -> Vec<(&'static str, &str)> {
+        FLAGS
+            .iter()
+            .zip(self.values())
+            .filter_map(|(flag, value)| Some((*flag, value?.as_str())))
+            .collect()
+    }
+}
+
+/// The judge's entries for `harness`, running `command`'s program with its flags.
+pub fn entries(harness: Harness, command: &HookCommand) -> Vec<Entry> {
     let entry = |event, timeout| Entry {
         event,
-        command: command(""),
+        command: command.render(harness, false),
         timeout,
         rewake: false,
     };
@@ -48,7 +93,7 @@ pub fn entries(harness: Harness, program: &str) -> Vec<Entry> {
             entry("SessionStart", PROMPT_TIMEOUT),
             Entry {
                 event: "Stop",
-                command: command(" --rewake"),
+                command: command.render(harness, true),
                 timeout: REWAKE_TIMEOUT,
                 rewake: true,
             },
@@ -75,17 +120,43 @@ const PROMPT_TIMEOUT: u64 = 15;
 /// A background rewake judge waits up to its rule's `wait_ms`.
 const REWAKE_TIMEOUT: u64 = 300;
 
-/// The harness and whether it is the rewake hook, when `command` runs `llm-judge hook`.
-pub fn ours(command: &str) -> Option<(String, bool)> {
+/// Whether `command` is the rewake hook, when it is exactly a command install writes
+/// for `harness`: the quoted absolute program named `llm-judge`, `hook`, the harness,
+/// install's own flags in install's order, an optional `--rewake`, and nothing else
+/// (rendered back, byte for byte). Anything else in a settings file is the user's:
+/// never trusted, updated or removed by the judge.
+pub fn ours(harness: Harness, command: &str) -> Option<bool> {
     let words = shell_words(command)?;
-    let program = words.first()?;
-    let is_judge = program.rsplit('/').next() == Some("llm-judge");
-    match (is_judge, words.get(1).map(String::as_str), words.get(2)) {
-        (true, Some("hook"), Some(harness)) => {
-            Some((harness.clone(), words.iter().any(|w| w == "--rewake")))
-        }
-        _ => None,
+    let (program, rest) = words.split_first()?;
+    let named_judge = program.starts_with('/') && program.rsplit('/').next() == Some("llm-judge");
+    let [hook, name, flags @ ..] = rest else {
+        return None;
+    };
+    if !named_judge || hook != "hook" || name != harness.name() {
+        return None;
     }
+    let (flags, rewake) = match flags.split_last() {
+        Some((last, before)) if last == "--rewake" => (before, true),
+        _ => (flags, false),
+    };
+    let mut parsed = HookCommand {
+        program: program.clone(),
+        ..HookCommand::default()
+    };
+    let mut order = FLAGS.iter();
+    for pair in flags.chunks(2) {
+        let [flag, value] = pair else {
+            return None;
+        };
+        // Each flag at most once, in install's order.
+        let slot = match *order.find(|f| **f == flag.as_str())? {
+            "--config-dir" => &mut parsed.config_dir,
+            "--config" => &mut parsed.config,
+            _ => &mut parsed.state_dir,
+        };
+        *slot = Some(value.clone());
+    }
+    (parsed.render(harness, rewake) == command).then_some(rewake)
 }
 
 /// Plain and single-quoted words (what `core::shell::quote` writes); `None` for anything else.
@@ -191,11 +262,11 @@ pub fn remove(harness: Harness, settings: &mut Value) -> Vec<Change> {
         };
         let before = count_ours(harness, list);
         match harness {
-            Harness::Cursor => list.retain(|h| !is_ours_handler(h)),
+            Harness::Cursor => list.retain(|h| !is_ours_handler(harness, h)),
             _ => {
                 for group in list.iter_mut() {
                     if let Some(inner) = group.get_mut("hooks").and_then(Value::as_array_mut) {
-                        inner.retain(|h| !is_ours_handler(h));
+                        inner.retain(|h| !is_ours_handler(harness, h));
                     }
                 }
                 list.retain(|g| {
@@ -243,21 +314,21 @@ fn handler(harness: Harness, entry: &Entry) -> Value {
     }
 }
 
-fn is_ours_handler(handler: &Value) -> bool {
+fn is_ours_handler(harness: Harness, handler: &Value) -> bool {
     handler
         .get("command")
         .and_then(Value::as_str)
-        .is_some_and(|c| ours(c).is_some())
+        .is_some_and(|c| ours(harness, c).is_some())
 }
 
 fn count_ours(harness: Harness, list: &[Value]) -> usize {
     match harness {
-        Harness::Cursor => list.iter().filter(|h| is_ours_handler(h)).count(),
+        Harness::Cursor => list.iter().filter(|h| is_ours_handler(harness, h)).count(),
         _ => list
             .iter()
             .filter_map(|g| g.get("hooks").and_then(Value::as_array))
             .flatten()
-            .filter(|h| is_ours_handler(h))
+            .filter(|h| is_ours_handler(harness, h))
             .count(),
     }
 }
@@ -267,8 +338,8 @@ fn find<'a>(harness: Harness, list: &'a mut [Value], entry: &Entry) -> Option<&'
     let matches = |h: &Value| {
         h.get("command")
             .and_then(Value::as_str)
-            .and_then(ours)
-            .is_some_and(|(name, rewake)| name == harness.name() && rewake == entry.rewake)
+            .and_then(|c| ours(harness, c))
+            .is_some_and(|rewake| rewake == entry.rewake)
     };
     match harness {
         Harness::Cursor => list.iter_mut().find(|h| matches(h)),
@@ -318,145 +389,77 @@ fn event_list<'a>(
         })
 }
 
-/// codex's name of an event in its trust keys.
-fn codex_label(event: &str) -> &'static str {
-    match event {
-        "Stop" => "stop",
-        "SubagentStop" => "subagent_stop",
-        "UserPromptSubmit" => "user_prompt_submit",
-        "SessionStart" => "session_start",
-        _ => "other",
-    }
-}
-
-/// codex's trust hash of one command handler of `event` (codex 0.171.0: SHA-256 of the
-/// handler's normalized identity, keys sorted, compact JSON). Matchers are not kept for
-/// the judge's events, and its handlers set no `async` or `statusMessage`.
-pub fn codex_hash(event: &str, command: &str, timeout: u64) -> String {
-    // Keys in sorted order: the crate's JSON keeps insertion order.
-    let identity = json!({
-        "event_name": codex_label(event),
-        "hooks": [{"async": false, "command": command, "timeout": timeout.max(1), "type": "command"}],
-    });
-    format!("sha256:{}", sha256_hex(identity.to_string().as_bytes()))
-}
-
-/// The trust keys and hashes codex gives the judge's handlers in `hooks_json` (the
-/// file at `source`, as codex names it: `$CODEX_HOME/hooks.json`).
-pub fn codex_trust(source: &str, hooks_json: &Value) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Some(hooks) = hooks_json.get("hooks").and_then(Value::as_object) else {
-        return out;
-    };
-    for (event, groups) in hooks {
-        for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
-            for (h, handler) in group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let Some(command) = handler.get("command").and_then(Value::as_str) else {
-                    continue;
-                };
-                if ours(command).is_none() {
-                    continue;
-                }
-                let timeout = handler
-                    .get("timeout")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(600);
-                let key = format!("{source}:{}:{g}:{h}", codex_label(event));
-                out.push((key, codex_hash(event, command, timeout)));
-            }
-        }
-    }
-    out
-}
-
-/// The first line of the block `--trust` writes into codex's config.toml.
-pub const TRUST_BEGIN: &str = "# llm-judge hooks: trusted by `llm-judge hooks install codex --trust`; `llm-judge hooks uninstall codex` removes this block";
-/// Its last line.
-pub const TRUST_END: &str = "# end of llm-judge hooks";
-
-/// `config` (codex's config.toml text) with the judge's trust block replaced by one
-/// for `trust` (or only removed, when empty).
-pub fn with_trust_block(config: &str, trust: &[(String, String)]) -> String {
-    let mut out = without_trust_block(config);
-    if trust.is_empty() {
-        return out;
-    }
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str(TRUST_BEGIN);
-    out.push('\n');
-    for (key, hash) in trust {
-        let quoted = toml::Value::String(key.clone()).to_string();
-        out.push_str(&format!(
-            "[hooks.state.{quoted}]\ntrusted_hash = \"{hash}\"\n"
-        ));
-    }
-    out.push_str(TRUST_END);
-    out.push('\n');
-    out
-}
-
-/// `config` without the judge's trust block.
-pub fn without_trust_block(config: &str) -> String {
-    let mut out = String::with_capacity(config.len());
-    let mut inside = false;
-    for line in config.split_inclusive('\n') {
-        let bare = line.trim_end();
-        if bare == TRUST_BEGIN {
-            inside = true;
-        } else if inside && bare == TRUST_END {
-            inside = false;
-        } else if !inside {
-            out.push_str(line);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const PROGRAM: &str = "/home/u/.cargo/bin/llm-judge";
 
+    fn at(program: &str) -> HookCommand {
+        HookCommand {
+            program: program.into(),
+            config_dir: Some("/home/u/.config/llm-judge".into()),
+            config: None,
+            state_dir: Some("/home/u/state dir".into()),
+        }
+    }
+
     #[test]
-    fn the_judges_commands_are_told_from_others() {
+    fn only_a_command_install_writes_is_the_judges() {
+        let claude = Harness::Claude;
+        let written = at(PROGRAM).render(claude, false);
         assert_eq!(
-            ours("/usr/bin/llm-judge hook claude"),
-            Some(("claude".into(), false))
+            written,
+            "/home/u/.cargo/bin/llm-judge hook claude --config-dir /home/u/.config/llm-judge \
+             --state-dir '/home/u/state dir'"
         );
+        assert_eq!(ours(claude, &written), Some(false));
+        assert_eq!(ours(claude, &at(PROGRAM).render(claude, true)), Some(true));
+        // What earlier versions wrote: no flags.
+        assert_eq!(ours(claude, "/usr/bin/llm-judge hook claude"), Some(false));
         assert_eq!(
-            ours("'/a b/llm-judge' hook claude --rewake"),
-            Some(("claude".into(), true))
+            ours(claude, "'/a b/llm-judge' hook claude --rewake"),
+            Some(true)
         );
-        assert_eq!(ours("llm-judge hook codex"), Some(("codex".into(), false)));
-        assert_eq!(ours("python3 judge.py hook claude"), None);
-        assert_eq!(ours("/x/llm-judge daemon"), None);
-        assert_eq!(ours("'unclosed"), None);
+        let quoted = crate::core::shell::quote("/a b/it's/llm-judge");
+        assert_eq!(
+            ours(Harness::Cursor, &format!("{quoted} hook cursor")),
+            Some(false)
+        );
+        for foreign in [
+            "llm-judge hook claude".to_string(),
+            "./bin/llm-judge hook claude".to_string(),
+            "/opt/x/llm-judge hook codex".to_string(),
+            "/x/llm-judge daemon".to_string(),
+            "python3 judge.py hook claude".to_string(),
+            "'unclosed".to_string(),
+            format!("{written}; touch X"),
+            format!("{written} ; my-notifier.sh"),
+            format!("{written} --extra"),
+            "/x/llm-judge hook claude --state-dir /elsewhere --config-dir /c".to_string(),
+            "/x/llm-judge hook claude --state-dir /a --state-dir /b".to_string(),
+            "/x/llm-judge hook claude --rewake --state-dir /a".to_string(),
+            "/x/llm-judge  hook claude".to_string(),
+            "'/x/llm-judge' hook claude".to_string(),
+            "/x/llm-judge hook claude --state-dir".to_string(),
+        ] {
+            assert_eq!(ours(claude, &foreign), None, "{foreign}");
+        }
         assert_eq!(crate::core::shell::quote("/a b/it's"), "'/a b/it'\\''s'");
-        assert_eq!(
-            ours(&format!(
-                "{} hook cursor",
-                crate::core::shell::quote("/a b/it's/llm-judge")
-            )),
-            Some(("cursor".into(), false))
-        );
     }
 
     #[test]
     fn install_keeps_the_users_hooks_and_keys_and_is_idempotent() {
         let mut settings = json!({
             "model": "opus",
-            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "my-own-hook"}]}]}
+            "hooks": {"Stop": [
+                {"hooks": [{"type": "command", "command": "my-own-hook"}]},
+                {"hooks": [{"type": "command", "command": "/opt/x/llm-judge hook codex"}]},
+                {"hooks": [{"type": "command", "command": format!("{PROGRAM} hook claude; my-notifier.sh")}]}
+            ]}
         });
-        let mine = entries(Harness::Claude, PROGRAM);
+        let users = settings.clone();
+        let mine = entries(Harness::Claude, &at(PROGRAM));
         let changes = add(Harness::Claude, &mut settings, &mine).unwrap();
         assert_eq!(changes.len(), 5, "{changes:?}");
         assert_eq!(settings["model"], "opus");
@@ -466,11 +469,11 @@ mod tests {
             "the user's first, unmoved"
         );
         assert_eq!(
-            stop[1]["hooks"][0]["command"],
-            format!("{PROGRAM} hook claude")
+            stop[3]["hooks"][0]["command"],
+            at(PROGRAM).render(Harness::Claude, false)
         );
-        assert_eq!(stop[1]["hooks"][0]["timeout"], STOP_TIMEOUT);
-        assert_eq!(stop[2]["hooks"][0]["asyncRewake"], true);
+        assert_eq!(stop[3]["hooks"][0]["timeout"], STOP_TIMEOUT);
+        assert_eq!(stop[4]["hooks"][0]["asyncRewake"], true);
         assert!(installed(Harness::Claude, &settings, &mine));
         let again = settings.clone();
         assert!(
@@ -480,25 +483,22 @@ mod tests {
         );
         assert_eq!(settings, again, "a second install changes nothing");
         // Another binary path updates the judge's entries in place.
-        let moved = entries(Harness::Claude, "/opt/llm-judge");
+        let moved = entries(Harness::Claude, &at("/opt/llm-judge"));
         let changes = add(Harness::Claude, &mut settings, &moved).unwrap();
         assert!(
             changes.iter().all(|c| matches!(c, Change::Updated(_))),
             "{changes:?}"
         );
-        assert_eq!(settings["hooks"]["Stop"].as_array().unwrap().len(), 3);
-        // Uninstall leaves exactly the user's.
+        assert_eq!(settings["hooks"]["Stop"].as_array().unwrap().len(), 5);
+        // Uninstall leaves exactly the user's, look-alikes included.
         let removed = remove(Harness::Claude, &mut settings);
         assert_eq!(removed.len(), 5);
-        assert_eq!(
-            settings,
-            json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "my-own-hook"}]}]}})
-        );
+        assert_eq!(settings, users);
         let mut empty = json!({});
         add(
             Harness::Codex,
             &mut empty,
-            &entries(Harness::Codex, PROGRAM),
+            &entries(Harness::Codex, &at(PROGRAM)),
         )
         .unwrap();
         remove(Harness::Codex, &mut empty);
@@ -511,7 +511,7 @@ mod tests {
         add(
             Harness::Cursor,
             &mut settings,
-            &entries(Harness::Cursor, PROGRAM),
+            &entries(Harness::Cursor, &at(PROGRAM)),
         )
         .unwrap();
         assert_eq!(settings["version"], 1);
@@ -519,11 +519,11 @@ mod tests {
         assert_eq!(stop[0]["command"], "./mine.sh");
         assert_eq!(
             stop[1],
-            json!({"command": format!("{PROGRAM} hook cursor"), "timeout": STOP_TIMEOUT})
+            json!({"command": at(PROGRAM).render(Harness::Cursor, false), "timeout": STOP_TIMEOUT})
         );
         assert_eq!(
             settings["hooks"]["afterAgentResponse"][0]["command"],
-            format!("{PROGRAM} hook cursor")
+            at(PROGRAM).render(Harness::Cursor, false)
         );
         remove(Harness::Cursor, &mut settings);
         assert_eq!(
@@ -544,59 +544,11 @@ mod tests {
                 add(
                     Harness::Claude,
                     &mut copy,
-                    &entries(Harness::Claude, PROGRAM)
+                    &entries(Harness::Claude, &at(PROGRAM))
                 )
                 .is_err(),
                 "{bad}"
             );
         }
-    }
-
-    /// The hash codex 0.171.0's `hooks/list` reported as `currentHash` for a Stop
-    /// handler (measured against the real app-server).
-    #[test]
-    fn the_codex_trust_hash_is_codexs() {
-        assert_eq!(
-            codex_hash(
-                "Stop",
-                "python3 /tmp/hookresearch/hook.py /tmp/hookresearch/runs/x1/dump Stop",
-                15
-            ),
-            "sha256:fe84bef78b0d1d327e8063c4dd5a6016fe281cde2a3504b77c56f1676bdaca97"
-        );
-        let mut hooks =
-            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}});
-        add(
-            Harness::Codex,
-            &mut hooks,
-            &entries(Harness::Codex, PROGRAM),
-        )
-        .unwrap();
-        let trust = codex_trust("/h/.codex/hooks.json", &hooks);
-        let keys: Vec<&str> = trust.iter().map(|(k, _)| k.as_str()).collect();
-        assert!(keys.contains(&"/h/.codex/hooks.json:stop:1:0"), "{keys:?}");
-        assert!(
-            keys.contains(&"/h/.codex/hooks.json:user_prompt_submit:0:0"),
-            "{keys:?}"
-        );
-        assert_eq!(trust.len(), 4, "the user's own hook is not ours to trust");
-    }
-
-    #[test]
-    fn the_trust_block_is_written_once_and_removed_whole() {
-        let config = "model = \"o3\"\n[projects.\"/w\"]\ntrust_level = \"trusted\"\n";
-        let trust = vec![(
-            "/h/.codex/hooks.json:stop:0:0".to_string(),
-            "sha256:ab".to_string(),
-        )];
-        let once = with_trust_block(config, &trust);
-        assert_eq!(with_trust_block(&once, &trust), once, "idempotent");
-        let parsed: toml::Table = once.parse().expect("valid TOML");
-        assert_eq!(
-            parsed["hooks"]["state"]["/h/.codex/hooks.json:stop:0:0"]["trusted_hash"].as_str(),
-            Some("sha256:ab")
-        );
-        assert_eq!(without_trust_block(&once), config);
-        assert_eq!(with_trust_block(&once, &[]), config);
     }
 }

@@ -145,6 +145,7 @@ mod tests {
             prompt: None,
             stop_hook_active: false,
             loop_count: None,
+            agent: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! hook entries `llm-judge hooks install` merges into each harness's settings. Pure:
 //! the command (`commands::hook`) does the reading, writing and waiting.
 
+pub mod codex_trust;
 pub mod input;
 pub mod install;
 pub mod jobs;

@@ -3,8 +3,6 @@
 //! (block the stop, or a notice at the next prompt). Unknown keys and wrong values are
 //! refused with the file's line, as config keys are.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -296,21 +294,14 @@ fn toml_error(text: &str, e: &toml::de::Error) -> RulesError {
     RulesError { line, message }
 }
 
-/// The rules of several files (the user's first), those with the same name later
-/// replacing earlier ones: a project may turn off or change a rule of the user's.
-pub fn merged(files: Vec<Vec<Rule>>) -> Vec<Rule> {
-    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-    let mut out: Vec<Rule> = Vec::new();
-    for rule in files.into_iter().flatten() {
-        match by_name.get(&rule.name) {
-            Some(&at) => out[at] = rule,
-            None => {
-                by_name.insert(rule.name.clone(), out.len());
-                out.push(rule);
-            }
-        }
-    }
-    out
+/// A project's `rules` that the user's do not name, and the names of the others: a
+/// project's rules only add, so a trusted file cannot turn off or swap a rule of the
+/// user's for another question under the same name.
+pub fn added_to(users: &[Rule], rules: Vec<Rule>) -> (Vec<Rule>, Vec<String>) {
+    let (shadowed, added): (Vec<Rule>, Vec<Rule>) = rules
+        .into_iter()
+        .partition(|rule| users.iter().any(|u| u.name == rule.name));
+    (added, shadowed.into_iter().map(|r| r.name).collect())
 }
 
 #[cfg(test)]
@@ -401,14 +392,14 @@ wait_ms = 2000
     }
 
     #[test]
-    fn a_later_file_replaces_a_rule_of_the_same_name() {
+    fn a_project_rule_only_adds_never_replaces_the_users() {
         let user = parse_rules(GOOD).unwrap();
         let mut project = parse_rules(GOOD).unwrap();
-        project.truncate(1);
         project[0].enabled = false;
-        let all = merged(vec![user, project]);
-        assert_eq!(all.len(), 2);
-        assert_eq!(all[0].name, "claims-unverified-tests");
-        assert!(!all[0].enabled, "the project's copy");
+        project[1].name = "the-projects-own".into();
+        let (added, shadowed) = added_to(&user, project);
+        assert_eq!(shadowed, ["claims-unverified-tests"]);
+        assert_eq!(added.len(), 1);
+        assert_eq!(added[0].name, "the-projects-own");
     }
 }

@@ -11,9 +11,14 @@ use thiserror::Error;
 pub type RunnerEnv = BTreeMap<String, String>;
 
 /// Variables the judge sets for every runner itself: a table may not change them
-/// (`GIT_DIR` keeps a repository's filters from running, the other two find a runner's
+/// (`GIT_DIR` keeps a repository's filters from running, the others find a runner's
 /// processes and mark them as the judge's children).
-pub const RESERVED: [&str; 3] = ["CATSTACK_LLM_JUDGE_CHILD", "LLM_JUDGE_TAG", "GIT_DIR"];
+pub const RESERVED: [&str; 4] = [
+    "CATSTACK_LLM_JUDGE_CHILD",
+    "LLM_JUDGE_CHILD_TOKEN",
+    "LLM_JUDGE_TAG",
+    "GIT_DIR",
+];
 
 /// A runner `env` entry no table may hold.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -77,6 +82,7 @@ mod tests {
             ("GIT_DIR", "/repo/.git", "set by the judge"),
             ("LLM_JUDGE_TAG", "x", "set by the judge"),
             ("CATSTACK_LLM_JUDGE_CHILD", "0", "set by the judge"),
+            ("LLM_JUDGE_CHILD_TOKEN", "0", "set by the judge"),
         ] {
             let e = check_env(&env(&[(name, value)])).unwrap_err().to_string();
             assert!(e.contains(words), "{name:?}: {e}");

@@ -14,6 +14,18 @@ use crate::process::tag::TAG_VAR;
 
 /// Set in every runner's environment: hooks that see it must not enqueue jobs.
 pub const CHILD_VAR: &str = "CATSTACK_LLM_JUDGE_CHILD";
+/// Set beside it: the state folder's child key (`store::child_key`), which a project's
+/// settings cannot know; `llm-judge hook` skips only when it holds its folder's key.
+pub const CHILD_TOKEN_VAR: &str = "LLM_JUDGE_CHILD_TOKEN";
+
+/// The child key of the state folder this process judges for, once it is known.
+static CHILD_TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Gives every runner this process starts from now on `token` as its proof of being
+/// the judge's child (one state folder a process: a second call changes nothing).
+pub fn set_child_token(token: String) {
+    let _ = CHILD_TOKEN.set(token);
+}
 /// Set to `/dev/null` in every runner's environment, so git finds no repository in the
 /// job's folder: codex runs `git status` there outside its sandbox, and a repository's
 /// own config and attributes (a `filter.<name>.clean` command, `.git/info/attributes`)
@@ -30,7 +42,7 @@ pub(super) fn runner_env(
     withheld: &[&str],
     inherited: &Arc<[CString]>,
 ) -> Result<Env, ProcessError> {
-    let mut own = Vec::with_capacity(table.len() + 3);
+    let mut own = Vec::with_capacity(table.len() + 4);
     // The table's check refused NUL bytes and our own names; a NUL here is skipped.
     own.extend(
         table
@@ -38,7 +50,11 @@ pub(super) fn runner_env(
             .filter_map(|(key, value)| CString::new(format!("{key}={value}")).ok()),
     );
     let replacing = own.len();
-    for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")] {
+    let token = CHILD_TOKEN.get().map(|t| (CHILD_TOKEN_VAR, t.as_str()));
+    for (key, value) in [(CHILD_VAR, "1"), (TAG_VAR, tag), (GIT_DIR_VAR, "/dev/null")]
+        .into_iter()
+        .chain(token)
+    {
         let pair = CString::new(format!("{key}={value}"));
         own.push(pair.map_err(|_| ProcessError::NulInOwnVariable(key))?);
     }
@@ -65,6 +81,7 @@ pub(super) fn inherited_env(vars: impl Iterator<Item = (OsString, OsString)>) ->
                     | "WATCHDOG_PID"
                     | "WATCHDOG_USEC"
                     | CHILD_VAR
+                    | CHILD_TOKEN_VAR
                     | TAG_VAR
                     | GIT_DIR_VAR
             ) || k.starts_with("LISTEN_")
@@ -148,6 +165,7 @@ mod tests {
                 var("NOTIFY_SOCKET", b"/run/x"),
                 var("LISTEN_FDS", b"2"),
                 var(CHILD_VAR, b"1"),
+                var(CHILD_TOKEN_VAR, b"forged"),
                 var(TAG_VAR, b"old"),
                 var("GIT_DIR", b"/home/u/repo/.git"),
                 var("RAW", b"\xff"),
@@ -166,13 +184,17 @@ mod tests {
             .map(|c| c.to_string_lossy().into_owned())
             .collect();
         assert_eq!(
-            tail,
+            tail[..3],
             [
                 format!("{CHILD_VAR}=1"),
                 format!("{TAG_VAR}=t1"),
                 "GIT_DIR=/dev/null".to_string()
             ]
         );
+        // The token, when this process knows its folder's key (another test may set it).
+        if let Some(token) = CHILD_TOKEN.get() {
+            assert_eq!(tail[3], format!("{CHILD_TOKEN_VAR}={token}"));
+        }
     }
 
     #[test]

@@ -30,7 +30,10 @@ use crate::process::supervisor::{self, Launch, Report};
 use attempt::{Attempt, outer_pid};
 use capture::{Lines, Tail};
 pub use control::{Control, StopSignal, stopped};
-pub use env::{CHILD_VAR, find_on_path, is_installed, missing_login, resolve_program};
+pub use env::{
+    CHILD_TOKEN_VAR, CHILD_VAR, find_on_path, is_installed, missing_login, resolve_program,
+    set_child_token,
+};
 use env::{inherited_env, runner_env};
 
 /// How long to wait for pipes to close once the runner and its tree are gone.

@@ -51,6 +51,39 @@ impl World {
         cmd
     }
 
+    /// `llm-judge hook ARGS` as `hooks install` writes it (`--config-dir`, `--state-dir`),
+    /// its runners in a config file: a hook takes none from a variable, so the override
+    /// variable set here (a runner answering clean) must change nothing.
+    pub fn hook_command(&self, runners: &[Value], args: &[&str]) -> Command {
+        let table: String = runners
+            .iter()
+            .map(|r| {
+                let argv: Vec<&str> = r[1]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap())
+                    .collect();
+                super::runner_toml("default", r[0].as_str().unwrap(), &argv)
+            })
+            .collect();
+        let config = self.config_file(
+            "hook-config.toml",
+            &format!("fsync = false\nkill_grace_seconds = 1\n{table}"),
+        );
+        let mut cmd = self.command(&[serde_json::json!([
+            "clean",
+            ["/bin/echo", "{\"unverified\": false}"]
+        ])]);
+        cmd.arg("hook")
+            .args(args)
+            .arg("--config-dir")
+            .arg(self.xdg.join("llm-judge"))
+            .arg("--config")
+            .arg(config);
+        cmd
+    }
+
     /// `llm-judge --state-dir <state>` as a user's shell starts it: the test's own
     /// environment with the world's HOME, XDG_CONFIG_HOME and TMPDIR, and none of the
     /// variables that would point it elsewhere; it reads the XDG config. The

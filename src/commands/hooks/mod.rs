@@ -8,18 +8,23 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
+mod codex;
+mod trust;
+
 use crate::commands::HarnessArg;
-use crate::commands::hook::rules_files::{self, PROJECT_RULES, Pins, pin_of, pins, pins_path};
-use crate::core::config::Settings;
+use crate::commands::hook::rules_files;
+use crate::core::config::{CONFIG_VAR, Settings};
 use crate::core::hooks::input::Harness;
-use crate::core::hooks::install::{self, Change};
+use crate::core::hooks::install::{self, Change, HookCommand};
 use crate::core::hooks::rules::parse_rules;
-use crate::store::config_file::Sources;
-use crate::store::state_dir::{self, StateDir};
+use crate::store::config_file::{Sources, config_folder};
+use crate::store::state_dir::StateDir;
+use crate::store::user_files;
+use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// The example rules, all off, written as the user's rules file when there is none.
-pub const EXAMPLE_RULES: &str = include_str!("../../rules/examples.toml");
+pub const EXAMPLE_RULES: &str = include_str!("../../../rules/examples.toml");
 
 /// What `llm-judge hooks` does.
 #[derive(Subcommand, Debug)]
@@ -75,7 +80,7 @@ pub fn main(settings: &Settings, sources: &Sources, action: HooksAction) -> i32 
     let result = match action {
         HooksAction::Install { target, trust } => install(settings, sources, &target, trust),
         HooksAction::Uninstall { target } => uninstall(sources, &target),
-        HooksAction::Trust { dir } => trust_project(sources, &dir),
+        HooksAction::Trust { dir } => trust::project(sources, &dir),
     };
     match result {
         Ok(()) => EXIT_OK,
@@ -91,7 +96,7 @@ pub fn main(settings: &Settings, sources: &Sources, action: HooksAction) -> i32 
 }
 
 /// Why a `hooks` action did nothing.
-enum Refused {
+pub(super) enum Refused {
     /// The user can fix it by giving something else (exit 2).
     Usage(String),
     /// A file could not be read or written (exit 1).
@@ -125,10 +130,28 @@ pub fn settings_path(
 
 /// `$CODEX_HOME`, else `~/.codex`, as codex names it (not resolved: its trust keys
 /// hold the path as written).
-fn codex_home(sources: &Sources, home: &Path) -> PathBuf {
+pub(super) fn codex_home(sources: &Sources, home: &Path) -> PathBuf {
     sources
         .var("CODEX_HOME")
         .map_or_else(|| home.join(".codex"), PathBuf::from)
+}
+
+/// What the installed hooks run: this binary, with the config folder, config file and
+/// state folder resolved now, from the user's own shell (docs/security.md, "Hook mode").
+pub fn hook_command(settings: &Settings, sources: &Sources) -> Result<HookCommand, String> {
+    let program = crate::service::host::this_binary().map_err(|e| e.chain().to_string())?;
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let text = |p: PathBuf| absolute(p).to_string_lossy().into_owned();
+    let config = sources
+        .config_flag
+        .clone()
+        .or_else(|| sources.var(CONFIG_VAR).map(PathBuf::from));
+    Ok(HookCommand {
+        program: program.to_string_lossy().into_owned(),
+        config_dir: config_folder(sources).map(text),
+        config: config.map(text),
+        state_dir: Some(text(settings.state_dir.clone())),
+    })
 }
 
 fn install(
@@ -143,19 +166,23 @@ fn install(
             "--trust is for codex only (claude and Cursor run hooks without it)".into(),
         ));
     }
-    let program = crate::service::host::this_binary()
-        .map_err(|e| Refused::Failed(crate::support::error::chain(&e)))?;
-    let program = program.to_string_lossy().into_owned();
+    let command = hook_command(settings, sources).map_err(Refused::Failed)?;
+    let program = command.program.clone();
     let path = settings_path(sources, harness, project)
         .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;
+    let within = project.and_then(|p| std::path::absolute(p).ok());
     let (mut doc, existed) = read_json(&path)?;
-    let entries = install::entries(harness, &program);
+    let entries = install::entries(harness, &command);
     let changes = install::add(harness, &mut doc, &entries)
         .map_err(|e| Refused::Usage(format!("{}: {e}", path.display())))?;
     let verb = if dry_run { "would add" } else { "added" };
     report(harness, &path, &changes, verb);
+    say!("the hooks run {program} with:");
+    for (flag, value) in command.flags() {
+        say!("  {flag} {value}");
+    }
     if !changes.is_empty() {
-        write_json(&path, &doc, existed, dry_run)?;
+        write_json(&path, &doc, existed, within.as_deref(), dry_run)?;
     }
     if program.contains("/target/debug/") || program.contains("/target/release/") {
         say!(
@@ -164,7 +191,7 @@ fn install(
         );
     }
     if harness == Harness::Codex {
-        codex_trust(sources, &path, &doc, project, trust, dry_run)?;
+        codex::trust(sources, &path, &doc, &entries, project, trust, dry_run)?;
     }
     if harness == Harness::Cursor {
         say!(
@@ -187,6 +214,7 @@ fn uninstall(sources: &Sources, target: &Target) -> Result<(), Refused> {
     let (harness, project, dry_run) = target.parts();
     let path = settings_path(sources, harness, project)
         .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;
+    let within = project.and_then(|p| std::path::absolute(p).ok());
     let (mut doc, existed) = read_json(&path)?;
     let changes = install::remove(harness, &mut doc);
     report(
@@ -196,24 +224,10 @@ fn uninstall(sources: &Sources, target: &Target) -> Result<(), Refused> {
         if dry_run { "would remove" } else { "removed" },
     );
     if !changes.is_empty() {
-        write_json(&path, &doc, existed, dry_run)?;
+        write_json(&path, &doc, existed, within.as_deref(), dry_run)?;
     }
-    if harness == Harness::Codex && project.is_none() {
-        let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
-        let config = codex_home(sources, &home).join("config.toml");
-        if let Some(text) = rules_files::read(&config).map_err(Refused::Failed)? {
-            let without = install::without_trust_block(&text);
-            if without != text {
-                say!(
-                    "{} llm-judge's trust block from {}",
-                    if dry_run { "would remove" } else { "removed" },
-                    config.display()
-                );
-                if !dry_run {
-                    write_text(&config, &without, true)?;
-                }
-            }
-        }
+    if harness == Harness::Codex {
+        codex::untrust(sources, &path, dry_run)?;
     }
     Ok(())
 }
@@ -265,97 +279,46 @@ fn read_json(path: &Path) -> Result<(Value, bool), Refused> {
     }
 }
 
-/// Writes `doc` to `path` (pretty, by rename), after a backup of the file as it was.
-fn write_json(path: &Path, doc: &Value, existed: bool, dry_run: bool) -> Result<(), Refused> {
+/// Writes `doc` to `path` (pretty, by rename), after a backup of the file as it was;
+/// a dry run prints it, and says what would be refused.
+fn write_json(
+    path: &Path,
+    doc: &Value,
+    existed: bool,
+    within: Option<&Path>,
+    dry_run: bool,
+) -> Result<(), Refused> {
     let mut text = serde_json::to_string_pretty(doc).map_err(|e| Refused::Failed(e.to_string()))?;
     text.push('\n');
     if dry_run {
+        user_files::check(path, within, existed).map_err(refused)?;
         say!("{} would be:\n{text}", path.display());
         return Ok(());
     }
-    write_text(path, &text, existed)
+    write_text(path, &text, within, existed, 0o644)
 }
 
-/// Writes `text` to `path` by rename, keeping its mode; the file as it was is kept as
-/// `<path>.llm-judge.bak` first.
-fn write_text(path: &Path, text: &str, existed: bool) -> Result<(), Refused> {
-    use std::os::unix::fs::PermissionsExt;
-    let failed = |what: &str, e: std::io::Error| {
-        Refused::Failed(format!("cannot {what} {}: {e}", path.display()))
-    };
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o777)
-        .unwrap_or(0o644);
-    if existed {
-        let backup = PathBuf::from(format!("{}.llm-judge.bak", path.display()));
-        std::fs::copy(path, &backup).map_err(|e| failed("back up", e))?;
-        say!("backup: {}", backup.display());
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| failed("make the folder of", e))?;
-    }
-    state_dir::publish_with_mode(path, text.as_bytes(), mode).map_err(|e| failed("write", e))
-}
-
-/// codex runs a hook only once it is trusted: record it (`--trust`) or say how.
-fn codex_trust(
-    sources: &Sources,
-    hooks_file: &Path,
-    doc: &Value,
-    project: Option<&Path>,
-    trust: bool,
-    dry_run: bool,
+/// Writes `text` to `path` (`store::user_files`: never through a link, keeping its
+/// mode), backing up the file as it was when `backup`.
+pub(super) fn write_text(
+    path: &Path,
+    text: &str,
+    within: Option<&Path>,
+    backup: bool,
+    new_mode: u32,
 ) -> Result<(), Refused> {
-    let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
-    let config = codex_home(sources, &home).join("config.toml");
-    if !trust {
-        say!(
-            "codex skips a hook until you trust it: open codex, type /hooks and trust llm-judge's, or \
-             run `llm-judge hooks install codex --trust` to record their trust in {} (add --dry-run to \
-             see it first)",
-            config.display()
-        );
-    } else {
-        let source = hooks_file.to_string_lossy();
-        let entries = install::codex_trust(&source, doc);
-        let old = rules_files::read(&config)
-            .map_err(Refused::Failed)?
-            .unwrap_or_default();
-        let new = install::with_trust_block(&old, &entries);
-        if let Err(e) = new.parse::<toml::Table>() {
-            return Err(Refused::Usage(format!(
-                "{} would not be valid TOML with llm-judge's trust entries ({}); it may already hold \
-                 an entry for these hooks: trust them in codex (/hooks) instead",
-                config.display(),
-                e.message().trim()
-            )));
-        }
-        if new != old {
-            let block: String = install::with_trust_block("", &entries);
-            say!(
-                "{} to {}:\n{block}",
-                if dry_run { "would add" } else { "added" },
-                config.display()
-            );
-            if !dry_run {
-                write_text(&config, &new, !old.is_empty())?;
-            }
-        } else {
-            say!("codex trust: already recorded in {}", config.display());
-        }
-    }
-    if let Some(dir) = project {
-        say!(
-            "codex loads a project's hooks only in a trusted project: codex asks when you open it in \
-             {} (or set [projects.\"{}\"] trust_level = \"trusted\" in {})",
-            dir.display(),
-            std::path::absolute(dir)
-                .unwrap_or_else(|_| dir.to_path_buf())
-                .display(),
-            config.display()
-        );
+    let kept = user_files::write(path, text, within, backup, new_mode).map_err(refused)?;
+    if let Some(kept) = kept {
+        say!("backup: {}", kept.display());
     }
     Ok(())
+}
+
+pub(super) fn refused(e: user_files::WriteError) -> Refused {
+    match e {
+        user_files::WriteError::Io { .. } => Refused::Failed(e.to_string()),
+        _ => Refused::Usage(e.to_string()),
+    }
 }
 
 /// Writes the example rules (all off) as the user's rules file when there is none.
@@ -385,57 +348,10 @@ fn starter_rules(sources: &Sources, dry_run: bool) -> Result<(), Refused> {
         );
         return Ok(());
     }
-    write_text(&path, EXAMPLE_RULES, false)?;
+    write_text(&path, EXAMPLE_RULES, None, false, 0o600)?;
     say!(
         "wrote the example rules, all off, to {}: set enabled = true on those you want",
         path.display()
     );
-    Ok(())
-}
-
-/// Pins a project's rules file as it is now (the hook then reads it).
-fn trust_project(sources: &Sources, dir: &Path) -> Result<(), Refused> {
-    let path = std::fs::canonicalize(dir.join(PROJECT_RULES)).map_err(|e| {
-        Refused::Usage(format!(
-            "{}: {e}; give a folder with a {PROJECT_RULES}",
-            dir.join(PROJECT_RULES).display()
-        ))
-    })?;
-    let text = rules_files::read(&path)
-        .map_err(Refused::Failed)?
-        .ok_or_else(|| Refused::Usage(format!("{} is not there", path.display())))?;
-    let rules = parse_rules(&text).map_err(|e| {
-        Refused::Usage(format!("{} {e}; fix it before trusting it", path.display()))
-    })?;
-    let pins_file = pins_path(sources).ok_or_else(|| Refused::Usage("HOME is not set".into()))?;
-    let mut all: Pins = pins(sources);
-    all.trusted
-        .insert(path.display().to_string(), pin_of(&text));
-    let text = serde_json::to_string_pretty(&all).map_err(|e| Refused::Failed(e.to_string()))?;
-    if let Some(folder) = pins_file.parent() {
-        std::fs::create_dir_all(folder)
-            .map_err(|e| Refused::Failed(format!("{}: {e}", folder.display())))?;
-    }
-    state_dir::publish_with_mode(&pins_file, format!("{text}\n").as_bytes(), 0o600)
-        .map_err(|e| Refused::Failed(format!("cannot write {}: {e}", pins_file.display())))?;
-    say!(
-        "trusted {} as it is now ({} rules):",
-        path.display(),
-        rules.len()
-    );
-    for rule in &rules {
-        say!(
-            "  {} ({}{}, {})",
-            rule.name,
-            rule.action.name(),
-            if rule.mode == crate::core::job::Mode::Investigate {
-                ", investigate"
-            } else {
-                ""
-            },
-            if rule.enabled { "on" } else { "off" }
-        );
-    }
-    say!("any change to it turns its rules off until you trust it again");
     Ok(())
 }

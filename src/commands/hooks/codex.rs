@@ -1,0 +1,125 @@
+//! codex runs a hook only once it is trusted: `hooks install codex --trust` records the
+//! trust of exactly the handlers this install wrote, each hooks file in its own block of
+//! codex's config.toml, printing every command it trusts; `uninstall` removes only the
+//! block of the file it changed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Refused, codex_home, write_text};
+use crate::commands::hook::rules_files;
+use crate::core::hooks::codex_trust::{self, Trusted};
+use crate::core::hooks::install::Entry;
+use crate::store::config_file::Sources;
+
+/// codex's config.toml.
+fn config_path(sources: &Sources) -> PathBuf {
+    let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
+    codex_home(sources, &home).join("config.toml")
+}
+
+/// Records the trust of `written` in `hooks_file` (`--trust`), or says how.
+pub(super) fn trust(
+    sources: &Sources,
+    hooks_file: &Path,
+    doc: &Value,
+    written: &[Entry],
+    project: Option<&Path>,
+    trust: bool,
+    dry_run: bool,
+) -> Result<(), Refused> {
+    let config = config_path(sources);
+    if trust {
+        record(&config, hooks_file, doc, written, dry_run)?;
+    } else {
+        say!(
+            "codex skips a hook until you trust it: open codex, type /hooks and trust llm-judge's, or \
+             run `llm-judge hooks install codex --trust` to record their trust in {} (add --dry-run to \
+             see it first)",
+            config.display()
+        );
+    }
+    if let Some(dir) = project {
+        say!(
+            "codex loads a project's hooks only in a trusted project: codex asks when you open it in \
+             {} (or set [projects.\"{}\"] trust_level = \"trusted\" in {})",
+            dir.display(),
+            std::path::absolute(dir)
+                .unwrap_or_else(|_| dir.to_path_buf())
+                .display(),
+            config.display()
+        );
+    }
+    Ok(())
+}
+
+fn record(
+    config: &Path,
+    hooks_file: &Path,
+    doc: &Value,
+    written: &[Entry],
+    dry_run: bool,
+) -> Result<(), Refused> {
+    let source = hooks_file.to_string_lossy();
+    let trusted = codex_trust::codex_trust(&source, doc, written);
+    let old = rules_files::read(config)
+        .map_err(Refused::Failed)?
+        .unwrap_or_default();
+    let new = codex_trust::with_trust_block(&old, &source, &trusted);
+    if let Err(e) = new.parse::<toml::Table>() {
+        return Err(Refused::Usage(format!(
+            "{} would not be valid TOML with llm-judge's trust entries ({}); it may already hold \
+             an entry for these hooks: trust them in codex (/hooks) instead",
+            config.display(),
+            e.message().trim()
+        )));
+    }
+    if new == old {
+        say!("codex trust: already recorded in {}", config.display());
+        return Ok(());
+    }
+    say!(
+        "codex trust: {} to {} for {}, these commands and no others:",
+        if dry_run { "would add" } else { "added" },
+        config.display(),
+        hooks_file.display()
+    );
+    print_trusted(&trusted);
+    say!("{}", codex_trust::trust_block(&source, &trusted).trim_end());
+    if dry_run {
+        return crate::store::user_files::check(config, None, true)
+            .map(|_| ())
+            .map_err(super::refused);
+    }
+    write_text(config, &new, None, !old.is_empty(), 0o600)
+}
+
+fn print_trusted(trusted: &[Trusted]) {
+    for t in trusted {
+        say!("  {} {}: {}", t.event, t.key, t.command);
+    }
+}
+
+/// Removes the trust block of `hooks_file` from codex's config.toml (other files'
+/// blocks stay).
+pub(super) fn untrust(sources: &Sources, hooks_file: &Path, dry_run: bool) -> Result<(), Refused> {
+    let config = config_path(sources);
+    let Some(text) = rules_files::read(&config).map_err(Refused::Failed)? else {
+        return Ok(());
+    };
+    let without = codex_trust::without_trust_block(&text, &hooks_file.to_string_lossy());
+    if without == text {
+        return Ok(());
+    }
+    say!(
+        "{} llm-judge's trust of {} from {}",
+        if dry_run { "would remove" } else { "removed" },
+        hooks_file.display(),
+        config.display()
+    );
+    if dry_run {
+        return Ok(());
+    }
+    write_text(&config, &without, None, true, 0o600)
+}
