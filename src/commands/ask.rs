@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::core::config::Settings;
 use crate::core::job::{HitRule, Job, Mode, timeout_of};
 use crate::core::verdict::Outcome;
-use crate::engine::attempts::Services;
+use crate::engine::attempts::{Judging, Plan, RunMarks, Services, judge};
 use crate::store::health_store::HealthStore;
 use crate::store::open_state;
 use crate::support::error::Chained;
@@ -105,16 +105,14 @@ pub fn main(settings: &Settings, args: AskArgs) -> i32 {
         crate::engine::codex_catalog::keep_if_missing(settings, &[job.mode]).await;
         let judged = async {
             let cwd = crate::engine::job_cwd::job_cwd(settings, &job).await;
-            crate::engine::attempts::judge(
+            let tag = crate::process::tag::new_tag();
+            let marks = RunMarks {
                 settings,
-                &job,
-                &cwd,
-                &crate::process::tag::new_tag(),
-                &services,
-                None,
-                |_, _| {},
-            )
-            .await
+                tag: &tag,
+                stop: None,
+            };
+            let judging = Judging::new(&services, &job, Plan::new(settings, &job, cwd), marks);
+            judge(&judging, &mut |_| {}).await
         };
         judged
             .instrument(crate::store::log_line::job_span(&job.id))

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use crate::core::config::Settings;
-use crate::store::outbox;
+use crate::store::protocol;
 use crate::store::state_dir::StateDir;
 use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
@@ -13,7 +13,7 @@ use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
 pub fn main(settings: &Settings, transcript: &str) -> i32 {
     let state = StateDir::new(&settings.state_dir);
     let dir = state.verdict_dir(transcript);
-    let pending = match outbox::pending(&dir) {
+    let pending = match protocol::pending_verdicts(&state, transcript) {
         Ok(pending) => pending,
         Err(e) => {
             if let Some(why) = crate::store::permissions::entry_denied(&dir) {
@@ -32,11 +32,11 @@ pub fn main(settings: &Settings, transcript: &str) -> i32 {
     };
     let mut out = std::io::stdout().lock();
     for path in pending {
-        let Some(taken) = outbox::take(&path) else {
+        let Some(taken) = protocol::take(&path) else {
             continue; // Another drain took it.
         };
         crate::support::failpoint::crash("drain_claimed");
-        let printed = writeln!(out, "{}", taken.verdict).and_then(|()| out.flush());
+        let printed = writeln!(out, "{}", taken.line).and_then(|()| out.flush());
         if let Err(e) = printed {
             // Nobody read it (closed pipe): it goes back for the next drain.
             let back = taken.give_back();

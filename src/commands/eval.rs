@@ -19,7 +19,7 @@ use crate::core::eval::{
 };
 use crate::core::job::Job;
 use crate::core::verdict::{Outcome, Verdict};
-use crate::engine::attempts::{CacheSlot, Services, judge};
+use crate::engine::attempts::{self, CacheSlot, Judging, Services, judge};
 use crate::engine::events::{Control, StopSignal};
 use crate::process::tag::new_tag;
 use crate::store::cache::Cache;
@@ -214,7 +214,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
 
 /// The rules of `--rules FILE`, every one (an enabled = false rule is measured too).
 fn read_rules(path: &Path) -> Result<Vec<crate::core::hooks::rules::Rule>, String> {
-    let text = crate::commands::hook::rules_files::read(path)?
+    let text = crate::store::rules_files::read(path)?
         .ok_or_else(|| format!("--rules {}: no such file", path.display()))?;
     crate::core::hooks::rules::parse_rules(&text)
         .map_err(|e| format!("--rules {} {e}", path.display()))
@@ -423,22 +423,23 @@ async fn judge_case(
         return None;
     }
     let cwd = crate::engine::job_cwd::job_cwd(settings, job).await;
-    let overridden = settings.runner_override.is_some();
-    let slot = CacheSlot::of(services, job, settings.table(job.mode), &cwd, overridden);
+    let tag = new_tag();
+    let marks = attempts::RunMarks {
+        settings,
+        tag: &tag,
+        stop: Some(stop),
+    };
+    let judging = Judging::new(
+        services,
+        job,
+        attempts::Plan::new(settings, job, cwd),
+        marks,
+    );
+    let slot = CacheSlot::of(services, job, &judging.plan);
     if let Some(verdict) = slot.as_ref().and_then(|s| s.verdict(job)) {
         return Some(verdict);
     }
-    let verdict = judge(
-        settings,
-        job,
-        &cwd,
-        &new_tag(),
-        services,
-        Some(stop),
-        |_, _| {},
-    )
-    .await
-    .ok()?;
+    let verdict = judge(&judging, &mut |_| {}).await.ok()?;
     if let Some(slot) = &slot {
         slot.remember(&verdict);
     }

@@ -2,7 +2,6 @@
 
 pub mod ask;
 pub mod doctor;
-pub mod doctor_api;
 pub mod drain;
 pub mod enqueue;
 pub mod eval;

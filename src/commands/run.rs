@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::core::runner::table::RUNNERS_VAR;
-use crate::engine::job_run::{JobEnd, JobRun};
+use crate::engine::job_run::{JobEnd, JobRun, JobSource};
 use crate::store::config_file::{LoadError, Sources};
 use crate::store::open_state;
 use crate::support::error::Chained;
@@ -32,19 +32,22 @@ pub fn main(settings: &Settings, job_file: PathBuf, state_dir_flag: bool) -> i32
         Err(e) => return failed(&e),
     };
     let services = crate::engine::attempts::Services::for_state(settings, &state);
-    let outside_jobs = !in_folder(&job_file, &state.jobs());
+    let source = match in_folder(&job_file, &state.jobs()) {
+        true => JobSource::Inbox,
+        false => JobSource::UsersFile,
+    };
     crate::process::pid_ns::warn_if_host_proc();
     let handled = rt.block_on(async {
         // The job's mode is read later; both tables' slim codex share one kept catalog.
         let modes = [Mode::Default, Mode::Investigate];
         crate::engine::codex_catalog::keep_if_missing(settings, &modes).await;
         let run = JobRun {
-            outside_jobs,
+            source,
             ..JobRun::new(settings, &state, &services)
         };
         run.judge_file(&job_file).await
     });
-    report(handled, &job_file, &state.jobs(), outside_jobs)
+    report(handled, &job_file, &state.jobs(), source)
 }
 
 /// The settings of the state folder that holds `job_file` (`<state>/jobs/<name>`, with
@@ -115,7 +118,7 @@ fn failed(e: &dyn std::error::Error) -> i32 {
 
 /// Says what became of the job; exit 2 for a path that is not a job, 1 only when
 /// judging itself failed.
-fn report(handled: JobEnd, job_file: &Path, jobs: &Path, outside_jobs: bool) -> i32 {
+fn report(handled: JobEnd, job_file: &Path, jobs: &Path, source: JobSource) -> i32 {
     match handled {
         JobEnd::Busy { holder_pid } => {
             let holder =
@@ -127,7 +130,7 @@ fn report(handled: JobEnd, job_file: &Path, jobs: &Path, outside_jobs: bool) -> 
             EXIT_OK
         }
         // In jobs/ a job that is gone was judged meanwhile; elsewhere it is a wrong path.
-        JobEnd::Gone if outside_jobs => {
+        JobEnd::Gone if source.is_users() => {
             say_err!(
                 "llm-judge: {} does not exist; give run the path of a job file",
                 job_file.display()
@@ -170,7 +173,7 @@ fn report(handled: JobEnd, job_file: &Path, jobs: &Path, outside_jobs: bool) -> 
             );
             EXIT_USAGE
         }
-        JobEnd::Judged { .. } if outside_jobs => {
+        JobEnd::Judged { .. } if source.is_users() => {
             say_err!(
                 "llm-judge: judged {}; it is not in {}, so it was left where it is",
                 job_file.display(),

@@ -79,15 +79,29 @@ pub fn key(runner: &Runner) -> String {
     format!("{}@{hex}", runner.name)
 }
 
+/// What one attempt says of its runner's health.
+#[derive(Debug, Clone, Copy)]
+pub struct Sighting<'a> {
+    pub runner: &'a str,
+    pub sign: Sign,
+    /// Why the attempt ended as it did.
+    pub reason: &'a str,
+    /// When (Unix seconds).
+    pub at: f64,
+}
+
 /// The next health of a runner after an attempt (`None`: healthy, forget it).
 pub fn update(
     prev: Option<&RunnerHealth>,
-    runner: &str,
-    sign: Sign,
-    reason: &str,
-    now: f64,
+    seen: Sighting<'_>,
     cfg: &HealthConfig,
 ) -> Option<RunnerHealth> {
+    let Sighting {
+        runner,
+        sign,
+        reason,
+        at: now,
+    } = seen;
     let mut next = prev.cloned().unwrap_or(RunnerHealth {
         name: runner.to_string(),
         backoff_seconds: 0.0,
@@ -162,7 +176,13 @@ mod tests {
     };
 
     fn step(prev: Option<RunnerHealth>, sign: Sign, now: f64) -> Option<RunnerHealth> {
-        update(prev.as_ref(), "r", sign, "why", now, &CFG)
+        let seen = Sighting {
+            runner: "r",
+            sign,
+            reason: "why",
+            at: now,
+        };
+        update(prev.as_ref(), seen, &CFG)
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub enum DaemonEvent {
     /// A file appeared in jobs/.
     JobArrived(OsString),
     /// The inbox watch lost events or its folder: look again.
-    WatchTrouble,
+    WatchTrouble(WatchTrouble),
     /// The periodic rescan is due.
     Rescan,
     /// A codex catalog read came back.
@@ -43,6 +43,57 @@ pub enum DaemonEvent {
     Watchdog,
 }
 
+/// What went wrong with the inbox watch (either or both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchTrouble {
+    /// jobs/ itself was removed or replaced: watch it again.
+    pub folder_lost: bool,
+    /// Change events were lost (queue overflow, a watch error): scan it.
+    pub events_lost: bool,
+}
+
+/// Where stop and reload come from: the process's signals, or nothing (a test driving
+/// the loop in-process must not take over its test runner's signals; nextest's
+/// `SignalHandlerKind::Noop`).
+pub enum Signals {
+    Unix {
+        term: Signal,
+        int: Signal,
+        hup: Signal,
+    },
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "only tests drive the loop in-process")
+    )]
+    Noop,
+}
+
+impl Signals {
+    /// The process's SIGTERM, SIGINT and SIGHUP; `None` when they cannot be installed.
+    pub fn unix() -> Option<Self> {
+        let (Ok(term), Ok(int), Ok(hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return None;
+        };
+        Some(Signals::Unix { term, int, hup })
+    }
+
+    /// The next stop or reload; never, for `Noop`.
+    async fn next(&mut self) -> DaemonEvent {
+        match self {
+            Signals::Unix { term, int, hup } => tokio::select! {
+                _ = term.recv() => DaemonEvent::Stop("SIGTERM"),
+                _ = int.recv() => DaemonEvent::Stop("SIGINT"),
+                _ = hup.recv() => DaemonEvent::Reload,
+            },
+            Signals::Noop => std::future::pending().await,
+        }
+    }
+}
+
 /// When the loop next needs to act on its own (set from its phase and status).
 #[derive(Debug, Clone, Copy)]
 pub struct Due {
@@ -51,12 +102,19 @@ pub struct Due {
     pub status: Option<Instant>,
 }
 
+/// The loop's own periodic timers.
+#[derive(Debug, Clone, Copy)]
+pub struct Timers {
+    /// The rescan of jobs/ (events get lost).
+    pub rescan_every: Duration,
+    /// The service manager's watchdog ping, when it asks for one.
+    pub watchdog_every: Option<Duration>,
+}
+
 /// Where the daemon's events come from.
 pub struct EventSource {
     pub watcher: InboxWatcher,
-    term: Signal,
-    int: Signal,
-    hup: Signal,
+    signals: Signals,
     catalog_reads: mpsc::UnboundedReceiver<CatalogRead>,
     rescan: Interval,
     catalog_refresh: Interval,
@@ -64,44 +122,46 @@ pub struct EventSource {
 }
 
 impl EventSource {
-    /// Installs the signal handlers; `None` when they cannot be installed.
+    /// The events of `watcher`, `signals` and `catalog_reads`, with the loop's timers.
     pub fn new(
         watcher: InboxWatcher,
+        signals: Signals,
         catalog_reads: mpsc::UnboundedReceiver<CatalogRead>,
-        rescan_every: Duration,
-        watchdog_every: Option<Duration>,
-    ) -> Option<Self> {
-        let (Ok(term), Ok(int), Ok(hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return None;
-        };
-        Some(EventSource {
+        timers: Timers,
+    ) -> Self {
+        let Timers {
+            rescan_every,
+            watchdog_every,
+        } = timers;
+        EventSource {
             watcher,
-            term,
-            int,
-            hup,
+            signals,
             catalog_reads,
             rescan: interval(Instant::now() + rescan_every, rescan_every),
             catalog_refresh: interval(Instant::now() + REFRESH_EVERY, REFRESH_EVERY),
             watchdog: watchdog_every.map(|every| interval(Instant::now(), every)),
-        })
+        }
+    }
+
+    /// What the watcher says went wrong (and clears its marks).
+    fn trouble(&self) -> WatchTrouble {
+        use std::sync::atomic::Ordering;
+        WatchTrouble {
+            folder_lost: self.watcher.lost.load(Ordering::SeqCst),
+            events_lost: self.watcher.rescan.swap(false, Ordering::SeqCst),
+        }
     }
 
     /// The next event: the first of the sources, and of the timers `due` asks for.
     pub async fn next(&mut self, board: &super::slots::Board, due: Due) -> DaemonEvent {
         tokio::select! {
             Some(Hint::Arrived(name)) = self.watcher.hints.recv() => DaemonEvent::JobArrived(name),
-            () = self.watcher.wake.notified() => DaemonEvent::WatchTrouble,
+            () = self.watcher.wake.notified() => DaemonEvent::WatchTrouble(self.trouble()),
             _ = self.rescan.tick() => DaemonEvent::Rescan,
             Some(read) = self.catalog_reads.recv() => DaemonEvent::CatalogRead(read),
             _ = self.catalog_refresh.tick() => DaemonEvent::CatalogDue,
             () = board.changed() => DaemonEvent::BoardChanged,
-            _ = self.term.recv() => DaemonEvent::Stop("SIGTERM"),
-            _ = self.int.recv() => DaemonEvent::Stop("SIGINT"),
-            _ = self.hup.recv() => DaemonEvent::Reload,
+            event = self.signals.next() => event,
             () = at(due.grace_over) => DaemonEvent::GraceOver,
             () = at(due.status) => DaemonEvent::StatusDue,
             () = at(due.stop_deadline) => DaemonEvent::StopDeadline,

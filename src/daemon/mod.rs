@@ -11,6 +11,7 @@ mod inbox_watch;
 #[cfg(not(target_os = "linux"))]
 #[path = "inbox_notify.rs"]
 mod inbox_watch;
+mod phase;
 pub mod sd_notify;
 pub mod slots;
 mod uninstalled;
@@ -24,7 +25,7 @@ use tokio::time::Instant;
 use crate::core::config::Settings;
 use crate::core::job::Mode;
 use crate::daemon::codex_models::{CatalogRead, CodexModels};
-use crate::daemon::events::{DaemonEvent, Due, EventSource};
+use crate::daemon::events::{DaemonEvent, Due, EventSource, Signals, Timers, WatchTrouble};
 use crate::daemon::inbox::InboxWatcher;
 use crate::daemon::sd_notify::Notifier;
 use crate::daemon::slots::{Board, JobContext, SharedSlots, lock_slots};
@@ -39,6 +40,7 @@ use crate::store::state_dir::{StateDir, now_unix};
 use crate::store::status_file::{StatusRecord, Tally};
 use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use phase::Phase;
 
 /// Status writes are at most this frequent.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -109,15 +111,12 @@ pub fn main(settings: Settings, sources: Sources, workers_flag: Option<usize>) -
             let folders = processes.folders();
             let (codex, catalog_reads) = CodexModels::new(&settings, folders.clone());
             let prestart = Prestarting::new(processes, rt.handle().clone(), folders);
-            let daemon = Daemon::new(
+            let given = Given {
                 settings,
                 sources,
                 workers_flag,
-                state,
-                slots.clone(),
-                prestart,
-                codex,
-            );
+            };
+            let daemon = Daemon::new(given, state, slots.clone(), prestart, codex);
             let code = rt.block_on(async move {
                 tokio::spawn(daemon.run(catalog_reads))
                     .await
@@ -154,24 +153,6 @@ fn check_folders(state: &StateDir) -> Result<(), crate::store::permissions::Perm
     Ok(())
 }
 
-/// Where the daemon is in its life: judging, draining on a stop signal, or stopping
-/// the runners the drain's grace did not see finish.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Taking and judging jobs.
-    Running,
-    /// No new jobs; running jobs get until `grace_over` to finish.
-    Draining { grace_over: Instant },
-    /// Runners told to stop; past `deadline` the daemon exits anyway.
-    Stopping { deadline: Instant },
-}
-
-impl Phase {
-    fn draining(self) -> bool {
-        self != Phase::Running
-    }
-}
-
 struct Daemon {
     /// The settings as loaded (config file, environment, flags).
     base: Arc<Settings>,
@@ -198,18 +179,35 @@ struct Daemon {
     status_dirty: bool,
     status_written: std::time::Instant,
     notifier: Option<Notifier>,
+    /// The slots' gate is to be set again at the loop's next turn (the phase, the
+    /// tables or the catalog changed).
+    regate: bool,
+    /// The settings jobs use were replaced since the slots and pre-started runners last
+    /// took them.
+    settings_changed: bool,
+}
+
+/// What the command line gave the daemon: the settings loaded, where they came from
+/// (read again on a reload), and `--workers`.
+struct Given {
+    settings: Settings,
+    sources: Sources,
+    workers_flag: Option<usize>,
 }
 
 impl Daemon {
     fn new(
-        settings: Settings,
-        sources: Sources,
-        workers_flag: Option<usize>,
+        given: Given,
         state: StateDir,
         slots: SharedSlots,
         prestart: Prestarting<RealSpawner>,
         codex: CodexModels,
     ) -> Self {
+        let Given {
+            settings,
+            sources,
+            workers_flag,
+        } = given;
         // Without a tally (cannot create it), status.json's once-a-second counts remain.
         let tally = match Tally::create(&crate::store::status_file::tally_path(&state)) {
             Ok(t) => Some(Arc::new(t)),
@@ -246,6 +244,8 @@ impl Daemon {
             status_dirty: true,
             status_written: std::time::Instant::now(),
             notifier: Notifier::from_env(),
+            regate: true,
+            settings_changed: true,
         }
     }
 
@@ -275,17 +275,21 @@ impl Daemon {
     async fn run(mut self, catalog_reads: mpsc::UnboundedReceiver<CatalogRead>) -> i32 {
         let c = self.settings.config.clone();
         let watcher = InboxWatcher::new(&self.state.jobs());
-        let watchdog = self.notifier.as_ref().and_then(|n| n.watchdog_every);
-        let rescan_every = c.rescan_seconds;
-        let Some(mut events) = EventSource::new(watcher, catalog_reads, rescan_every, watchdog)
-        else {
+        let timers = Timers {
+            rescan_every: c.rescan_seconds,
+            watchdog_every: self.notifier.as_ref().and_then(|n| n.watchdog_every),
+        };
+        let Some(signals) = Signals::unix() else {
             tracing::error!("cannot install signal handlers; refusing to start");
             return EXIT_FAILURE;
         };
+        let mut events = EventSource::new(watcher, signals, catalog_reads, timers);
         self.start(&mut events);
         let board = self.board.clone();
         loop {
-            self.open_slots();
+            if std::mem::take(&mut self.regate) {
+                self.open_slots();
+            }
             if self.phase.draining() && board.running() == 0 {
                 break;
             }
@@ -303,7 +307,9 @@ impl Daemon {
                     board.offer(name);
                     self.status_dirty = true;
                 }
-                DaemonEvent::WatchTrouble => self.on_watch_trouble(&mut events.watcher),
+                DaemonEvent::WatchTrouble(trouble) => {
+                    self.on_watch_trouble(trouble, &mut events.watcher);
+                }
                 DaemonEvent::Rescan => self.on_rescan(&mut events.watcher),
                 DaemonEvent::CatalogRead(read) => {
                     let first = self.codex.finish_read(read);
@@ -405,7 +411,8 @@ impl Daemon {
         } else {
             0
         };
-        self.board.set_gate(open, draining, &self.settings, || {
+        let changed = std::mem::take(&mut self.settings_changed);
+        let context = changed.then(|| {
             job_context(
                 &self.settings,
                 &self.services,
@@ -414,8 +421,9 @@ impl Daemon {
                 &self.tally,
             )
         });
+        self.board.set_gate(open, draining, context);
         lock_slots(&self.slots).grow(open, &self.board);
-        if !draining {
+        if changed && !draining {
             self.prestart.configure(
                 &self.settings,
                 self.workers(),
@@ -448,13 +456,12 @@ impl Daemon {
         self.status_dirty = true;
     }
 
-    fn on_watch_trouble(&mut self, watcher: &mut InboxWatcher) {
-        use std::sync::atomic::Ordering;
-        if watcher.lost.load(Ordering::SeqCst) {
+    fn on_watch_trouble(&mut self, trouble: WatchTrouble, watcher: &mut InboxWatcher) {
+        if trouble.folder_lost {
             tracing::warn!("jobs/ was removed or replaced: watching it again");
             self.rewatch(watcher);
         }
-        if watcher.rescan.swap(false, Ordering::SeqCst) {
+        if trouble.events_lost {
             tracing::info!(
                 "change events were lost (queue overflow or watch error): rescanning jobs/"
             );
@@ -469,55 +476,6 @@ impl Daemon {
             }
             Err(e) => tracing::error!("{e}; retrying at the next rescan", e = e.chain()),
         }
-    }
-
-    /// SIGTERM/SIGINT: the first drains, the second stops the runners, a third (during
-    /// their kill grace) kills them now.
-    fn on_stop_signal(&mut self, signal: &str) {
-        match self.phase {
-            Phase::Stopping { .. } => {
-                tracing::warn!(
-                    signal,
-                    "stop signal during the kill grace: killing runners now"
-                );
-                let _ = self.stop_jobs.send(Control::StopNow);
-            }
-            Phase::Draining { .. } => {
-                tracing::warn!(signal, "second stop signal: stopping runners now");
-                self.stop_runners();
-            }
-            Phase::Running => self.drain(signal),
-        }
-    }
-
-    fn drain(&mut self, signal: &str) {
-        let grace = self.settings.config.shutdown_grace_seconds;
-        self.phase = Phase::Draining {
-            grace_over: Instant::now() + grace,
-        };
-        self.prestart.close();
-        // Closed now, not at the loop's next turn: slots take jobs on their own.
-        self.open_slots();
-        self.status_dirty = true;
-        self.notify("STOPPING=1");
-        tracing::info!(
-            signal,
-            running = self.board.running(),
-            grace_seconds = grace.as_secs_f64(),
-            "draining: no new jobs; running jobs get the shutdown grace"
-        );
-    }
-
-    /// Tells running jobs to stop their runners (SIGTERM, kill grace, SIGKILL) and
-    /// gives them until the longest kill grace plus `STOP_WAIT` to report back.
-    fn stop_runners(&mut self) {
-        let _ = self.stop_jobs.send(Control::Stop);
-        let longest = self
-            .board
-            .kill_grace_seen()
-            .max(self.settings.config.kill_grace_seconds);
-        let deadline = Instant::now() + longest + STOP_WAIT;
-        self.phase = Phase::Stopping { deadline };
     }
 
     fn reload(&mut self) {
@@ -553,6 +511,9 @@ impl Daemon {
     fn apply_codex_catalog(&mut self, log: bool) {
         let (applied, changed) = self.codex.apply(&self.base, log);
         self.settings = Arc::new(applied);
+        // The slots and the pre-started runners follow the new tables at the next turn.
+        self.settings_changed = true;
+        self.regate = true;
         if changed {
             self.write_status();
         }

@@ -134,20 +134,15 @@ impl Board {
         Ok(added)
     }
 
-    /// Lets `open` jobs hold slots (with `context()` once `settings` changed).
-    pub fn set_gate(
-        &self,
-        open: usize,
-        draining: bool,
-        settings: &Arc<Settings>,
-        context: impl FnOnce() -> JobContext,
-    ) {
+    /// Lets `open` jobs hold slots; jobs taken from now on run with `context` when
+    /// given (the settings changed).
+    pub fn set_gate(&self, open: usize, draining: bool, context: Option<JobContext>) {
         let mut inner = self.lock();
         let opened = open > inner.open;
         inner.open = open;
         inner.draining = draining;
-        if !Arc::ptr_eq(&inner.context.settings, settings) {
-            inner.context = Arc::new(context());
+        if let Some(context) = context {
+            inner.context = Arc::new(context);
         }
         drop(inner);
         if opened {

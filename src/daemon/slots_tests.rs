@@ -94,7 +94,7 @@ fn job(context: &JobContext, name: &str, age_seconds: u64) -> OsString {
 
 fn board_with(context: &JobContext, open: usize) -> Arc<Board> {
     let board = Board::new(context.clone());
-    board.set_gate(open, false, &context.settings, || context.clone());
+    board.set_gate(open, false, Some(context.clone()));
     board
 }
 
@@ -131,7 +131,7 @@ fn slots_take_the_oldest_job_while_fewer_than_open_hold_one() {
     board.offer(newer.clone());
     board.offer(older.clone());
     assert!(board.try_take().is_none(), "closed gate");
-    board.set_gate(1, false, &context.settings, || context.clone());
+    board.set_gate(1, false, Some(context.clone()));
     assert_eq!(board.try_take().map(|t| t.0), Some(older.clone()));
     assert!(
         board.try_take().is_none(),
@@ -175,7 +175,7 @@ fn lowering_workers_holds_new_jobs_back_until_enough_slots_are_given_back() {
         .collect();
     assert_eq!(taken.len(), 3);
     // SIGHUP: workers 3 -> 1 while three jobs hold slots.
-    board.set_gate(1, false, &context.settings, || context.clone());
+    board.set_gate(1, false, Some(context.clone()));
     board.publishing(&taken[0]);
     assert!(board.try_take().is_none(), "two still hold slots");
     board.publishing(&taken[1]);
@@ -220,7 +220,7 @@ async fn a_busy_board_wakes_the_loop_once_per_status_write_and_every_time_when_d
         told(&board).await,
         "a change after the status write wakes the loop"
     );
-    board.set_gate(0, true, &context.settings, || context.clone());
+    board.set_gate(0, true, Some(context.clone()));
     for name in [b, c] {
         std::fs::remove_file(context.state.jobs().join(&name)).expect("judged job removed");
         board.finish(name, judged());
@@ -319,4 +319,60 @@ fn two_slots_judge_side_by_side_on_threads_of_their_own() {
     threads.sort();
     threads.dedup();
     assert_eq!(threads, ["llm-judge-slot-0", "llm-judge-slot-1"]);
+}
+
+/// The loop's event stream driven in-process with no signal handlers of its own (the
+/// test runner's signals stay its own): a job file written in jobs/ arrives as an event,
+/// and a status write comes when it is due.
+#[test]
+fn the_event_stream_runs_in_process_with_a_noop_signal_source() {
+    use crate::daemon::events::{DaemonEvent, Due, EventSource, Signals, Timers};
+    use crate::daemon::inbox::InboxWatcher;
+    let dir = tempfile::tempdir().expect("temp folder");
+    let context = context(
+        dir.path(),
+        Arc::new(crate::engine::spawner::RealSpawner::default()),
+    );
+    let board = board_with(&context, 0);
+    let runtime = crate::support::runtime::runtime().expect("runtime");
+    runtime.block_on(async {
+        let mut watcher = InboxWatcher::new(&context.state.jobs());
+        watcher.watch().expect("watch jobs/");
+        let (_reads, catalog_reads) = tokio::sync::mpsc::unbounded_channel();
+        let timers = Timers {
+            rescan_every: Duration::from_secs(3600),
+            watchdog_every: None,
+        };
+        let mut events = EventSource::new(watcher, Signals::Noop, catalog_reads, timers);
+        std::fs::write(context.state.jobs().join("a.json"), "{}").expect("write a job");
+        let quiet = Due {
+            grace_over: None,
+            stop_deadline: None,
+            status: None,
+        };
+        let arrived = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                if let DaemonEvent::JobArrived(name) = events.next(&board, quiet).await {
+                    return name;
+                }
+            }
+        })
+        .await
+        .expect("the job's event within 60 s");
+        assert_eq!(arrived, "a.json");
+        let due = Due {
+            status: Some(tokio::time::Instant::now()),
+            ..quiet
+        };
+        let status = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                match events.next(&board, due).await {
+                    DaemonEvent::JobArrived(_) | DaemonEvent::BoardChanged => continue,
+                    other => return other,
+                }
+            }
+        })
+        .await;
+        assert!(matches!(status, Ok(DaemonEvent::StatusDue)), "{status:?}");
+    });
 }

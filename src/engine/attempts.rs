@@ -17,7 +17,9 @@ use crate::engine::exiting::ExitingRunners;
 use crate::engine::flight::Flights;
 use crate::engine::job_cwd::CwdChoice;
 use crate::engine::limits::RunnerLimits;
-use crate::engine::spawner::{AttemptOutput, AttemptSpec, Progress, RealSpawner, Spawner, Workdir};
+use crate::engine::spawner::{
+    AttemptOutput, AttemptSpec, JobShared, Progress, RealSpawner, Spawner, Workdir,
+};
 use crate::process::spawn::{StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
@@ -94,27 +96,11 @@ impl<'a> CacheSlot<'a> {
     /// The slot of `job` judged by `table` in `cwd`, or `None` when the cache does not
     /// apply. The job's folder is part of the key when a runner of the table would be
     /// given it: the same question about two folders has two answers.
-    pub fn of(
-        services: &'a Services,
-        job: &Job,
-        table: &[Runner],
-        cwd: &CwdChoice,
-        overridden: bool,
-    ) -> Option<Self> {
+    pub fn of(services: &'a Services, job: &Job, plan: &Plan<'_>) -> Option<Self> {
         let cache = services.cache.as_ref()?;
-        let folder = match cwd {
-            CwdChoice::Given(dir)
-                if table.iter().any(|r| {
-                    r.is_cli() && matches!(cwd_for_runner(cwd, r, overridden), CwdChoice::Given(_))
-                }) =>
-            {
-                Some(dir.as_path())
-            }
-            _ => None,
-        };
         (job.mode == Mode::Default).then(|| CacheSlot {
             cache,
-            key: crate::store::cache::key(job.mode, table, &job.prompt, folder),
+            key: crate::store::cache::key(job.mode, plan.table, &job.prompt, plan.job_folder()),
         })
     }
 
@@ -147,33 +133,123 @@ impl<'a> CacheSlot<'a> {
     }
 }
 
-/// Tries the runners for `job` in `cwd` (`engine::job_cwd::job_cwd`, checked when the
-/// job was read) and returns its verdict; `Err(Stopped)` when `stop` fired (the running runner
-/// was stopped: the job stays queued). `on_spawn` gets each runner's name and process
-/// group id as it starts.
+/// How the runners of one job are tried: its table (the config's or the override's),
+/// and the folder each runner gets, decided once, so the cache key and the attempts
+/// read one plan.
+pub struct Plan<'a> {
+    pub table: &'a [Runner],
+    /// The job's folder (`engine::job_cwd::job_cwd`, checked when the job was read).
+    pub cwd: CwdChoice,
+    /// Per runner of `table`, in its order, the folder it gets.
+    folders: Vec<CwdChoice>,
+}
+
+impl<'a> Plan<'a> {
+    /// The plan of `job` in `cwd`.
+    pub fn new(settings: &'a Settings, job: &Job, cwd: CwdChoice) -> Self {
+        let table = settings.table(job.mode);
+        let overridden = settings.runner_override.is_some();
+        let folders = table
+            .iter()
+            .map(|runner| cwd_for_runner(&cwd, runner, overridden))
+            .collect();
+        Plan {
+            table,
+            cwd,
+            folders,
+        }
+    }
+
+    /// The folder `runner` (an entry of the table) gets.
+    fn folder_of(&self, runner: &Runner) -> &CwdChoice {
+        self.table
+            .iter()
+            .position(|r| std::ptr::eq(r, runner))
+            .and_then(|at| self.folders.get(at))
+            .unwrap_or(&self.cwd)
+    }
+
+    /// The job's own folder when a CLI runner of the table gets it: the same question
+    /// about two folders has two answers.
+    fn job_folder(&self) -> Option<&std::path::Path> {
+        let given = self
+            .table
+            .iter()
+            .zip(&self.folders)
+            .any(|(r, folder)| r.is_cli() && matches!(folder, CwdChoice::Given(_)));
+        match &self.cwd {
+            CwdChoice::Given(dir) if given => Some(dir.as_path()),
+            _ => None,
+        }
+    }
+}
+
+/// One job's judging, built once from its run: what every attempt shares (each
+/// attempt's `AttemptSpec` borrows it), the services, and the plan.
+pub struct Judging<'a> {
+    pub shared: JobShared<'a>,
+    pub services: &'a Services,
+    pub plan: Plan<'a>,
+}
+
+impl<'a> Judging<'a> {
+    /// The judging of `job` under `plan`, tagged `tag`, stopped by `stop`.
+    pub fn new(services: &'a Services, job: &'a Job, plan: Plan<'a>, run: RunMarks<'a>) -> Self {
+        Judging {
+            shared: JobShared {
+                settings: run.settings,
+                job,
+                tag: run.tag,
+                stop: run.stop,
+                exiting: services.exiting.as_deref(),
+            },
+            services,
+            plan,
+        }
+    }
+}
+
+/// What a job's run brings to its judging: the settings, the claim's tag (each
+/// runner's `LLM_JUDGE_TAG`) and the stop signal (which stops the running runner; the
+/// job stays queued).
+#[derive(Clone, Copy)]
+pub struct RunMarks<'a> {
+    pub settings: &'a Settings,
+    pub tag: &'a str,
+    pub stop: Option<&'a StopSignal>,
+}
+
+/// What happens while a job is judged, for its claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgeProgress<'a> {
+    /// A runner's process started: its process group id (0: it ended before its pid
+    /// was known).
+    RunnerSpawned { runner: &'a str, pgid: u32 },
+}
+
+/// Tries the runners of `judging`'s plan in order (benched ones last) and returns the
+/// verdict; `Err(Stopped)` when its stop fired (the running runner was stopped: the job
+/// stays queued). `progress` hears of each runner started.
 pub async fn judge(
-    settings: &Settings,
-    job: &Job,
-    cwd: &CwdChoice,
-    tag: &str,
-    services: &Services,
-    stop: Option<&StopSignal>,
-    mut on_spawn: impl FnMut(&str, u32) + Send,
+    judging: &Judging<'_>,
+    progress: &mut (dyn FnMut(JudgeProgress<'_>) + Send),
 ) -> Result<Verdict, Stopped> {
-    let mut attempts = Vec::new();
-    let mut answer = None;
-    let table = settings.table(job.mode);
-    let ordered = match &services.health {
-        Some(health) => health.order(table),
-        None => table.iter().collect(),
-    };
-    let context = AttemptContext {
+    let Judging {
+        shared,
+        services,
+        plan,
+    } = judging;
+    let JobShared {
         settings,
         job,
-        tag,
         stop,
-        spawner: services.spawner.as_ref(),
-        exiting: services.exiting.as_deref(),
+        ..
+    } = shared;
+    let mut attempts = Vec::new();
+    let mut answer = None;
+    let ordered = match &services.health {
+        Some(health) => health.order(plan.table),
+        None => plan.table.iter().collect(),
     };
     for runner in ordered {
         // Reserved before each runner start (and before waiting for its slot, so a
@@ -188,20 +264,19 @@ pub async fn judge(
         // Biased: a stop that already fired wins over a free slot.
         let _slot = tokio::select! {
             biased;
-            () = stopped(stop) => return Err(Stopped),
+            () = stopped(*stop) => return Err(Stopped),
             slot = services.limits.acquire(runner) => slot,
         };
-        let runner_cwd = cwd_for_runner(cwd, runner, settings.runner_override.is_some());
+        let runner_cwd = plan.folder_of(runner);
         if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }, true) =
-            (cwd, &runner_cwd, runner.is_cli())
+            (&plan.cwd, runner_cwd, runner.is_cli())
         {
             tracing::warn!(
                 runner = %runner.name, cwd = %dir.display(),
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
-        let (attempt, found, end) =
-            attempt_runner(&context, runner, &runner_cwd, &mut on_spawn).await;
+        let (attempt, found, end) = attempt_runner(judging, runner, runner_cwd, progress).await;
         if end == RunEnd::Stopped {
             return Err(Stopped);
         }
@@ -261,16 +336,6 @@ fn started_a_process(end: &RunEnd) -> bool {
     )
 }
 
-/// What every attempt of one job shares.
-struct AttemptContext<'a> {
-    settings: &'a Settings,
-    job: &'a Job,
-    tag: &'a str,
-    stop: Option<&'a StopSignal>,
-    spawner: &'a dyn Spawner,
-    exiting: Option<&'a ExitingRunners>,
-}
-
 /// Only a runner that passes the investigate allowlist gets the job's own folder: any
 /// other (cursor-agent applies edits to its workspace) works in a fresh one. The
 /// override variable bypasses this, as it bypasses every safety check.
@@ -283,43 +348,32 @@ pub fn cwd_for_runner(cwd: &CwdChoice, runner: &Runner, overridden: bool) -> Cwd
     }
 }
 
-/// Runs one runner through the spawner and judges how it ended; `on_spawn` gets its
-/// process group as it starts.
+/// Runs one runner through the spawner and judges how it ended; `progress` hears of
+/// its process group as it starts.
 async fn attempt_runner(
-    context: &AttemptContext<'_>,
+    judging: &Judging<'_>,
     runner: &Runner,
     cwd: &CwdChoice,
-    on_spawn: &mut (impl FnMut(&str, u32) + Send),
+    progress: &mut (dyn FnMut(JudgeProgress<'_>) + Send),
 ) -> (Attempt, Option<Map<String, Value>>, RunEnd) {
-    let AttemptContext {
-        settings,
-        job,
-        tag,
-        stop,
-        spawner,
-        exiting,
-    } = *context;
+    let job = judging.shared.job;
     let workdir = match cwd {
         CwdChoice::Given(path) => Workdir::Job(path),
         CwdChoice::Temp { .. } => Workdir::Fresh,
     };
     let kind = runner.kind();
     let spec = AttemptSpec {
-        settings,
-        job,
+        shared: &judging.shared,
         runner,
         kind,
         workdir,
-        tag,
-        stop,
-        exiting,
     };
     // An API runner's start line names its protocol, model and base URL.
     let api = match kind {
         RunnerKind::Api(api) => Some(api),
         RunnerKind::Cli { .. } => None,
     };
-    let mut progress = |step: Progress<'_>| match step {
+    let mut on_step = |step: Progress<'_>| match step {
         Progress::Starting { cwd, prestarted } => tracing::info!(
             runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
             cwd = cwd.map(|dir| tracing::field::display(dir.display())),
@@ -328,9 +382,13 @@ async fn attempt_runner(
             model = api.map(|a| tracing::field::display(&a.model)),
             base_url = api.map(|a| tracing::field::display(&a.base_url)), "runner start"
         ),
-        Progress::Spawned { pgid } => on_spawn(&runner.name, pgid),
+        Progress::Spawned { pgid } => progress(JudgeProgress::RunnerSpawned {
+            runner: &runner.name,
+            pgid,
+        }),
     };
-    let (judged, end, elapsed) = match spawner.run(&spec, &mut progress).await {
+    let spawner = judging.services.spawner.as_ref();
+    let (judged, end, elapsed) = match spawner.run(&spec, &mut on_step).await {
         AttemptOutput::Process(out) => {
             let output = Output {
                 stdout: &out.stdout,

@@ -215,7 +215,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
         progress: &mut OnProgress<'_>,
     ) -> AttemptOutput {
         let copy = match spec.workdir {
-            Workdir::Fresh => self.take(spec.runner, spec.tag),
+            Workdir::Fresh => self.take(spec.runner, spec.tag()),
             Workdir::Job(_) => None,
         };
         let Some(mut copy) = copy else {
@@ -237,14 +237,14 @@ impl<S: Spawner + 'static> Prestarting<S> {
             process, folder, ..
         } = copy;
         let ended = process.finish(spec).await;
-        collect_output(ended, Some(folder), spec.exiting, spec.tag)
+        collect_output(ended, Some(folder), spec.exiting(), spec.tag())
             .await
             .into()
     }
 
-    /// Keeps what `settings` asks for (at start and on reload; cheap when nothing
-    /// changed), following `health`'s trying order: stops waiting runners it no longer
-    /// wants, starts the missing ones.
+    /// Keeps what `settings` asks for (at start, and whenever the daemon's settings are
+    /// replaced: a reload or a catalog read), following `health`'s trying order: stops
+    /// waiting runners it no longer wants, starts the missing ones.
     pub fn configure(
         &self,
         settings: &Arc<Settings>,
@@ -253,8 +253,7 @@ impl<S: Spawner + 'static> Prestarting<S> {
     ) {
         {
             let mut inner = self.lock();
-            let same = |(s, w): &(Arc<Settings>, usize)| Arc::ptr_eq(s, settings) && *w == workers;
-            if inner.closed || inner.settings.as_ref().is_some_and(same) {
+            if inner.closed {
                 return;
             }
             inner.candidates = wanted(settings, workers);

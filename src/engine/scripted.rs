@@ -149,7 +149,7 @@ impl Scripted {
             Some(Act::Answer(text)) => (RunEnd::Exited { code: 0 }, text.to_string()),
             Some(Act::Hang | Act::Api(_)) | None => tokio::select! {
                 () = tokio::time::sleep(spec.timeout()) => (RunEnd::TimedOut { seconds: spec.timeout().as_secs_f64() }, String::new()),
-                () = stopped(spec.stop) => (RunEnd::Stopped, String::new()),
+                () = stopped(spec.stop()) => (RunEnd::Stopped, String::new()),
             },
         };
         answered(end, stdout).into()
@@ -225,7 +225,7 @@ impl WaitingRunner for ScriptedCopy {
 
     fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, Ended> {
         if let Ok(mut prompts) = self.log.prompts.lock() {
-            prompts.push(spec.job.prompt.clone());
+            prompts.push(spec.job().prompt.clone());
         }
         let hook = self.log.before_answer.lock().ok().and_then(|h| h.clone());
         let out = match self.act {

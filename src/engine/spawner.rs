@@ -45,17 +45,13 @@ pub enum Workdir<'a> {
     Fresh,
 }
 
-/// One runner attempt, as the seam gets it.
-pub struct AttemptSpec<'a> {
+/// What every attempt of one job shares, built once for the job (in its
+/// `engine::attempts::Judging`).
+pub struct JobShared<'a> {
     /// Where runner folders go, the kill grace and the output cap.
     pub settings: &'a Settings,
     /// The job: its prompt and timeout.
     pub job: &'a Job,
-    /// The runner's table entry.
-    pub runner: &'a Runner,
-    /// `runner.kind()`, worked out once for the attempt.
-    pub kind: RunnerKind<'a>,
-    pub workdir: Workdir<'a>,
     /// The claim's tag, put in the environment as `LLM_JUDGE_TAG`.
     pub tag: &'a str,
     /// Shutdown: stop the runner now (SIGTERM, grace, SIGKILL, as at the timeout).
@@ -65,15 +61,48 @@ pub struct AttemptSpec<'a> {
     pub exiting: Option<&'a ExitingRunners>,
 }
 
+/// One runner attempt, as the seam gets it: the runner, borrowing the rest from what
+/// its job's attempts share.
+pub struct AttemptSpec<'a> {
+    pub shared: &'a JobShared<'a>,
+    /// The runner's table entry.
+    pub runner: &'a Runner,
+    /// `runner.kind()`, worked out once for the attempt.
+    pub kind: RunnerKind<'a>,
+    pub workdir: Workdir<'a>,
+}
+
+impl<'a> AttemptSpec<'a> {
+    pub fn settings(&self) -> &'a Settings {
+        self.shared.settings
+    }
+
+    pub fn job(&self) -> &'a Job {
+        self.shared.job
+    }
+
+    pub fn tag(&self) -> &'a str {
+        self.shared.tag
+    }
+
+    pub fn stop(&self) -> Option<&'a StopSignal> {
+        self.shared.stop
+    }
+
+    pub fn exiting(&self) -> Option<&'a ExitingRunners> {
+        self.shared.exiting
+    }
+}
+
 impl AttemptSpec<'_> {
     /// The job's per-runner timeout, counted from when the runner gets its prompt.
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.job.timeout_seconds)
+        Duration::from_secs_f64(self.job().timeout_seconds)
     }
 
     /// How long a stopped runner gets between SIGTERM and SIGKILL.
     pub fn kill_grace(&self) -> Duration {
-        self.settings.config.kill_grace_seconds
+        self.settings().config.kill_grace_seconds
     }
 }
 
@@ -257,10 +286,10 @@ impl RealSpawner {
         });
         let request = ApiRequest {
             spec: api,
-            prompt: &spec.job.prompt,
+            prompt: &spec.job().prompt,
             timeout: spec.timeout(),
-            cap: spec.settings.config.output_cap_bytes,
-            stop: spec.stop,
+            cap: spec.settings().config.output_cap_bytes,
+            stop: spec.stop(),
         };
         let started = Instant::now();
         let end = self.api.call(&request).await;
@@ -276,7 +305,7 @@ impl RealSpawner {
         (table_argv, format): (&[String], OutputFormat),
         progress: &mut OnProgress<'_>,
     ) -> RunOutput {
-        let withheld = spec.settings.api_key_vars();
+        let withheld = spec.settings().api_key_vars();
         if let Some(end) = not_logged_in(spec.runner, &withheld) {
             return RunOutput::not_started(end, Instant::now());
         }
@@ -284,7 +313,7 @@ impl RealSpawner {
         let mut fresh = None;
         let cwd = match spec.workdir {
             Workdir::Job(dir) => dir,
-            Workdir::Fresh => match self.folders.fresh(spec.settings) {
+            Workdir::Fresh => match self.folders.fresh(spec.settings()) {
                 Ok(made) => fresh.insert(made).path(),
                 Err(e) => {
                     return RunOutput::not_started(
@@ -297,7 +326,7 @@ impl RealSpawner {
                 }
             },
         };
-        let argv = match prepared_argv(spec.settings, spec.job.mode, table_argv) {
+        let argv = match prepared_argv(spec.settings(), spec.job().mode, table_argv) {
             Ok(argv) => argv,
             Err(e) => {
                 let end = RunEnd::SpawnFailed {
@@ -311,7 +340,7 @@ impl RealSpawner {
             cwd: Some(cwd),
             prestarted: false,
         });
-        let invocation = build_invocation(&argv, &spec.job.prompt);
+        let invocation = build_invocation(&argv, &spec.job().prompt);
         let run = RunSpec {
             argv: &invocation.argv,
             env: &spec.runner.env,
@@ -320,16 +349,16 @@ impl RealSpawner {
             cwd,
             timeout: spec.timeout(),
             kill_grace: spec.kill_grace(),
-            tag: spec.tag,
-            output_cap: spec.settings.config.output_cap_bytes,
-            stop: spec.stop,
+            tag: spec.tag(),
+            output_cap: spec.settings().config.output_cap_bytes,
+            stop: spec.stop(),
             format,
         };
         let finished = spawn::run(&run, &self.launcher, |pgid| {
             progress(Progress::Spawned { pgid })
         })
         .await;
-        collect_output(finished.into(), fresh, spec.exiting, spec.tag).await
+        collect_output(finished.into(), fresh, spec.exiting(), spec.tag()).await
     }
 }
 
@@ -436,12 +465,12 @@ impl WaitingRunner for WaitingProcess {
 
     fn finish<'a>(self: Box<Self>, spec: &'a AttemptSpec<'a>) -> BoxFuture<'a, Ended> {
         Box::pin(async move {
-            let stdin = stdin_payload(&self.argv, &spec.job.prompt);
+            let stdin = stdin_payload(&self.argv, &spec.job().prompt);
             let prompt = PromptSpec {
                 stdin: Some(&stdin),
                 timeout: spec.timeout(),
                 kill_grace: spec.kill_grace(),
-                stop: spec.stop,
+                stop: spec.stop(),
                 format: spec.kind.output_format(),
             };
             self.running.finish(&prompt, Instant::now()).await.into()

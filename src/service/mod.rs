@@ -15,10 +15,12 @@
 //!
 //! The manager is systemd on Linux and launchd on macOS; `LLM_JUDGE_SERVICE_MANAGER`
 //! (`systemd` or `launchd`) overrides the guess. `systemctl`, `loginctl` and `launchctl`
-//! are found on `PATH`, so tests put recording fakes first on it.
+//! are found on `PATH`, so tests put recording fakes first on it. `hook_command` is
+//! what `hooks install` writes as each hook's program and flags.
 
 mod call;
 mod execute;
+pub mod hook_command;
 pub(crate) mod host;
 mod launchd;
 mod plan;

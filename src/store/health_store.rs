@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::core::config::HealthConfig;
-use crate::core::health::{HealthFile, RunnerHealth, Sign, key, order, standing, update};
+use crate::core::health::{HealthFile, RunnerHealth, Sighting, Sign, key, order, standing, update};
 use crate::core::runner::table::Runner;
 use crate::process::spawn::is_installed;
 use crate::store::file_lock::{open_lock_file, try_lock_exclusive};
@@ -155,7 +155,13 @@ impl Inner {
 
     /// A runner's health after `u` on `prev`.
     fn next(&self, prev: Option<&RunnerHealth>, u: &Update) -> Option<RunnerHealth> {
-        update(prev, &u.runner, u.sign, &u.reason, u.at, &self.cfg)
+        let seen = Sighting {
+            runner: &u.runner,
+            sign: u.sign,
+            reason: &u.reason,
+            at: u.at,
+        };
+        update(prev, seen, &self.cfg)
     }
 
     /// Applies `u` to `file`; returns the runner's health before and after.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use thiserror::Error;
 
+use crate::core::verdict::Verdict;
 use crate::process::os::{is_alive, start_time};
 use crate::store::state_dir::{now_unix, oldest_first};
 use crate::support::error::Chained;
@@ -24,8 +25,10 @@ const MAX_VERDICT_BYTES: u64 = 16 << 20;
 pub struct Taken {
     claim: PathBuf,
     original: PathBuf,
-    /// The verdict, or an `unchecked` stand-in when the file could not be read.
-    pub verdict: Value,
+    /// The verdict, or an `unchecked` stand-in when the file could not be read as one.
+    pub verdict: Verdict,
+    /// The file's JSON as one line, as `drain` prints it (every key it holds).
+    pub line: String,
 }
 
 impl Taken {
@@ -97,11 +100,15 @@ pub fn take(path: &Path) -> Option<Taken> {
         forget_claim_dir(&claim);
         return None;
     }
-    let verdict = read_verdict(&claim).unwrap_or_else(|e| unreadable(path, name, &e));
+    let (verdict, line) = match read_verdict(&claim) {
+        Ok(value) => typed(path, name, value),
+        Err(e) => unreadable(path, name, &e),
+    };
     Some(Taken {
         claim,
         original: path.to_path_buf(),
         verdict,
+        line,
     })
 }
 
@@ -158,6 +165,9 @@ enum VerdictError {
     /// Not JSON.
     #[error("not valid JSON")]
     NotJson(#[from] serde_json::Error),
+    /// A JSON object without a verdict's keys.
+    #[error("not a verdict: {0}")]
+    NotVerdict(serde_json::Error),
 }
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.
@@ -183,20 +193,31 @@ fn read_verdict(path: &Path) -> Result<Value, VerdictError> {
     }
 }
 
-fn unreadable(path: &Path, name: &OsStr, error: &VerdictError) -> Value {
+/// The verdict in `value` as the type it was written as, and its line; a JSON object
+/// of another shape is delivered as an `unchecked` stand-in, and printed as it is.
+fn typed(path: &Path, name: &OsStr, value: Value) -> (Verdict, String) {
+    let line = value.to_string();
+    match serde_json::from_value::<Verdict>(value) {
+        Ok(verdict) => (verdict, line),
+        Err(e) => (unreadable(path, name, &VerdictError::NotVerdict(e)).0, line),
+    }
+}
+
+/// The `unchecked` stand-in for a verdict file that cannot be read, and its line.
+fn unreadable(path: &Path, name: &OsStr, error: &VerdictError) -> (Verdict, String) {
     let name = name.to_string_lossy();
-    json!({
-        "id": name.strip_suffix(".json").unwrap_or(&name),
-        "hook": null,
-        "transcript": null,
-        "outcome": "unchecked",
-        "on_hit": null,
-        "reason": crate::core::verdict::clip("unreadable verdict file", &format!("{}: {}", path.display(), error.chain())),
-        "runner": null,
-        "answer": null,
-        "attempts": [],
-        "finished_at": now_unix(),
-    })
+    let id = name.strip_suffix(".json").unwrap_or(&name);
+    let reason = crate::core::verdict::clip(
+        "unreadable verdict file",
+        &format!("{}: {}", path.display(), error.chain()),
+    );
+    let now = now_unix();
+    // The line keeps the file format's nulls for what is not known.
+    let line = json!({
+        "id": id, "hook": null, "transcript": null, "outcome": "unchecked", "on_hit": null,
+        "reason": reason, "runner": null, "answer": null, "attempts": [], "finished_at": now,
+    });
+    (Verdict::unreadable(id, reason, now), line.to_string())
 }
 
 #[cfg(test)]
@@ -213,7 +234,12 @@ mod tests {
             take(&v).is_none(),
             "a claimed verdict cannot be taken twice"
         );
-        assert_eq!(taken.verdict["id"], "a");
+        assert_eq!(taken.line, r#"{"id":"a"}"#, "printed as it is");
+        assert_eq!(
+            taken.verdict.outcome.name(),
+            "unchecked",
+            "not a whole verdict"
+        );
         assert!(
             pending(dir.path()).unwrap().is_empty(),
             "our own live claim is not recovered"
@@ -242,13 +268,9 @@ mod tests {
         let v = dir.path().join("d.json");
         fs::create_dir(&v).unwrap();
         let taken = take(&v).unwrap();
-        assert_eq!(taken.verdict["outcome"], "unchecked");
-        assert!(
-            taken.verdict["reason"]
-                .as_str()
-                .unwrap()
-                .starts_with("unreadable verdict file")
-        );
+        assert_eq!(taken.verdict.outcome.name(), "unchecked");
+        assert!(taken.verdict.reason.starts_with("unreadable verdict file"));
+        assert!(taken.line.contains("\"transcript\":null"), "{}", taken.line);
         taken.done().unwrap();
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }

@@ -1,7 +1,8 @@
 //! docs/architecture.md as a test: every `crate::` and `super::` path in `src/`
 //! (outside unit-test modules) names the module's own layer or one below it, and the
-//! modules import each other without a circle. And the README's test command is the
-//! one `.ci/run` runs.
+//! modules import each other without a circle; a command uses no other command (the
+//! shared argument types of `commands/mod.rs` aside) and not the daemon; `core` does no
+//! I/O. And the README's test command is the one `.ci/run` runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -101,6 +102,60 @@ fn super_paths(text: &str, module: &str) -> Vec<Vec<String>> {
     found
 }
 
+/// `x` for a module `commands::x` or `commands::x::…`.
+fn command_of(module: &str) -> Option<String> {
+    let mut parts = module.split("::");
+    (parts.next() == Some("commands")).then(|| parts.next().map(str::to_string))?
+}
+
+/// The I/O a core module's code names: `std::fs`, `std::process`, `std::net` or
+/// tokio's I/O, used or imported (a type such as `std::fs::Metadata` taken as a
+/// parameter is not I/O).
+fn io_in(body: &str) -> Vec<String> {
+    const TYPES: [&str; 6] = [
+        "std::fs::Metadata",
+        "std::fs::FileType",
+        "std::net::IpAddr",
+        "std::net::Ipv4Addr",
+        "std::net::Ipv6Addr",
+        "std::process::ExitStatus",
+    ];
+    let mut found = Vec::new();
+    for root in [
+        "std::fs",
+        "std::process",
+        "std::net",
+        "tokio::fs",
+        "tokio::process",
+        "tokio::net",
+        "tokio::io",
+    ] {
+        for (at, _) in body.match_indices(root) {
+            let rest = &body[at..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            let path = &rest[..end];
+            if !TYPES.contains(&path) {
+                found.push(path.to_string());
+            }
+        }
+    }
+    for line in body
+        .lines()
+        .filter(|l| l.trim_start().starts_with("use std::{"))
+    {
+        if ["fs", "process", "net"].iter().any(|m| {
+            line.contains(&format!("{m}::"))
+                || line.contains(&format!(" {m},"))
+                || line.contains(&format!("{{{m},"))
+        }) {
+            found.push(line.trim().to_string());
+        }
+    }
+    found
+}
+
 #[test]
 fn modules_use_only_their_layer_and_those_below_without_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -132,6 +187,21 @@ fn modules_use_only_their_layer_and_those_below_without_a_circle() {
             if up {
                 wrong.push(format!("{module} uses crate::{}", path.join("::")));
             }
+            if layer == "commands" && target_layer == "daemon" {
+                wrong.push(format!(
+                    "command {module} uses the daemon: crate::{}",
+                    path.join("::")
+                ));
+            }
+            if let (Some(mine), Some(theirs)) = (command_of(module), command_of(&path.join("::")))
+                && mine != theirs
+                && modules.contains_key(&format!("commands::{theirs}"))
+            {
+                wrong.push(format!(
+                    "command {module} uses another command: crate::{}",
+                    path.join("::")
+                ));
+            }
             // The longest prefix that is a module is what this one imports.
             let used = (1..=path.len())
                 .rev()
@@ -145,9 +215,18 @@ fn modules_use_only_their_layer_and_those_below_without_a_circle() {
             }
         }
     }
+    // Unit tests kept in a file of their own (`#[path = "x_tests.rs"] mod tests`) may.
+    let pure = |m: &&String| m.starts_with("core") && !m.ends_with("_tests");
+    for (module, file) in modules.iter().filter(|(m, _)| pure(m)) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let body = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        for io in io_in(body) {
+            wrong.push(format!("{module} does I/O: {io}"));
+        }
+    }
     assert!(
         wrong.is_empty(),
-        "modules reach up a layer:\n{}",
+        "modules reach up a layer, into another command or out of the pure core:\n{}",
         wrong.join("\n")
     );
     // Depth-first search for a circle.

@@ -2,7 +2,7 @@
 //! module per area, and the helpers they share in `support/`.
 //!
 //! `cargo test --test it` runs them; `cargo test --test it daemon::` one area. The
-//! real-CLI lane stays its own binary (`tests/real_runners.rs`): its tests run one at
+//! real-CLI lane stays its own binary (`tests/real_runners/main.rs`): its tests run one at
 //! a time so the start-up and request figures they record are not skewed, which only
 //! a binary of its own can promise.
 

@@ -3,7 +3,7 @@
 //! is never given to a runner: it works in a fresh folder, judge.log says why, and
 //! each attempt carries the reason as `cwd_refused`. The refusal is logged when the
 //! job is read, so a job answered from the cache leaves the same trace (issue 38
-//! item 6). The real claude's reads are in `tests/real_runners.rs`.
+//! item 6). The real claude's reads are in `tests/real_runners/main.rs`.
 
 use crate::support::*;
 

@@ -5,31 +5,30 @@
 
 use crate::core::hooks::jobs::session_key;
 use crate::core::hooks::output::Answer;
-use crate::store::outbox;
+use crate::core::verdict::Outcome;
+use crate::store::protocol;
 
 use super::Call;
-use super::settle::hit_notice;
 
 impl Call<'_> {
     /// The notices of the session's verdicts that are there now.
     pub(super) fn deliver(&mut self) -> Answer {
-        let dir = self.state.verdict_dir(&session_key(&self.input));
-        let pending = match outbox::pending(&dir) {
+        let pending = match protocol::pending_verdicts(&self.state, &session_key(&self.input)) {
             Ok(pending) => pending,
             Err(e) => {
-                tracing::warn!(folder = %dir.display(), "cannot read the session's verdicts: {e}");
+                tracing::warn!(session = %self.input.session, "cannot read the session's verdicts: {e}");
                 return Answer::default();
             }
         };
         let mut answer = Answer::default();
         let mut unchecked = 0;
         for path in pending {
-            let Some(taken) = outbox::take(&path) else {
+            let Some(taken) = protocol::take(&path) else {
                 continue; // Another call took it.
             };
-            match hit_notice(&taken.verdict) {
+            match taken.verdict.notice() {
                 Some(notice) => answer.notices.push(notice),
-                None if taken.verdict["outcome"] == "unchecked" => unchecked += 1,
+                None if taken.verdict.outcome == Outcome::Unchecked => unchecked += 1,
                 None => {}
             }
             self.taken.push(taken);

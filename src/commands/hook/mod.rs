@@ -7,7 +7,6 @@
 
 mod deliver;
 mod guard;
-pub mod rules_files;
 mod settle;
 mod stop;
 
@@ -236,7 +235,7 @@ impl<'a> Call<'a> {
     /// The rules for this session's folder; problems are told once.
     fn rules(&mut self) -> Vec<crate::core::hooks::rules::Rule> {
         let cwd = self.input.cwd.as_deref().map(std::path::Path::new);
-        let loaded = rules_files::load(self.sources, cwd);
+        let loaded = crate::store::rules_files::load(self.sources, cwd);
         for problem in loaded.problems {
             self.tell_once(&format!("rules {problem}"), problem);
         }

@@ -4,18 +4,15 @@
 //! `llm-judge run` (its claim keeps a daemon started meanwhile from judging it twice).
 //! Whatever is not there by the deadline stays: a later hit becomes a notice.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-
-use serde_json::Value;
 
 use crate::core::hooks::jobs::session_key;
 use crate::engine::attempts::Services;
 use crate::engine::job_run::JobRun;
 use crate::process::spawn::Control;
-use crate::store::outbox::{self, Taken};
-use crate::store::verdict_watch::VerdictWatch;
+use crate::store::protocol;
 
 use super::Call;
 
@@ -23,13 +20,13 @@ impl Call<'_> {
     /// The notices of jobs `ids` whose verdicts are hits by `deadline`. The verdicts
     /// taken stay with the call until its answer is written (`Call::taken`).
     pub(super) fn settle(&mut self, ids: &[String], deadline: Instant) -> Vec<String> {
-        let dir = self.state.verdict_dir(&session_key(&self.input));
+        let key = session_key(&self.input);
         // The agent repeated a reply that hit: the same notice, not a second judge.
         let remembered: Vec<Option<String>> = ids
             .iter()
             .map(|id| self.session.as_ref().and_then(|s| s.remembered_hit(id)))
             .collect();
-        if !self.daemon_runs() {
+        if !protocol::daemon_runs(&self.state) {
             let unjudged: Vec<&String> = ids
                 .iter()
                 .zip(&remembered)
@@ -44,11 +41,12 @@ impl Call<'_> {
                 notices.push(notice);
                 continue;
             }
-            let Some(taken) = wait_for(&dir.join(format!("{id}.json")), deadline) else {
+            let path = protocol::verdict_path(&self.state, &key, id);
+            let Some(taken) = protocol::take_by(&path, deadline) else {
                 tracing::info!(id = %id, "no verdict within the wait: the stop goes on, a hit becomes a notice");
                 continue;
             };
-            if let Some(notice) = hit_notice(&taken.verdict) {
+            if let Some(notice) = taken.verdict.notice() {
                 if let Some(session) = &self.session {
                     let _ = session.remember_hit(id, &notice);
                 }
@@ -64,7 +62,7 @@ impl Call<'_> {
     fn judge_here(&self, ids: &[&String], deadline: Instant) {
         let paths: Vec<PathBuf> = ids
             .iter()
-            .map(|id| self.state.jobs().join(format!("{id}.json")))
+            .map(|id| protocol::job_path(&self.state, id))
             .filter(|path| path.exists())
             .collect();
         if paths.is_empty() {
@@ -102,39 +100,5 @@ impl Call<'_> {
             }
             while runs.join_next().await.is_some() {}
         });
-    }
-}
-
-/// Takes the verdict at `path` once it is there, waiting at most until `deadline`; a
-/// verdict already there (judged in the hook) is taken without setting up a watch.
-fn wait_for(path: &Path, deadline: Instant) -> Option<Taken> {
-    if let Some(taken) = outbox::take(path) {
-        return Some(taken);
-    }
-    let mut watch = VerdictWatch::new(path);
-    loop {
-        if let Some(taken) = outbox::take(path) {
-            return Some(taken);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        watch.wait((deadline - now).min(watch.recheck_interval()));
-    }
-}
-
-/// The notice of a verdict that is a hit: its `on_hit` (the rule's notice, or the
-/// notices of the keys that were true), else one naming the rule.
-pub(super) fn hit_notice(verdict: &Value) -> Option<String> {
-    if verdict["outcome"] != "hit" {
-        return None;
-    }
-    match verdict["on_hit"].as_str().filter(|n| !n.trim().is_empty()) {
-        Some(notice) => Some(notice.to_string()),
-        None => Some(format!(
-            "rule {} found a problem in your reply",
-            verdict["rule_id"].as_str().unwrap_or("(unnamed)")
-        )),
     }
 }

@@ -9,7 +9,7 @@ use crate::core::hooks::jobs::{RuleJob, rule_jobs, session_key};
 use crate::core::hooks::output::Answer;
 use crate::core::hooks::prompt::{REPLY_HEAD, REPLY_MAX_CHARS, is_cut};
 use crate::core::hooks::rules::{Action, MAX_WAIT_MS, Trigger};
-use crate::store::state_dir;
+use crate::store::protocol;
 
 use super::Call;
 
@@ -113,7 +113,7 @@ impl Call<'_> {
                 ),
             }
         }
-        if queued_notice && !self.daemon_runs() {
+        if queued_notice && !protocol::daemon_runs(&self.state) {
             let state = self.state.root.display().to_string();
             self.tell_once(
                 "no daemon",
@@ -126,18 +126,15 @@ impl Call<'_> {
         jobs
     }
 
-    /// Publishes a rule's job file by rename (a job still queued under its id stays).
+    /// Publishes a rule's job file (a job still queued under its id stays).
     fn publish(&self, job: &RuleJob) -> std::io::Result<()> {
-        let mut bytes = serde_json::to_vec(&job.job).map_err(std::io::Error::other)?;
-        bytes.push(b'\n');
-        let target = self.state.jobs().join(format!("{}.json", job.id));
-        match state_dir::publish_new(&target, &bytes, self.settings.config.fsync) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
-            _ => {
-                tracing::info!(id = %job.id, rule = %job.rule, action = job.action.name(), session = %session_key(&self.input), "hook queued a job");
-                Ok(())
-            }
-        }
+        let file = job
+            .job
+            .file(self.settings.config.timeouts())
+            .map_err(|e| std::io::Error::other(e.reason()))?;
+        protocol::publish_job(&self.state, &file, self.settings.config.fsync)?;
+        tracing::info!(id = %job.id, rule = %job.rule, action = job.action.name(), session = %session_key(&self.input), "hook queued a job");
+        Ok(())
     }
 
     fn turn(&self) -> &str {
@@ -193,11 +190,6 @@ impl Call<'_> {
             return None;
         }
         Some(notices.join("\n"))
-    }
-
-    /// True when a daemon holds the state folder's lock.
-    pub(super) fn daemon_runs(&self) -> bool {
-        crate::store::daemon_lock::holder(&self.state.lock()).is_some()
     }
 }
 

@@ -7,31 +7,37 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Refused, codex_home, write_text};
-use crate::commands::hook::rules_files;
+use super::{Refused, write_text};
 use crate::core::hooks::codex_trust::{self, Trusted};
 use crate::core::hooks::install::Entry;
 use crate::store::config_file::Sources;
+use crate::store::rules_files;
 
 /// codex's config.toml.
 fn config_path(sources: &Sources) -> PathBuf {
-    let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
-    codex_home(sources, &home).join("config.toml")
+    crate::store::harness_files::codex_home(sources)
+        .unwrap_or_default()
+        .join("config.toml")
 }
 
-/// Records the trust of `written` in `hooks_file` (`--trust`), or says how.
+/// The hooks file as this install left it, and the entries it wrote.
+pub(super) struct Written<'a> {
+    pub path: &'a Path,
+    pub doc: &'a Value,
+    pub entries: &'a [Entry],
+}
+
+/// Records the trust of what this install wrote (`--trust`), or says how.
 pub(super) fn trust(
     sources: &Sources,
-    hooks_file: &Path,
-    doc: &Value,
-    written: &[Entry],
+    written: &Written<'_>,
     project: Option<&Path>,
     trust: bool,
     dry_run: bool,
 ) -> Result<(), Refused> {
     let config = config_path(sources);
     if trust {
-        record(&config, hooks_file, doc, written, dry_run)?;
+        record(&config, written, dry_run)?;
     } else {
         say!(
             "codex skips a hook until you trust it: open codex, type /hooks and trust llm-judge's, or \
@@ -54,15 +60,10 @@ pub(super) fn trust(
     Ok(())
 }
 
-fn record(
-    config: &Path,
-    hooks_file: &Path,
-    doc: &Value,
-    written: &[Entry],
-    dry_run: bool,
-) -> Result<(), Refused> {
+fn record(config: &Path, written: &Written<'_>, dry_run: bool) -> Result<(), Refused> {
+    let hooks_file = written.path;
     let source = hooks_file.to_string_lossy();
-    let trusted = codex_trust::codex_trust(&source, doc, written);
+    let trusted = codex_trust::codex_trust(&source, written.doc, written.entries);
     let old = rules_files::read(config)
         .map_err(Refused::Failed)?
         .unwrap_or_default();

@@ -12,15 +12,15 @@ mod codex;
 mod trust;
 
 use crate::commands::HarnessArg;
-use crate::commands::hook::rules_files;
-use crate::core::config::{CONFIG_VAR, Settings};
+use crate::core::config::Settings;
 use crate::core::hooks::input::Harness;
-use crate::core::hooks::install::{self, Change, HookCommand};
+use crate::core::hooks::install::{self, Change};
 use crate::core::hooks::rules::parse_rules;
-use crate::store::config_file::{Sources, config_folder};
+use crate::store::config_file::Sources;
+use crate::store::harness_files::settings_path;
+use crate::store::rules_files;
 use crate::store::state_dir::StateDir;
 use crate::store::user_files;
-use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 
 /// The example rules, all off, written as the user's rules file when there is none.
@@ -103,57 +103,6 @@ pub(super) enum Refused {
     Failed(String),
 }
 
-/// The settings file of `harness`: the project's in `project`, else the user's.
-pub fn settings_path(
-    sources: &Sources,
-    harness: Harness,
-    project: Option<&Path>,
-) -> Option<PathBuf> {
-    if let Some(dir) = project {
-        let dir = std::path::absolute(dir).ok()?;
-        return Some(match harness {
-            Harness::Claude => dir.join(".claude/settings.json"),
-            Harness::Codex => dir.join(".codex/hooks.json"),
-            Harness::Cursor => dir.join(".cursor/hooks.json"),
-        });
-    }
-    let home = PathBuf::from(sources.var("HOME")?);
-    Some(match harness {
-        Harness::Claude => sources
-            .var("CLAUDE_CONFIG_DIR")
-            .map_or_else(|| home.join(".claude"), PathBuf::from)
-            .join("settings.json"),
-        Harness::Codex => codex_home(sources, &home).join("hooks.json"),
-        Harness::Cursor => home.join(".cursor/hooks.json"),
-    })
-}
-
-/// `$CODEX_HOME`, else `~/.codex`, as codex names it (not resolved: its trust keys
-/// hold the path as written).
-pub(super) fn codex_home(sources: &Sources, home: &Path) -> PathBuf {
-    sources
-        .var("CODEX_HOME")
-        .map_or_else(|| home.join(".codex"), PathBuf::from)
-}
-
-/// What the installed hooks run: this binary, with the config folder, config file and
-/// state folder resolved now, from the user's own shell (docs/security.md, "Hook mode").
-pub fn hook_command(settings: &Settings, sources: &Sources) -> Result<HookCommand, String> {
-    let program = crate::service::host::this_binary().map_err(|e| e.chain().to_string())?;
-    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
-    let text = |p: PathBuf| absolute(p).to_string_lossy().into_owned();
-    let config = sources
-        .config_flag
-        .clone()
-        .or_else(|| sources.var(CONFIG_VAR).map(PathBuf::from));
-    Ok(HookCommand {
-        program: program.to_string_lossy().into_owned(),
-        config_dir: config_folder(sources).map(text),
-        config: config.map(text),
-        state_dir: Some(text(settings.state_dir.clone())),
-    })
-}
-
 fn install(
     settings: &Settings,
     sources: &Sources,
@@ -166,7 +115,8 @@ fn install(
             "--trust is for codex only (claude and Cursor run hooks without it)".into(),
         ));
     }
-    let command = hook_command(settings, sources).map_err(Refused::Failed)?;
+    let command =
+        crate::service::hook_command::hook_command(settings, sources).map_err(Refused::Failed)?;
     let program = command.program.clone();
     let path = settings_path(sources, harness, project)
         .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;
@@ -191,7 +141,12 @@ fn install(
         );
     }
     if harness == Harness::Codex {
-        codex::trust(sources, &path, &doc, &entries, project, trust, dry_run)?;
+        let written = codex::Written {
+            path: &path,
+            doc: &doc,
+            entries: &entries,
+        };
+        codex::trust(sources, &written, project, trust, dry_run)?;
     }
     if harness == Harness::Cursor {
         say!(
@@ -201,7 +156,7 @@ fn install(
     }
     starter_rules(sources, dry_run)?;
     let state = StateDir::new(&settings.state_dir);
-    if crate::store::daemon_lock::holder(&state.lock()).is_none() {
+    if !crate::store::protocol::daemon_runs(&state) {
         say!(
             "next: start the daemon (`llm-judge service install`, or `llm-judge daemon`): without it \
              block rules are judged inside the hook, and notices wait until it runs"

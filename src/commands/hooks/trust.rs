@@ -6,10 +6,10 @@
 use std::path::Path;
 
 use super::{Refused, write_text};
-use crate::commands::hook::rules_files::{self, PROJECT_RULES, Pins, pin_of, pins, pins_path};
 use crate::core::hooks::rules::{Hit, Rule, added_to, parse_rules};
 use crate::core::job::Mode;
 use crate::store::config_file::Sources;
+use crate::store::rules_files::{self, PROJECT_RULES, Pins, pin_of, pins, pins_path};
 
 /// A question is shown up to this many characters.
 const QUESTION_SHOWN: usize = 600;

@@ -65,10 +65,6 @@ pub struct HookInput {
     pub reply: Option<String>,
     /// The user's prompt (UserPromptSubmit `prompt`).
     pub prompt: Option<String>,
-    /// True on the call that follows a block (claude, codex `stop_hook_active`).
-    pub stop_hook_active: bool,
-    /// Cursor's `loop_count`: follow-ups this loop already took.
-    pub loop_count: Option<u64>,
     /// The helper agent that stopped (claude's `SubagentStop` `agent_id`): its blocks
     /// count apart from the main agent's, which shares its turn id.
     pub agent: Option<String>,
@@ -147,8 +143,6 @@ pub fn parse_input(harness: Harness, bytes: &[u8]) -> Result<HookInput, InputErr
         cwd,
         reply,
         prompt: text(&object, "prompt"),
-        stop_hook_active: object.get("stop_hook_active") == Some(&Value::Bool(true)),
-        loop_count: object.get("loop_count").and_then(Value::as_u64),
         agent,
     })
 }
@@ -294,10 +288,13 @@ mod tests {
             Some("984f7f50-e382-4a65-a839-e64eb1d524d8")
         );
         assert_eq!(stop.reply.as_deref(), Some("MAIN_DONE"));
-        assert!(!stop.stop_hook_active);
         assert_eq!(stop.cwd.as_deref(), Some("/tmp/hookresearch/runs/c2/work"));
         let again = parse(Harness::Claude, CLAUDE_AGAIN);
-        assert!(again.stop_hook_active);
+        assert_eq!(
+            again.event,
+            Event::Stop,
+            "the re-call after a block is a Stop too"
+        );
         let prompt = parse(Harness::Claude, CLAUDE_PROMPT);
         assert_eq!(prompt.event, Event::PromptSubmit);
         assert!(prompt.prompt.is_some());
@@ -353,7 +350,7 @@ mod tests {
         let stop = r#"{"conversation_id": "c1", "generation_id": "g1", "hook_event_name": "stop",
             "status": "completed", "loop_count": 1, "workspace_roots": []}"#;
         let got = parse(Harness::Cursor, stop);
-        assert_eq!((got.event, got.loop_count), (Event::LoopEnd, Some(1)));
+        assert_eq!(got.event, Event::LoopEnd);
         let prompt =
             r#"{"conversation_id": "c1", "hook_event_name": "beforeSubmitPrompt", "prompt": "hi"}"#;
         assert_eq!(parse(Harness::Cursor, prompt).event, Event::PromptSubmit);

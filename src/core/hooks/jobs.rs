@@ -1,14 +1,15 @@
 //! The job a rule asks about one reply: its id (the same for a retried hook, so a turn
-//! is never judged twice), the session's verdict key, and the job object the daemon
-//! reads (docs/reference.md, "Job file").
+//! is never judged twice), the session's verdict key, and the job it asks, typed
+//! (`core::job::wire`; docs/reference.md, "Job file").
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::input::HookInput;
 use super::prompt::render;
 use super::rules::{Action, Hit, Rule, Trigger};
 use crate::core::digest::sha1_hex;
 use crate::core::job::Mode;
+use crate::core::job::wire::JobRequest;
 
 /// A job to queue for one rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,8 +19,8 @@ pub struct RuleJob {
     pub action: Action,
     /// The rule's own wait, if it sets one.
     pub wait_ms: Option<u64>,
-    /// The job file's object.
-    pub job: Map<String, Value>,
+    /// The job asked.
+    pub job: JobRequest,
 }
 
 /// A session's verdict key (its jobs' `transcript`): `<harness>:<session id>`, so two
@@ -78,51 +79,34 @@ fn job_object(
     reply: &str,
     prompt: Option<&str>,
     id: &str,
-) -> Map<String, Value> {
-    let mut job = job_for(rule, reply, prompt, input.cwd.as_deref());
-    job.insert("id".into(), json!(id));
-    job.insert("transcript".into(), json!(session_key(input)));
-    job.insert(
-        "hook".into(),
-        json!(format!("llm-judge hook {}", input.harness.name())),
-    );
-    job
+) -> JobRequest {
+    JobRequest {
+        id: Some(id.to_string()),
+        transcript: Some(session_key(input)),
+        hook: Some(format!("llm-judge hook {}", input.harness.name())),
+        ..job_for(rule, reply, prompt, input.cwd.as_deref())
+    }
 }
 
 /// The job `rule` asks about `reply` (with the user's `prompt`; an investigate rule
 /// works in `cwd`): its prompt, rule keys, notice, mode and timeout, without the keys
 /// of a session (`id`, `transcript`, `hook`). `eval --rules` judges these.
-pub fn job_for(
-    rule: &Rule,
-    reply: &str,
-    prompt: Option<&str>,
-    cwd: Option<&str>,
-) -> Map<String, Value> {
-    let mut job = Map::new();
-    job.insert(
-        "prompt".into(),
-        json!(render(&rule.question, reply, prompt)),
-    );
-    job.insert("rule_id".into(), json!(rule.name));
+pub fn job_for(rule: &Rule, reply: &str, prompt: Option<&str>, cwd: Option<&str>) -> JobRequest {
+    let investigate = rule.mode == Mode::Investigate;
+    let mut job = JobRequest {
+        prompt: Some(render(&rule.question, reply, prompt)),
+        rule_id: Some(rule.name.clone()),
+        mode: Some(rule.mode),
+        cwd: cwd.filter(|_| investigate).map(String::from),
+        timeout_seconds: rule.timeout_seconds,
+        ..JobRequest::default()
+    };
     match &rule.hit {
         Hit::AllTrue(keys) => {
-            job.insert("hit_if_all_true".into(), json!(keys));
-            job.insert("on_hit".into(), json!(rule.notice));
+            job.hit_if_all_true = Some(keys.clone());
+            job.on_hit = Some(rule.notice.clone());
         }
-        Hit::AnyTrue(pairs) => {
-            let notices: Map<String, Value> =
-                pairs.iter().map(|(k, n)| (k.clone(), json!(n))).collect();
-            job.insert("hit_if_any_true".into(), Value::Object(notices));
-        }
-    }
-    if rule.mode == Mode::Investigate {
-        job.insert("mode".into(), json!("investigate"));
-        if let Some(cwd) = cwd {
-            job.insert("cwd".into(), json!(cwd));
-        }
-    }
-    if let Some(seconds) = rule.timeout_seconds {
-        job.insert("timeout_seconds".into(), json!(seconds));
+        Hit::AnyTrue(pairs) => job.hit_if_any_true = Some(pairs.clone()),
     }
     job
 }
@@ -133,6 +117,7 @@ mod tests {
     use crate::core::hooks::input::{Event, Harness};
     use crate::core::hooks::rules::parse_rules;
     use crate::core::job::{TimeoutRules, parse_job};
+    use serde_json::Value;
 
     fn input(reply: &str, turn: &str) -> HookInput {
         HookInput {
@@ -143,8 +128,6 @@ mod tests {
             cwd: Some("/w/project".into()),
             reply: Some(reply.into()),
             prompt: None,
-            stop_hook_active: false,
-            loop_count: None,
             agent: None,
         }
     }
@@ -194,20 +177,21 @@ notice = "n"
             max_seconds: 600.0,
         };
         for j in &jobs {
-            let text = Value::Object(j.job.clone()).to_string();
+            let text = Value::Object(j.job.object()).to_string();
             let job = parse_job(text.as_bytes(), &j.id, rules_t).expect("a job the judge reads");
             assert_eq!(job.transcript, "codex:s1");
             assert_eq!(job.rule_id.as_deref(), Some(j.rule.as_str()));
             assert!(job.typos.is_empty() && !job.has_no_rule());
         }
-        assert_eq!(jobs[0].job["on_hit"], "Run the tests.");
+        let (first, second) = (jobs[0].job.object(), jobs[1].job.object());
+        assert_eq!(first["on_hit"], "Run the tests.");
         assert_eq!(
-            (jobs[1].job["mode"].as_str(), jobs[1].job["cwd"].as_str()),
+            (second["mode"].as_str(), second["cwd"].as_str()),
             (Some("investigate"), Some("/w/project"))
         );
-        assert_eq!(jobs[1].job["timeout_seconds"], 30.0);
+        assert_eq!(second["timeout_seconds"], 30.0);
         assert!(
-            !jobs[0].job.contains_key("cwd"),
+            !first.contains_key("cwd"),
             "a default rule works in a fresh folder"
         );
         let helpers = rule_jobs(&input("r", "t1"), &rules, Trigger::SubagentStop, &all, None);

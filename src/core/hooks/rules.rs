@@ -73,8 +73,6 @@ pub struct Rule {
     pub wait_ms: Option<u64>,
     /// Per runner; `None`: the config's default.
     pub timeout_seconds: Option<f64>,
-    /// The line of its `[[rule]]` header in the file.
-    pub line: usize,
 }
 
 /// A rules file that cannot be used: its line (when known) and what to fix.
@@ -153,7 +151,7 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, RulesError> {
     let mut rules: Vec<Rule> = Vec::with_capacity(file.rule.len());
     for spanned in file.rule {
         let line = line_at(text, spanned.span().start);
-        let rule = check(spanned.into_inner(), line).map_err(|problem| RulesError {
+        let rule = check(spanned.into_inner()).map_err(|problem| RulesError {
             line: Some(line),
             message: problem.to_string(),
         })?;
@@ -207,7 +205,7 @@ enum RuleProblem {
 }
 
 /// A rule from its table, or what is wrong with it.
-fn check(entry: Entry, line: usize) -> Result<Rule, RuleProblem> {
+fn check(entry: Entry) -> Result<Rule, RuleProblem> {
     let name = entry.name.trim().to_string();
     if name.is_empty() || name.chars().any(char::is_control) || name.chars().count() > 64 {
         return Err(RuleProblem::BadName(entry.name));
@@ -259,7 +257,6 @@ fn check(entry: Entry, line: usize) -> Result<Rule, RuleProblem> {
         enabled: entry.enabled,
         wait_ms: entry.wait_ms,
         timeout_seconds: entry.timeout_seconds,
-        line,
     })
 }
 
@@ -340,10 +337,7 @@ wait_ms = 2000
             (Action::Block, &[Trigger::Stop][..])
         );
         assert_eq!(first.hit, Hit::AllTrue(vec!["unverified".into()]));
-        assert_eq!(
-            (first.line, first.enabled, first.mode),
-            (3, true, Mode::Default)
-        );
+        assert_eq!((first.enabled, first.mode), (true, Mode::Default));
         let second = &rules[1];
         assert_eq!(second.action, Action::Notice, "the default action");
         assert_eq!(second.on, [Trigger::Stop, Trigger::SubagentStop]);
@@ -358,7 +352,6 @@ wait_ms = 2000
             (second.mode, second.enabled, second.wait_ms),
             (Mode::Investigate, false, Some(2000))
         );
-        assert_eq!(second.line, 12);
         assert!(parse_rules("").unwrap().is_empty());
     }
 

@@ -6,6 +6,7 @@
 pub mod keys;
 pub mod life;
 pub mod prefix;
+pub mod wire;
 
 use serde_json::{Map, Value};
 use thiserror::Error;
@@ -78,6 +79,13 @@ pub struct Job {
     pub typos: Vec<KeyTypo>,
 }
 
+impl JobError {
+    /// The verdict's reason: `judge error: <problem>`.
+    pub fn reason(&self) -> String {
+        format!("judge error: {}", self.problem)
+    }
+}
+
 impl Job {
     /// True when the job gives no key to check: every answer is a hit (catstack's rule).
     pub fn has_no_rule(&self) -> bool {
@@ -85,11 +93,39 @@ impl Job {
     }
 }
 
+/// Why a job cannot be judged. Its verdict's reason is `judge error: <problem>`, the
+/// prefix added once, by [`JobError::reason`].
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum JobProblem {
+    #[error("job file is empty")]
+    Empty,
+    #[error("job file is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("job file holds a JSON {0}, not an object")]
+    NotObject(&'static str),
+    #[error("bad \"id\" {id:?}: {why}")]
+    BadId { id: String, why: String },
+    #[error("bad \"id\": a {0}, not a string")]
+    IdNotString(&'static str),
+    #[error("missing \"prompt\"")]
+    NoPrompt,
+    #[error("\"prompt\" is a {0}, not a string")]
+    PromptNotString(&'static str),
+    #[error("\"transcript\" is a {0}, not a string")]
+    TranscriptNotString(&'static str),
+    #[error(transparent)]
+    HitRule(#[from] HitRuleError),
+    /// Found outside the file's content: it could not be read, it is too large, the
+    /// runner table is bad, the job kept crashing the judge.
+    #[error("{0}")]
+    Judge(String),
+}
+
 /// A job that cannot be judged; it still gets an `unchecked` verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobError {
-    /// The verdict reason; always starts with `judge error`.
-    pub reason: String,
+    /// What is wrong.
+    pub problem: JobProblem,
     /// The verdict's id.
     pub id: String,
     /// The transcript when it was known and a string (else the `""` folder).
@@ -104,8 +140,8 @@ pub struct JobError {
 
 /// Parses job file bytes. `stem` is the file name without `.json`.
 pub fn parse_job(bytes: &[u8], stem: &str, timeouts: TimeoutRules) -> Result<Job, JobError> {
-    let bare = |reason: String| JobError {
-        reason,
+    let bare = |problem: JobProblem| JobError {
+        problem,
         id: stem.to_string(),
         transcript: String::new(),
         hook: Value::Null,
@@ -113,15 +149,12 @@ pub fn parse_job(bytes: &[u8], stem: &str, timeouts: TimeoutRules) -> Result<Job
         rule_id: None,
     };
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(bare("judge error: job file is empty".into()));
+        return Err(bare(JobProblem::Empty));
     }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| bare(format!("judge error: job file is not valid JSON: {e}")))?;
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| bare(JobProblem::NotJson(e.to_string())))?;
     let Value::Object(obj) = value else {
-        return Err(bare(format!(
-            "judge error: job file holds a JSON {}, not an object",
-            json_type(&value)
-        )));
+        return Err(bare(JobProblem::NotObject(json_type(&value))));
     };
     job_from_object(obj, stem, timeouts)
 }
@@ -149,7 +182,7 @@ pub fn cut_short(bytes: &[u8]) -> bool {
 /// The `unchecked` error for a job file that could not be read at all.
 pub fn unreadable_job(stem: &str, problem: &str) -> JobError {
     JobError {
-        reason: format!("judge error: {problem}"),
+        problem: JobProblem::Judge(problem.to_string()),
         id: stem.to_string(),
         transcript: String::new(),
         hook: Value::Null,
@@ -177,8 +210,8 @@ pub fn job_from_object(
         Value::String(s) => Some(s.clone()),
         _ => None,
     };
-    let fail = |reason: String, id: &str| JobError {
-        reason: format!("judge error: {reason}"),
+    let fail = |problem: JobProblem, id: &str| JobError {
+        problem,
         id: id.to_string(),
         transcript: transcript.clone().unwrap_or_default(),
         hook: hook.clone(),
@@ -189,35 +222,26 @@ pub fn job_from_object(
         None | Some(Value::Null) => stem.to_string(),
         Some(Value::String(s)) => match check_id(s) {
             Ok(()) => s.clone(),
-            Err(why) => return Err(fail(format!("bad \"id\" {s:?}: {why}"), stem)),
+            Err(why) => {
+                let bad = JobProblem::BadId {
+                    id: s.clone(),
+                    why: why.to_string(),
+                };
+                return Err(fail(bad, stem));
+            }
         },
-        Some(other) => {
-            return Err(fail(
-                format!("bad \"id\": a {}, not a string", json_type(other)),
-                stem,
-            ));
-        }
+        Some(other) => return Err(fail(JobProblem::IdNotString(json_type(other)), stem)),
     };
     let prompt = match obj.get("prompt") {
         Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => return Err(fail("missing \"prompt\"".into(), &id)),
-        Some(other) => {
-            return Err(fail(
-                format!("\"prompt\" is a {}, not a string", json_type(other)),
-                &id,
-            ));
-        }
+        None | Some(Value::Null) => return Err(fail(JobProblem::NoPrompt, &id)),
+        Some(other) => return Err(fail(JobProblem::PromptNotString(json_type(other)), &id)),
     };
     if transcript.is_none() && !transcript_value.is_null() {
-        return Err(fail(
-            format!(
-                "\"transcript\" is a {}, not a string",
-                json_type(&transcript_value)
-            ),
-            &id,
-        ));
+        let found = json_type(&transcript_value);
+        return Err(fail(JobProblem::TranscriptNotString(found), &id));
     }
-    let rule = hit_rule(&obj).map_err(|why| fail(why.to_string(), &id))?;
+    let rule = hit_rule(&obj).map_err(|why| fail(why.into(), &id))?;
     let (mode, mode_warning) = mode_of(obj.get("mode"));
     Ok(Job {
         id,
@@ -484,8 +508,8 @@ mod tests {
             ("\"x\"", "a JSON string, not an object"),
         ] {
             let e = error(text);
-            assert!(e.reason.starts_with("judge error"), "{}", e.reason);
-            assert!(e.reason.contains(words), "{text:?}: {}", e.reason);
+            assert!(e.reason().starts_with("judge error"), "{}", e.reason());
+            assert!(e.reason().contains(words), "{text:?}: {}", e.reason());
             assert_eq!(e.transcript, "");
             assert_eq!(e.id, "stem");
         }
@@ -528,8 +552,8 @@ mod tests {
             ),
         ] {
             let e = error(text);
-            assert!(e.reason.starts_with("judge error: "), "{}", e.reason);
-            assert!(e.reason.contains(words), "{text}: {}", e.reason);
+            assert!(e.reason().starts_with("judge error: "), "{}", e.reason());
+            assert!(e.reason().contains(words), "{text}: {}", e.reason());
             assert_eq!(e.transcript, "T", "{text}");
         }
     }
@@ -538,9 +562,9 @@ mod tests {
     fn non_string_transcript_goes_to_the_empty_folder() {
         let e = error(r#"{"prompt":"p","transcript":42,"hook":"h"}"#);
         assert!(
-            e.reason.contains("\"transcript\" is a number"),
+            e.reason().contains("\"transcript\" is a number"),
             "{}",
-            e.reason
+            e.reason()
         );
         assert_eq!(e.transcript, "");
         assert_eq!(e.hook, Value::String("h".into()));
@@ -551,6 +575,6 @@ mod tests {
         let job = parse(r#"{"prompt":"a","prompt":"b"}"#).unwrap();
         assert_eq!(job.prompt, "b");
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert!(error(&deep).reason.contains("not valid JSON"));
+        assert!(error(&deep).reason().contains("not valid JSON"));
     }
 }

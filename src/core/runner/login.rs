@@ -19,6 +19,9 @@ pub struct LoginPlaces {
 /// The login places of `program` (basename of argv[0]), given HOME and the CLI's own
 /// config-folder variable; `None` for a runner whose login cannot be seen from outside.
 pub fn places(program: &str, home: &Path, config_dir: Option<&Path>) -> Option<LoginPlaces> {
+    let folder = cli_home(program, home, |_| {
+        config_dir.map(|d| d.to_string_lossy().into_owned())
+    });
     match program {
         // On macOS claude keeps its login in the keychain, which doctor cannot read.
         "claude" if !cfg!(target_os = "macos") => Some(LoginPlaces {
@@ -29,22 +32,17 @@ pub fn places(program: &str, home: &Path, config_dir: Option<&Path>) -> Option<L
                 "CLAUDE_CODE_USE_BEDROCK",
                 "CLAUDE_CODE_USE_VERTEX",
             ],
-            files: vec![
-                config_dir
-                    .map_or_else(|| home.join(".claude"), Path::to_path_buf)
-                    .join(".credentials.json"),
-            ],
+            files: folder
+                .map(|f| f.join(".credentials.json"))
+                .into_iter()
+                .collect(),
             fix: "run `claude` once and /login as the service's user, or set ANTHROPIC_API_KEY \
                   in the service's environment",
             short_fix: "run `claude` and /login, or set ANTHROPIC_API_KEY",
         }),
         "codex" => Some(LoginPlaces {
             vars: &["CODEX_API_KEY", "OPENAI_API_KEY"],
-            files: vec![
-                config_dir
-                    .map_or_else(|| home.join(".codex"), Path::to_path_buf)
-                    .join("auth.json"),
-            ],
+            files: folder.map(|f| f.join("auth.json")).into_iter().collect(),
             fix: "run `codex login` as the service's user, or set CODEX_API_KEY in the \
                   service's environment",
             short_fix: "run `codex login`, or set CODEX_API_KEY",
@@ -89,6 +87,24 @@ pub fn missing_login(
 fn names_a_provider(argv: &[String]) -> bool {
     argv.iter()
         .any(|a| a.starts_with("model_provider") || a.starts_with("openai_base_url"))
+}
+
+/// A CLI's config folder: its own variable (`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME`) as
+/// `var` gives it, else `<home>/.claude` or `<home>/.codex`; `None` for other programs.
+pub fn cli_home(
+    program: &str,
+    home: &Path,
+    var: impl Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    let default = match program {
+        "claude" => home.join(".claude"),
+        "codex" => home.join(".codex"),
+        _ => return None,
+    };
+    let moved = config_dir_var(program)
+        .and_then(var)
+        .filter(|v| !v.is_empty());
+    Some(moved.map_or(default, PathBuf::from))
 }
 
 /// The variable that moves a CLI's config folder (`~/.claude`, `~/.codex`).

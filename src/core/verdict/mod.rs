@@ -246,6 +246,42 @@ pub struct Verdict {
     pub rule_id: Option<String>,
 }
 
+impl Verdict {
+    /// What the agent is told of a hit: its `on_hit` (the rule's notice, or the
+    /// notices of the keys that were true), else a line naming the rule; `None` when
+    /// the verdict is no hit.
+    pub fn notice(&self) -> Option<String> {
+        if self.outcome != Outcome::Hit {
+            return None;
+        }
+        match self.on_hit.as_str().filter(|n| !n.trim().is_empty()) {
+            Some(notice) => Some(notice.to_string()),
+            None => Some(format!(
+                "rule {} found a problem in your reply",
+                self.rule_id.as_deref().unwrap_or("(unnamed)")
+            )),
+        }
+    }
+
+    /// The `unchecked` stand-in for a verdict file that could not be taken as one:
+    /// `reason` says why.
+    pub fn unreadable(id: &str, reason: String, finished_at: f64) -> Verdict {
+        Verdict {
+            id: id.to_string(),
+            hook: Value::Null,
+            transcript: String::new(),
+            outcome: Outcome::Unchecked,
+            on_hit: Value::Null,
+            reason,
+            runner: None,
+            answer: None,
+            attempts: Vec::new(),
+            finished_at,
+            rule_id: None,
+        }
+    }
+}
+
 /// The verdict of a judged job: `answer` is the winning runner and its object.
 pub fn verdict_for(
     job: &Job,
@@ -303,7 +339,7 @@ pub fn error_verdict(error: &JobError, finished_at: f64) -> Verdict {
         transcript: error.transcript.clone(),
         outcome: Outcome::Unchecked,
         on_hit: error.on_hit.clone(),
-        reason: clip_whole(&error.reason),
+        reason: clip_whole(&error.reason()),
         runner: None,
         answer: None,
         attempts: Vec::new(),

@@ -310,7 +310,7 @@ fn the_shared_verdict_cases_hold() {
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let job = crate::core::job::parse_job(case["job"].to_string().as_bytes(), "x", rules)
-            .unwrap_or_else(|e| panic!("{name}: {}", e.reason));
+            .unwrap_or_else(|e| panic!("{name}: {}", e.reason()));
         let result = &case["result"];
         let answered = result["outcome"] == "answered";
         let answer = match (&result["answer"], result["runner"].as_str()) {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::{JobEnd, JobRun, Left, RunError, Step};
 use crate::core::job::life::{FileIdentity, Previous};
-use crate::engine::job_file::{is_job_file, not_a_job_why, reject};
+use crate::engine::job_file::is_job_file;
 use crate::engine::recovery::{finish_previous_publish, recover};
 use crate::store::claim::{self, Acquired, ClaimError};
 
@@ -58,32 +58,13 @@ impl JobRun<'_> {
         };
         let identity = FileIdentity::of(&meta);
         let Some(interruptions) = recover(previous, identity, path, fsync)?.interruptions() else {
-            // A file outside jobs/ is the user's own: never removed.
-            if !self.outside_jobs {
-                super::publish::remove_job(path, fsync)?;
-            }
+            // Published before a crash: the job file goes (a file of the user's stays).
+            self.source.remove_judged(path, None, fsync)?;
             return Err(Left::Ended(JobEnd::AlreadyPublished));
         };
         if !is_job_file(&meta) {
-            return Err(self.not_a_job(path, name, &meta)?);
+            return Err(self.source.not_a_job(self.state, path, name, &meta)?);
         }
         Ok((interruptions, identity))
-    }
-
-    /// How a file that is not a job ends: moved to `rejected/` from `jobs/`, left where
-    /// it is anywhere else.
-    pub(super) fn not_a_job(
-        &self,
-        path: &Path,
-        name: &OsStr,
-        meta: &fs::Metadata,
-    ) -> Result<Left, RunError> {
-        if self.outside_jobs {
-            let why = not_a_job_why(meta);
-            tracing::warn!(file = %path.display(), "not a job ({why}): left where it is");
-            return Ok(Left::Ended(JobEnd::NotAJob { why }));
-        }
-        reject(self.state, path, name, meta)?;
-        Ok(Left::Ended(JobEnd::Rejected))
     }
 }

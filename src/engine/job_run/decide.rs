@@ -7,7 +7,7 @@ use std::future::Future;
 use super::{JobRun, as_error};
 use crate::core::job::Job;
 use crate::core::verdict::{Verdict, error_verdict, verdict_for};
-use crate::engine::attempts::CacheSlot;
+use crate::engine::attempts::{CacheSlot, JudgeProgress, Judging, Plan, RunMarks, judge};
 use crate::engine::flight::{self, Flight, FlightResult};
 use crate::engine::job_cwd::job_cwd;
 use crate::process::os::start_time;
@@ -28,13 +28,18 @@ impl JobRun<'_> {
         if let Some(why) = &settings.runner_error {
             // catstack's wording (its tests and users grep judge.log for it), then the cause.
             tracing::error!("job {} failed: {why}", job.id);
-            let reason = format!("judge error: {why}");
-            return Ok(error_verdict(&as_error(job, reason), now_unix()));
+            return Ok(error_verdict(&as_error(job, why.to_string()), now_unix()));
         }
-        let cwd = job_cwd(settings, job).await;
-        let table = settings.table(job.mode);
-        let overridden = settings.runner_override.is_some();
-        let cached = CacheSlot::of(self.services, job, table, &cwd, overridden);
+        let tag = claim.record().tag.clone();
+        let plan = Plan::new(settings, job, job_cwd(settings, job).await);
+        let marks = RunMarks {
+            settings,
+            tag: &tag,
+            stop: self.stop.as_ref(),
+        };
+        let judging = Judging::new(self.services, job, plan, marks);
+        let table = judging.plan.table;
+        let cached = CacheSlot::of(self.services, job, &judging.plan);
         // The cache is read once this job leads its flight, and the leader keeps its
         // answer before it lets the flight go: a job never misses both (an identical job
         // that joins after the leader left finds the answer in the cache).
@@ -59,8 +64,8 @@ impl JobRun<'_> {
         let verdict = match cached.as_ref().and_then(|slot| slot.verdict(job)) {
             Some(verdict) => verdict,
             None => {
-                let tag = claim.record().tag.clone();
-                let record_runner = |runner: &str, pgid: u32| {
+                let mut record_runner = |step: JudgeProgress<'_>| {
+                    let JudgeProgress::RunnerSpawned { runner, pgid } = step;
                     // 0: the runner was not seen (it ended before its pid was known).
                     let started = if pgid == 0 { None } else { start_time(pgid) };
                     if let Err(e) = claim.runner_started(runner, pgid, started) {
@@ -68,16 +73,7 @@ impl JobRun<'_> {
                     }
                     crate::support::failpoint::crash("runner_started");
                 };
-                let verdict = crate::engine::attempts::judge(
-                    settings,
-                    job,
-                    &cwd,
-                    &tag,
-                    self.services,
-                    self.stop.as_ref(),
-                    record_runner,
-                )
-                .await?;
+                let verdict = judge(&judging, &mut record_runner).await?;
                 if let Some(slot) = &cached {
                     slot.remember(&verdict);
                 }

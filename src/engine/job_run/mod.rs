@@ -13,6 +13,9 @@ mod claim;
 mod decide;
 mod publish;
 mod read;
+mod source;
+
+pub use source::JobSource;
 
 use std::ffi::OsStr;
 use std::io;
@@ -52,7 +55,7 @@ pub enum JobEnd {
     Gone,
     /// Not a job (not a regular file, or not the judge's user's): moved to `rejected/`.
     Rejected,
-    /// Not a job, outside `jobs/` (`JobRun::outside_jobs`): left where it is.
+    /// Not a job, outside `jobs/` (`JobSource::UsersFile`): left where it is.
     /// `why` says what it is (a folder, a FIFO, another user's file).
     NotAJob { why: String },
     /// A file outside `jobs/` that is not a valid job: left where it is, no verdict.
@@ -151,10 +154,9 @@ pub struct JobRun<'a> {
     /// writing it in place; it is not judged (`JobEnd::Unsettled`). `run` judges
     /// what it finds.
     pub settle: Option<Duration>,
-    /// The file is not in the state folder's `jobs/` (`run PATH`): it is judged when it
-    /// is a valid job, and left where it is whatever it holds (`JobEnd::NotAJob`,
-    /// `JobEnd::Refused`): never removed, never moved to `rejected/`.
-    pub outside_jobs: bool,
+    /// Where the file came from: `jobs/`, or the user's own file (`run PATH`), judged
+    /// when it is a valid job and left where it is whatever it holds.
+    pub source: JobSource,
 }
 
 impl<'a> JobRun<'a> {
@@ -167,7 +169,7 @@ impl<'a> JobRun<'a> {
             stop: None,
             events: None,
             settle: None,
-            outside_jobs: false,
+            source: JobSource::Inbox,
         }
     }
 
@@ -214,7 +216,7 @@ impl<'a> JobRun<'a> {
             }
         };
         self.publishing_event(&verdict).await;
-        let (publishing, durable) = match self.publish(claim, path, name, &verdict) {
+        let (publishing, durable) = match self.publish(claim, name, &verdict) {
             Ok(published) => published,
             Err((claim, e)) => {
                 drop(over);
@@ -249,12 +251,9 @@ impl<'a> JobRun<'a> {
         let record = claim.record();
         let (interruptions, identity) = (record.interruptions, record.job);
         let parsed = self.read(path, name, identity)?;
-        if let (Err(error), true) = (&parsed, self.outside_jobs) {
+        if let (Err(error), true) = (&parsed, self.source.is_users()) {
             // Not the judge's file: a verdict would remove it, and it may be anything.
-            let why = error
-                .reason
-                .strip_prefix("judge error: ")
-                .unwrap_or(&error.reason);
+            let why = &error.problem;
             tracing::warn!(file = %path.display(), "not a valid job ({why}): left where it is");
             return Err(Left::Ended(JobEnd::Refused {
                 why: why.to_string(),
@@ -280,16 +279,19 @@ impl<'a> JobRun<'a> {
         }
         match parsed {
             Err(error) => {
-                tracing::warn!(id = %error.id, file = %path.display(), reason = ?error.reason, "bad job");
+                tracing::warn!(id = %error.id, file = %path.display(), reason = ?error.reason(), "bad job");
                 Ok(error_verdict(&error, now_unix()))
             }
             Ok(job) if interruptions >= MAX_INTERRUPTIONS => {
-                let reason = format!(
-                    "judge error: job was interrupted {interruptions} times while being judged \\
-                     (the judge crashed or was killed each time); not retried"
+                let error = as_error(
+                    &job,
+                    format!(
+                        "job was interrupted {interruptions} times while being judged \
+                         (the judge crashed or was killed each time); not retried"
+                    ),
                 );
-                span.in_scope(|| tracing::error!("{reason}"));
-                Ok(error_verdict(&as_error(&job, reason), now_unix()))
+                span.in_scope(|| tracing::error!("{}", error.reason()));
+                Ok(error_verdict(&error, now_unix()))
             }
             Ok(job) => match self.decide(&job, claim).instrument(span.clone()).await {
                 Ok(verdict) => Ok(verdict),
@@ -361,9 +363,10 @@ fn end_running(claim: Held, left: Left) -> Result<JobEnd, RunError> {
     }
 }
 
-fn as_error(job: &Job, reason: String) -> JobError {
+/// The judge error of a valid `job` that cannot be judged for `why`.
+pub(super) fn as_error(job: &Job, why: String) -> JobError {
     JobError {
-        reason,
+        problem: crate::core::job::JobProblem::Judge(why),
         id: job.id.clone(),
         transcript: job.transcript.clone(),
         hook: job.hook.clone(),

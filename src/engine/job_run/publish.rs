@@ -8,7 +8,6 @@ use std::io;
 use std::path::Path;
 
 use super::{JobRun, RunError};
-use crate::core::job::life::FileIdentity;
 use crate::core::verdict::Verdict;
 use crate::store::claim::{Held, Publishing, Running};
 use crate::store::state_dir;
@@ -20,7 +19,6 @@ impl JobRun<'_> {
     pub(super) fn publish(
         &self,
         claim: Running,
-        path: &Path,
         name: &OsStr,
         verdict: &Verdict,
     ) -> Result<(Publishing, bool), (Held, RunError)> {
@@ -30,7 +28,7 @@ impl JobRun<'_> {
         // together). Without fsyncs the publish is a few small writes and a rename, the
         // same kind of work as the claim's: handing the worker thread off
         // (block_in_place) would cost more than it saves.
-        let publish_now = || publish(self.state, claim, path, name, verdict, fsync);
+        let publish_now = || publish(self.state, claim, name, verdict, fsync);
         let published = if fsync {
             crate::support::runtime::blocking(publish_now)
         } else {
@@ -48,7 +46,6 @@ impl JobRun<'_> {
 fn publish(
     state: &state_dir::StateDir,
     claim: Running,
-    path: &Path,
     name: &OsStr,
     verdict: &Verdict,
     fsync: bool,
@@ -97,7 +94,7 @@ fn publish(
                 );
             })
             .is_ok();
-    tracing::debug!(file = %path.display(), verdict = %target.display(), "verdict published");
+    tracing::debug!(verdict = %target.display(), "verdict published");
     Ok((claim, durable))
 }
 
@@ -109,49 +106,11 @@ impl JobRun<'_> {
         path: &Path,
         publishing: Publishing,
     ) -> Result<(), RunError> {
-        if !self.outside_jobs {
-            let fsync = self.settings.config.fsync;
-            remove_judged_job(path, publishing.record().job, fsync)?;
-        }
+        let fsync = self.settings.config.fsync;
+        self.source
+            .remove_judged(path, publishing.record().job, fsync)?;
         crate::support::failpoint::crash("job_removed");
         publishing.release()?;
         Ok(())
     }
-}
-
-/// Removes the job file we judged; a newer file of the same name (the producer
-/// enqueued the same id again meanwhile) is another job and stays.
-fn remove_judged_job(
-    path: &Path,
-    judged: Option<FileIdentity>,
-    fsync: bool,
-) -> Result<(), RunError> {
-    let now = fs::symlink_metadata(path)
-        .ok()
-        .map(|m| FileIdentity::of(&m));
-    if now.is_some() && judged.is_some() && now != judged {
-        tracing::info!(file = %path.display(), "a newer job of the same name arrived meanwhile; it stays queued");
-        return Ok(());
-    }
-    remove_job(path, fsync)
-}
-
-/// Removes a job file (one already gone is fine), durably with `fsync`: before its
-/// claim goes, or a power cut could bring the job back without it, to be judged again.
-pub(super) fn remove_job(path: &Path, fsync: bool) -> Result<(), RunError> {
-    let removed = match fs::remove_file(path) {
-        Ok(()) => true,
-        Err(source) if source.kind() == io::ErrorKind::NotFound => false,
-        Err(source) => {
-            return Err(RunError::RemoveJob {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    if removed && fsync {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        crate::support::runtime::blocking(|| state_dir::sync_dir(dir))?;
-    }
-    Ok(())
 }

@@ -27,9 +27,8 @@ impl JobRun<'_> {
                 // Swapped for a symlink, FIFO, folder or another user's file after the
                 // checks (the re-check that guards that swap): not a job.
                 return Err(match fs::symlink_metadata(path) {
-                    Ok(meta) => self.not_a_job(path, name, &meta)?,
-                    Err(_) if self.outside_jobs => Left::Ended(JobEnd::Gone),
-                    Err(_) => Left::Ended(JobEnd::Rejected),
+                    Ok(meta) => self.source.not_a_job(self.state, path, name, &meta)?,
+                    Err(_) => Left::Ended(self.source.vanished()),
                 });
             }
             Ok(Err(unreadable)) => return Ok(Err(unreadable)),

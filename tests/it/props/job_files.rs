@@ -127,8 +127,8 @@ fn check_job_result(bytes: &[u8], stem: &str) -> Result<llm_judge::api::Job, Str
             Ok(job)
         }
         Err(e) => {
-            assert!(e.reason.starts_with("judge error"), "{:?}", e.reason);
-            Err(e.reason)
+            assert!(e.reason().starts_with("judge error"), "{:?}", e.reason());
+            Err(e.reason())
         }
     }
 }

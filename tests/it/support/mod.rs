@@ -14,7 +14,7 @@
 //! - `rss`: a judge's peak memory, measured through GNU time;
 //! - `rng`: a seeded generator for the randomized tests.
 //!
-//! The real-CLI lane (`tests/real_runners.rs`, its own binary) includes this module too.
+//! The real-CLI lane (`tests/real_runners/main.rs`, its own binary) includes this module too.
 #![allow(dead_code, unused_imports)]
 
 mod fakes;

@@ -1,9 +1,11 @@
 //! `llm-judge enqueue`: write a job safely (validated, hidden temp file, fsync,
 //! rename) and print its id; `--wait` waits for its verdict.
 
-use std::io::{IsTerminal, Read, Write};
+mod subagent;
+mod wait;
+
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::{Map, Value};
@@ -11,13 +13,15 @@ use thiserror::Error;
 
 use crate::commands::ModeArg;
 use crate::core::config::Settings;
+use crate::core::job::Mode;
 use crate::core::job::keys::{JOB_KEYS, KeyTypo, unknown_keys};
-use crate::core::job::parse_job;
-use crate::store::outbox;
-use crate::store::state_dir::{self, StateDir};
-use crate::store::verdict_watch::{Stopper, VerdictWatch, Woke};
+use crate::core::job::wire::{JobFile, JobRequest};
+use crate::store::protocol::{self, Published};
+use crate::store::state_dir::StateDir;
 use crate::support::error::Chained;
-use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE};
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+
+use subagent::subagent_reason;
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "Examples:
@@ -123,7 +127,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
         }
     };
     let state = StateDir::new(&settings.state_dir);
-    let id = job.id.clone();
+    let id = job.file.id().to_string();
     if let Err(e) = publish(settings, &state, &job) {
         say_err!("llm-judge enqueue: {e}", e = e.chain());
         return match e {
@@ -151,18 +155,18 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
             }
         );
     }
-    if job.transcript.is_empty() {
+    if job.file.job().transcript.is_empty() {
         say_warn!(
             "llm-judge enqueue: warning: job {id} has no transcript, so its verdict can never be \
              drained (pass --transcript)"
         );
     }
-    if wait.is_none() && crate::store::daemon_lock::holder(&state.lock()).is_none() {
+    if wait.is_none() && !protocol::daemon_runs(&state) {
         say_warn!(
             "llm-judge enqueue: warning: no daemon holds the lock of {}; the job waits until one \
              starts (llm-judge daemon, or llm-judge run {})",
             state.root.display(),
-            state.jobs().join(format!("{id}.json")).display()
+            protocol::job_path(&state, &id).display()
         );
     }
     if let Err(e) = writeln!(std::io::stdout().lock(), "{id}") {
@@ -171,7 +175,7 @@ pub fn main(settings: &Settings, args: EnqueueArgs) -> i32 {
     }
     match wait {
         None => EXIT_OK,
-        Some(seconds) => wait_and_print(&state, &job, seconds),
+        Some(seconds) => wait::wait_and_print(&state, &job, seconds),
     }
 }
 
@@ -212,9 +216,6 @@ enum EnqueueError {
     /// No random id without `/dev/urandom`.
     #[error("cannot read /dev/urandom for a job id: {0}; pass --id")]
     NoRandom(std::io::Error),
-    /// The job cannot be serialized (not expected for a JSON map).
-    #[error(transparent)]
-    Serialize(serde_json::Error),
     /// Over `max_job_bytes`.
     #[error("the job is {bytes} bytes, over max_job_bytes ({max}); shorten the prompt")]
     TooLarge { bytes: usize, max: u64 },
@@ -252,9 +253,7 @@ enum EnqueueError {
 
 /// A job ready to write.
 struct NewJob {
-    id: String,
-    transcript: String,
-    bytes: Vec<u8>,
+    file: JobFile,
     /// Keys that are not job keys (kept in the file, ignored by the judge).
     other_keys: Vec<String>,
     /// It gives no key to check: every answer is a hit.
@@ -276,13 +275,14 @@ fn typos_text(typos: &[KeyTypo]) -> String {
     each.join("; ")
 }
 
+/// The job object: `--json`'s (when given) with each flag given set over it.
 fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, EnqueueError> {
     if args.json.as_deref() == Some(Path::new("-"))
         && args.prompt_file.as_deref() == Some(Path::new("-"))
     {
         return Err(EnqueueError::BothStdin);
     }
-    let mut job = match &args.json {
+    let base = match &args.json {
         Some(source) => match serde_json::from_str(&read_source(source, "--json")?) {
             Ok(Value::Object(obj)) => obj,
             Ok(_) => return Err(EnqueueError::JsonNotObject),
@@ -290,60 +290,53 @@ fn build_job(args: &EnqueueArgs) -> Result<Map<String, Value>, EnqueueError> {
         },
         None => Map::new(),
     };
-    let mut set = |key: &str, value: Option<Value>| {
-        if let Some(v) = value {
-            job.insert(key.to_string(), v);
-        }
-    };
+    Ok(request_of(args)?.over(base))
+}
+
+/// The job keys the flags give.
+fn request_of(args: &EnqueueArgs) -> Result<JobRequest, EnqueueError> {
     let prompt = match &args.prompt_file {
         Some(source) => Some(read_source(source, "--prompt-file")?),
         None => args.prompt.clone(),
     };
-    set("prompt", prompt.map(Value::String));
-    set("id", args.id.clone().map(Value::String));
-    set("hook", args.hook.clone().map(Value::String));
-    set("transcript", args.transcript.clone().map(Value::String));
-    set("on_hit", args.on_hit.clone().map(Value::String));
-    set("rule_id", args.rule_id.clone().map(Value::String));
-    if let Some(mode) = args.mode {
-        set(
-            "mode",
-            matches!(mode, ModeArg::Investigate).then(|| Value::from("investigate")),
-        );
+    if let Some(t) = args.timeout.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        return Err(EnqueueError::Timeout { value: t });
     }
-    if let Some(t) = args.timeout {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(EnqueueError::Timeout { value: t });
-        }
-        set("timeout_seconds", Some(Value::from(t)));
-    }
-    if let Some(cwd) = &args.cwd {
-        let abs = std::path::absolute(cwd).map_err(|source| EnqueueError::Cwd {
-            path: cwd.clone(),
-            source,
-        })?;
-        set(
-            "cwd",
-            Some(Value::String(abs.to_string_lossy().into_owned())),
-        );
-    }
-    if !args.hit_if_all_true.is_empty() {
-        set(
-            "hit_if_all_true",
-            Some(Value::from(args.hit_if_all_true.clone())),
-        );
-    }
-    if !args.hit_if_any_true.is_empty() {
-        let mut notices = Map::new();
-        for pair in &args.hit_if_any_true {
+    let cwd = match &args.cwd {
+        Some(cwd) => Some(
+            std::path::absolute(cwd).map_err(|source| EnqueueError::Cwd {
+                path: cwd.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    let pairs = args
+        .hit_if_any_true
+        .iter()
+        .map(|pair| {
             let (key, notice) = pair
                 .split_once('=')
                 .ok_or_else(|| EnqueueError::HitPair { pair: pair.clone() })?;
-            notices.insert(key.to_string(), Value::String(notice.to_string()));
-        }
-        set("hit_if_any_true", Some(Value::Object(notices)));
-    }
-    Ok(job)
+            Ok((key.to_string(), notice.to_string()))
+        })
+        .collect::<Result<Vec<_>, EnqueueError>>()?;
+    Ok(JobRequest {
+        id: args.id.clone(),
+        prompt,
+        transcript: args.transcript.clone(),
+        hook: args.hook.clone(),
+        rule_id: args.rule_id.clone(),
+        hit_if_all_true: (!args.hit_if_all_true.is_empty()).then(|| args.hit_if_all_true.clone()),
+        hit_if_any_true: (!pairs.is_empty()).then_some(pairs),
+        on_hit: args.on_hit.clone(),
+        mode: args.mode.map(|m| match m {
+            ModeArg::Investigate => Mode::Investigate,
+            _ => Mode::Default,
+        }),
+        cwd: cwd.map(|c| c.to_string_lossy().into_owned()),
+        timeout_seconds: args.timeout,
+    })
 }
 
 fn read_source(source: &Path, flag: &'static str) -> Result<String, EnqueueError> {
@@ -373,96 +366,27 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
     if !keys.typos.is_empty() {
         return Err(EnqueueError::Typo(keys.typos));
     }
-    let bytes = serde_json::to_vec(&Value::Object(job)).map_err(EnqueueError::Serialize)?;
+    let file =
+        JobFile::new(job, &id, settings.config.timeouts()).map_err(|e| EnqueueError::Invalid {
+            why: e.problem.to_string(),
+        })?;
+    let bytes = file.bytes().len();
     let max = settings.config.max_job_bytes;
-    if bytes.len() as u64 > max {
-        return Err(EnqueueError::TooLarge {
-            bytes: bytes.len(),
-            max,
-        });
+    if bytes as u64 > max {
+        return Err(EnqueueError::TooLarge { bytes, max });
     }
-    let parsed = parse_job(&bytes, &id, settings.config.timeouts()).map_err(|e| {
-        let why = e.reason.strip_prefix("judge error: ").unwrap_or(&e.reason);
-        EnqueueError::Invalid { why: why.into() }
-    })?;
     // The judge would run such a job on the default table; --mode refuses it, so --json does.
-    if let Some(why) = parsed.mode_warning {
-        let why = why.split(';').next().unwrap_or(&why).to_string();
+    if let Some(why) = &file.job().mode_warning {
+        let why = why.split(';').next().unwrap_or(why).to_string();
         return Err(EnqueueError::Invalid {
             why: format!("{why}; the only mode is \"investigate\" (or none for the default table)"),
         });
     }
     Ok(NewJob {
-        id,
-        no_rule: parsed.has_no_rule(),
-        transcript: parsed.transcript,
-        bytes,
+        no_rule: file.job().has_no_rule(),
+        file,
         other_keys: keys.others,
     })
-}
-
-/// Why the job is a subagent job (catstack's rule, docs/reference.md, "The catstack
-/// drop-in"), or `None`.
-pub fn subagent_reason(job: &Map<String, Value>) -> Option<String> {
-    for key in ["agent_id", "isSidechain", "is_sidechain"] {
-        if job.get(key).is_some_and(truthy) {
-            return Some(format!("its {key} key is set"));
-        }
-    }
-    let Some(Value::String(transcript)) = job.get("transcript") else {
-        return None;
-    };
-    if transcript
-        .replace('\\', "/")
-        .split('/')
-        .any(|part| part == "subagents")
-    {
-        return Some(format!(
-            "transcript {transcript} is under a subagents folder"
-        ));
-    }
-    subagent_first_line(Path::new(transcript))
-        .then(|| format!("transcript {transcript} starts with a sidechain record"))
-}
-
-/// Python's truthiness, as catstack's `bool(...)` test reads a key.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
-
-/// The transcript's first line is a JSON object with `isSidechain: true` or a non-empty
-/// `agent_id`; a read error counts as "not a subagent".
-fn subagent_first_line(path: &Path) -> bool {
-    use std::io::BufRead;
-    // Only a regular file is read (a FIFO named as transcript must not block the hook).
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return false;
-    }
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut line = Vec::new();
-    // Bounded: a transcript with a huge first line is read only so far.
-    if std::io::BufReader::new(file.take(1 << 20))
-        .read_until(b'\n', &mut line)
-        .is_err()
-    {
-        return false;
-    }
-    match serde_json::from_slice::<Value>(String::from_utf8_lossy(&line).trim().as_bytes()) {
-        Ok(Value::Object(row)) => {
-            row.get("isSidechain") == Some(&Value::Bool(true))
-                || row.get("agent_id").is_some_and(truthy)
-        }
-        _ => false,
-    }
 }
 
 fn random_id() -> Result<String, EnqueueError> {
@@ -484,142 +408,12 @@ fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), En
             say_warn!("llm-judge enqueue: warning: {warning}");
         }
     }
-    let target = state.jobs().join(format!("{}.json", job.id));
-    state_dir::publish_new(&target, &job.bytes, settings.config.fsync).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            EnqueueError::StillQueued {
-                id: job.id.clone(),
-                path: target.clone(),
-            }
-        } else {
-            EnqueueError::Publish(e)
-        }
-    })
-}
-
-/// Waits for the job's verdict without busy polling: a watch on its verdict folder
-/// wakes the wait only for that verdict's own file (`store::verdict_watch`), with a
-/// slow re-check in case an event is lost. Looking finds nothing without writing
-/// anything (`outbox::take` claims only a verdict that is there), so the wait never
-/// wakes itself.
-fn wait_and_print(state: &StateDir, job: &NewJob, seconds: f64) -> i32 {
-    let dir = state.verdict_dir(&job.transcript);
-    let path = dir.join(format!("{}.json", job.id));
-    if let Err(e) = state_dir::create_dir(&dir) {
-        say_err!("llm-judge enqueue: {e}", e = e.chain());
-        return EXIT_FAILURE;
-    }
-    let mut watch = VerdictWatch::new(&path);
-    stop_on_signal(watch.stopper());
-    if crate::store::daemon_lock::holder(&state.lock()).is_none() {
-        say_err!(
-            "llm-judge enqueue: no daemon is running for {}; waiting anyway",
-            state.root.display()
-        );
-    }
-    let mut spinner = Spinner::new(&job.id);
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
-    loop {
-        if let Some(taken) = outbox::take(&path) {
-            spinner.clear();
-            // Not printed: the verdict is given back (not removed) for a later drain.
-            if let Err(e) = writeln!(std::io::stdout().lock(), "{}", taken.verdict) {
-                say_err!(
-                    "llm-judge enqueue: cannot print the verdict of {} (stdout: {e}); it stays for drain",
-                    job.id
-                );
-                return EXIT_FAILURE;
-            }
-            let _ = taken.done();
-            return EXIT_OK;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            spinner.clear();
-            say_err!(
-                "llm-judge enqueue: no verdict for {} within {seconds}s; the job stays queued",
-                job.id
-            );
-            return EXIT_TIMEOUT;
-        }
-        let step = (deadline - now).min(if spinner.on {
-            Duration::from_millis(120)
-        } else {
-            watch.recheck_interval()
-        });
-        if watch.wait(step) == Woke::Stopped {
-            spinner.clear();
-            say_err!(
-                "llm-judge enqueue: interrupted; job {} stays queued, and its verdict waits for \
-                 llm-judge drain --transcript {:?}",
-                job.id,
-                job.transcript
-            );
-            return EXIT_INTERRUPTED;
-        }
-        spinner.tick();
-    }
-}
-
-/// Exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
-const EXIT_INTERRUPTED: i32 = 130;
-
-/// Stops the wait at SIGINT or SIGTERM (on a thread of its own: the wait is not async);
-/// returns once the handlers are in place (bounded), so a signal from then on is seen.
-fn stop_on_signal(stopper: Stopper) {
-    let (ready, installed) = std::sync::mpsc::sync_channel(1);
-    std::thread::spawn(move || {
-        let Ok(rt) = crate::support::runtime::runtime() else {
-            return;
-        };
-        rt.block_on(async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
-            let _ = ready.send(());
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-            stopper.stop();
-        });
-    });
-    let _ = installed.recv_timeout(Duration::from_secs(2));
-}
-
-/// A one-line spinner on stderr, only when stderr is a terminal.
-struct Spinner {
-    on: bool,
-    frame: usize,
-    label: String,
-}
-
-impl Spinner {
-    fn new(id: &str) -> Self {
-        Spinner {
-            on: std::io::stderr().is_terminal(),
-            frame: 0,
-            label: format!("waiting for the verdict of {id}"),
-        }
-    }
-
-    fn tick(&mut self) {
-        if self.on {
-            const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
-            self.frame = (self.frame + 1) % FRAMES.len();
-            eprint!("\r{} {}", FRAMES[self.frame], self.label);
-            let _ = std::io::stderr().flush();
-        }
-    }
-
-    fn clear(&mut self) {
-        if self.on {
-            eprint!("\r{}\r", " ".repeat(self.label.len() + 2));
-            self.on = false;
-        }
+    match protocol::publish_job(state, &job.file, settings.config.fsync) {
+        Ok(Published::New) => Ok(()),
+        Ok(Published::StillQueued) => Err(EnqueueError::StillQueued {
+            id: job.file.id().to_string(),
+            path: protocol::job_path(state, job.file.id()),
+        }),
+        Err(e) => Err(EnqueueError::Publish(e)),
     }
 }

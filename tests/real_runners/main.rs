@@ -3,36 +3,22 @@
 //! One test per claim of issue 12; the lane's tests run one at a time so the start-up
 //! and request-size figures they record are not skewed by each other.
 
-#[path = "it/support/mod.rs"]
+#[path = "../it/support/mod.rs"]
 mod support;
 
-#[path = "real_runners/cleanup.rs"]
 mod cleanup;
-#[path = "real_runners/codex_catalog.rs"]
 mod codex_catalog;
-#[path = "real_runners/cost.rs"]
 mod cost;
-#[path = "real_runners/hooks.rs"]
 mod hooks;
-#[path = "real_runners/hostile.rs"]
 mod hostile;
-#[path = "real_runners/install.rs"]
 mod install;
-#[path = "real_runners/lane.rs"]
 mod lane;
-#[path = "real_runners/login.rs"]
 mod login;
-#[path = "real_runners/safety.rs"]
 mod safety;
-#[path = "real_runners/shipped.rs"]
 mod shipped;
-#[path = "real_runners/slim.rs"]
 mod slim;
-#[path = "real_runners/standin.rs"]
 mod standin;
-#[path = "real_runners/startup.rs"]
 mod startup;
-#[path = "real_runners/user_setup.rs"]
 mod user_setup;
 
 use std::fs;

@@ -1,6 +1,9 @@
 //! `llm-judge doctor`: every check an operator needs before trusting the judge.
 //! Exit 1 when something would stop jobs from being judged.
 
+mod api;
+mod hooks;
+
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
@@ -143,78 +146,10 @@ pub fn main(settings: &Settings, sources: &Sources, args: &DoctorArgs) -> i32 {
     check_isolation(&mut report);
     check_codex_models(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
-    check_hooks_state_dir(settings, &mut report);
+    hooks::check_state_dir(settings, &mut report);
     check_budget(settings, &mut report);
-    check_hooks(settings, sources, &mut report);
+    hooks::check_hooks(settings, sources, &mut report);
     report.finish()
-}
-
-/// Per harness, whether llm-judge's hooks are in the user's settings; whether the
-/// user's rules file loads.
-fn check_hooks(settings: &Settings, sources: &Sources, report: &mut Report) {
-    use crate::core::hooks::input::Harness;
-    let command = crate::commands::hooks::hook_command(settings, sources).unwrap_or_default();
-    for harness in [Harness::Claude, Harness::Codex, Harness::Cursor] {
-        let Some(path) = crate::commands::hooks::settings_path(sources, harness, None) else {
-            continue;
-        };
-        let doc = crate::commands::hook::rules_files::read(&path)
-            .ok()
-            .flatten()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
-        let entries = crate::core::hooks::install::entries(harness, &command);
-        let text = match doc {
-            Some(doc) if crate::core::hooks::install::installed(harness, &doc, &entries) => {
-                format!("{} hooks: installed in {}", harness.name(), path.display())
-            }
-            Some(doc) if has_judge_hook(&doc) => format!(
-                "{} hooks: in {}, but not as this binary writes them; run `llm-judge hooks install {}`",
-                harness.name(),
-                path.display(),
-                harness.name()
-            ),
-            _ => format!(
-                "{} hooks: not installed (`llm-judge hooks install {}` judges its sessions)",
-                harness.name(),
-                harness.name()
-            ),
-        };
-        report.add(Level::Ok, text);
-    }
-    let Some(path) = crate::commands::hook::rules_files::user_rules_path(sources) else {
-        return;
-    };
-    match crate::commands::hook::rules_files::read(&path) {
-        Ok(None) => report.add(
-            Level::Ok,
-            format!("rules: no {} (hooks judge nothing)", path.display()),
-        ),
-        Ok(Some(text)) => match crate::core::hooks::rules::parse_rules(&text) {
-            Ok(rules) => report.add(
-                Level::Ok,
-                format!(
-                    "rules: {} ({} rules, {} enabled)",
-                    path.display(),
-                    rules.len(),
-                    rules.iter().filter(|r| r.enabled).count()
-                ),
-            ),
-            Err(e) => report.add(
-                Level::Warn,
-                format!(
-                    "rules: {} {e}; the hooks judge nothing until it is fixed",
-                    path.display()
-                ),
-            ),
-        },
-        Err(why) => report.add(Level::Warn, format!("rules: {why}")),
-    }
-}
-
-/// True when some hook command of `doc` runs `llm-judge hook`.
-fn has_judge_hook(doc: &serde_json::Value) -> bool {
-    let text = doc.to_string();
-    text.contains("llm-judge") && text.contains(" hook ")
 }
 
 /// The spend cap: unset, under it (with the day's spend), or reached (jobs end unchecked).
@@ -299,7 +234,7 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
         let (mut found, mut usable) = (0, 0);
         for runner in settings.table(mode) {
             if let Some(api) = &runner.api {
-                let rows = super::doctor_api::rows(mode.name(), &runner.name, api, client.as_ref());
+                let rows = api::rows(mode.name(), &runner.name, api, client.as_ref());
                 for (warn, text) in rows.lines {
                     report.add(if warn { Level::Warn } else { Level::Ok }, text);
                 }
@@ -542,81 +477,6 @@ fn check_state(state: &StateDir, report: &mut Report) {
     if cfg!(target_os = "macos") {
         for warning in protected_cwds(state) {
             report.add(Level::Warn, warning);
-        }
-    }
-}
-
-/// Warns when the state folder catstack's hooks resolve differs from the daemon's.
-/// Hooks (judge.py, docs/reference.md, "The catstack drop-in") use
-/// `CATSTACK_LLM_JUDGE_STATE_DIR`, else `~/.cache/catstack-llm-judge`, and never read the
-/// config. The daemon records its resolved folder and its own value of that variable in
-/// status.json, so a variable set on one side only (say in the service but not in the
-/// hooks' shell) shows up.
-fn check_hooks_state_dir(settings: &Settings, report: &mut Report) {
-    let var = crate::core::config::STATE_DIR_VAR;
-    let env = std::env::var(var).ok().filter(|v| !v.is_empty());
-    let hooks = match (&env, std::env::var_os("HOME")) {
-        (Some(dir), _) => std::path::PathBuf::from(dir),
-        (None, Some(home)) => Path::new(&home).join(".cache/catstack-llm-judge"),
-        (None, None) => return,
-    };
-    let hooks = std::path::absolute(&hooks).unwrap_or(hooks);
-    let from = if env.is_some() {
-        format!("from {var}")
-    } else {
-        format!("{var} is not set")
-    };
-    if hooks != settings.state_dir {
-        report.add(
-            Level::Warn,
-            format!(
-                "hooks using judge.py resolve the state folder {} ({from}), but this llm-judge \
-                 uses {} (--state-dir or the config's state_dir): jobs and verdicts would not \
-                 meet; set {var} to one folder for the hooks and the service",
-                hooks.display(),
-                settings.state_dir.display()
-            ),
-        );
-    }
-    let mut folders = vec![settings.state_dir.clone()];
-    if hooks != settings.state_dir {
-        folders.push(hooks.clone());
-    }
-    for folder in folders {
-        let state = StateDir::new(&folder);
-        let Some(pid) = crate::store::daemon_lock::holder(&state.lock()) else {
-            continue;
-        };
-        let record: Option<crate::store::status_file::StatusRecord> =
-            crate::store::state_dir::read_nofollow(&state.status())
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-        let Some(record) = record.filter(|r| r.pid == pid) else {
-            continue;
-        };
-        if record.state_dir_env != env {
-            let show =
-                |v: &Option<String>| v.as_ref().map_or("unset".to_string(), |v| format!("={v}"));
-            report.add(
-                Level::Warn,
-                format!(
-                    "{var} is {} for the daemon (pid {pid}) but {} here, where hooks run: set \
-                     it on both sides or neither (for the service: systemctl --user edit \
-                     llm-judge, Environment={var}=...)",
-                    show(&record.state_dir_env),
-                    show(&env)
-                ),
-            );
-        }
-        if !record.state_dir.is_empty() && Path::new(&record.state_dir) != hooks {
-            report.add(
-                Level::Warn,
-                format!(
-                    "the daemon (pid {pid}) serves {}, not {} where hooks using judge.py queue jobs",
-                    record.state_dir,
-                    hooks.display()
-                ),
-            );
         }
     }
 }
