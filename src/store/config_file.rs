@@ -141,8 +141,12 @@ impl Sources {
     pub fn for_hook(mut self, config_dir: Option<PathBuf>) -> Self {
         let pinned = config_dir.is_some();
         self.config_dir_flag = config_dir;
-        self.env.retain(|(key, _)| {
-            key != RUNNERS_VAR && !(pinned && (key == CONFIG_VAR || key == "XDG_CONFIG_HOME"))
+        // A relative folder would be the session's own (a repository's files).
+        let folders = ["HOME", "XDG_CONFIG_HOME", CONFIG_VAR, STATE_DIR_VAR];
+        self.env.retain(|(key, value)| {
+            let relative = folders.contains(&key.as_str()) && !Path::new(value).is_absolute();
+            let moved = pinned && (key == CONFIG_VAR || key == "XDG_CONFIG_HOME");
+            key != RUNNERS_VAR && !relative && !moved
         });
         self
     }

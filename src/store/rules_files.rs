@@ -132,6 +132,23 @@ pub fn pins_path(sources: &Sources) -> Option<PathBuf> {
     config_folder(sources).map(|dir| dir.join(PINS_FILE))
 }
 
+/// The pins, for changing them: none when there is no pins file, an error naming it
+/// when it cannot be read (rewriting it would drop every pin it holds).
+pub fn pins_to_change(sources: &Sources) -> Result<Pins, String> {
+    let Some(path) = pins_path(sources) else {
+        return Ok(Pins::default());
+    };
+    match read(&path)? {
+        None => Ok(Pins::default()),
+        Some(text) => serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not a pins file ({e}); fix or move it, then trust again",
+                path.display()
+            )
+        }),
+    }
+}
+
 /// The pins (none when there is no pins file or it cannot be read).
 pub fn pins(sources: &Sources) -> Pins {
     pins_path(sources)

@@ -6,7 +6,7 @@
 //! passed as clean in silence.
 
 use crate::hooks::{
-    RULES, claude_prompt, claude_stop, fixture, hook, hook_bytes, judge, write_rules,
+    RULES, claude_prompt, claude_stop, cursor_event, fixture, hook, hook_bytes, judge, write_rules,
 };
 use crate::support::*;
 
@@ -565,10 +565,7 @@ fn cursor_notices_wait_for_its_stop_and_helpers_have_their_own_block_count() {
     write_rules(&w, RULES);
     let runner = judge(&w, r#"{"unverified": true, "gave_up": true}"#);
     let _d = w.start(std::slice::from_ref(&runner));
-    let common = |event: &str| {
-        json!({"conversation_id": "k1", "generation_id": "g1", "model": "m", "hook_event_name": event,
-               "workspace_roots": [w.work]})
-    };
+    let common = |event: &str| cursor_event(&w, event);
     let mut reply = common("afterAgentResponse");
     reply["text"] = json!("All tests pass.");
     hook(&w, std::slice::from_ref(&runner), "cursor", &reply);

@@ -81,6 +81,12 @@ pub fn hook_bytes(
     (out.code, parsed, out.stderr)
 }
 
+/// A Cursor hook's stdin for `event` in conversation `k1`, generation `g1`.
+pub(crate) fn cursor_event(w: &World, event: &str) -> Value {
+    json!({"conversation_id": "k1", "generation_id": "g1", "model": "m", "hook_event_name": event,
+           "cursor_version": "1.7", "workspace_roots": [w.work], "user_email": null})
+}
+
 pub(crate) fn claude_stop(session: &str, turn: &str, reply: &str) -> Value {
     fixture(
         "claude-2.1.328.Stop.json",
@@ -229,10 +235,7 @@ fn cursor_queues_after_the_response_and_its_stop_continues_with_the_notices() {
     write_rules(&w, RULES);
     let runner = judge(&w, r#"{"unverified": true, "gave_up": true}"#);
     let _d = w.start(std::slice::from_ref(&runner));
-    let common = |event: &str| {
-        json!({"conversation_id": "k1", "generation_id": "g1", "model": "m", "hook_event_name": event,
-               "cursor_version": "1.7", "workspace_roots": [w.work], "user_email": null})
-    };
+    let common = |event: &str| cursor_event(&w, event);
     let mut reply = common("afterAgentResponse");
     reply["text"] = json!("All tests pass.");
     let (code, out, _) = hook(&w, std::slice::from_ref(&runner), "cursor", &reply);

@@ -47,11 +47,12 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
         return refuse(harness, &why);
     }
     let state = StateDir::new(&settings.state_dir);
-    if state.create().is_ok() {
-        crate::store::judge_log::init_log_only(&state.log(), settings.config.log_max_bytes);
-    }
+    // Checked before anything is made or written there (a missing folder is fine).
     if let Err(why) = guard::check_folders(&state, None) {
         return refuse(harness, &format!("{why}; nothing is judged or delivered"));
+    }
+    if state.create().is_ok() {
+        crate::store::judge_log::init_log_only(&state.log(), settings.config.log_max_bytes);
     }
     let child = guard::child(sources, &state);
     if child == Child::Judges {
@@ -70,6 +71,17 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
         call.tell_once(
             "config",
             format!("config not loaded ({problem}); the hooks use the defaults"),
+        );
+    }
+    if sources.config_dir_flag.is_none() || sources.state_dir_flag.is_none() {
+        call.tell_once(
+            "unpinned",
+            format!(
+                "this hook was installed without --config-dir and --state-dir, so a project's \
+                 environment can move its config and state; run `llm-judge hooks install {}` \
+                 again",
+                harness.name()
+            ),
         );
     }
     if child == Child::Forged {

@@ -9,7 +9,7 @@ use super::{Refused, write_text};
 use crate::core::hooks::rules::{Hit, Rule, added_to, parse_rules};
 use crate::core::job::Mode;
 use crate::store::config_file::Sources;
-use crate::store::rules_files::{self, PROJECT_RULES, Pins, pin_of, pins, pins_path};
+use crate::store::rules_files::{self, PROJECT_RULES, Pins, pin_of, pins_path, pins_to_change};
 
 /// A question is shown up to this many characters.
 const QUESTION_SHOWN: usize = 600;
@@ -29,7 +29,7 @@ pub(super) fn project(sources: &Sources, dir: &Path) -> Result<(), Refused> {
         Refused::Usage(format!("{} {e}; fix it before trusting it", path.display()))
     })?;
     let pins_file = pins_path(sources).ok_or_else(|| Refused::Usage("HOME is not set".into()))?;
-    let mut all: Pins = pins(sources);
+    let mut all: Pins = pins_to_change(sources).map_err(Refused::Usage)?;
     all.trusted
         .insert(path.display().to_string(), pin_of(&text));
     let json = serde_json::to_string_pretty(&all).map_err(|e| Refused::Failed(e.to_string()))?;

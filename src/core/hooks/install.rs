@@ -341,10 +341,14 @@ fn find<'a>(harness: Harness, list: &'a mut [Value], entry: &Entry) -> Option<&'
             .and_then(|c| ours(harness, c))
             .is_some_and(|rewake| rewake == entry.rewake)
     };
+    // Only a group with nothing but its hooks: a planted look-alike in a group with a
+    // matcher of its own (one that never matches) is not the judge's to keep using.
+    let plain = |g: &Value| g.as_object().is_some_and(|o| o.len() == 1);
     match harness {
         Harness::Cursor => list.iter_mut().find(|h| matches(h)),
         _ => list
             .iter_mut()
+            .filter(|g| plain(g))
             .filter_map(|g| g.get_mut("hooks").and_then(Value::as_array_mut))
             .flatten()
             .find(|h| matches(h)),
@@ -446,6 +450,22 @@ mod tests {
             assert_eq!(ours(claude, &foreign), None, "{foreign}");
         }
         assert_eq!(crate::core::shell::quote("/a b/it's"), "'/a b/it'\\''s'");
+    }
+
+    #[test]
+    fn a_look_alike_in_a_group_with_a_matcher_is_not_reused() {
+        let mine = entries(Harness::Claude, &at(PROGRAM));
+        let planted = json!({"matcher": "never", "hooks": [{"type": "command",
+            "command": mine[3].command, "timeout": 15}]});
+        let mut settings = json!({"hooks": {"SessionStart": [planted.clone()]}});
+        add(Harness::Claude, &mut settings, &mine).unwrap();
+        let start = settings["hooks"]["SessionStart"].as_array().unwrap();
+        assert_eq!(start.len(), 2, "a fresh group of the judge's own");
+        assert_eq!(start[0], planted);
+        assert_eq!(
+            start[1],
+            json!({"hooks": [{"type": "command", "command": mine[3].command, "timeout": 15}]})
+        );
     }
 
     #[test]
