@@ -691,3 +691,40 @@ fn session_ids_name_no_path_and_twelve_prompt_hooks_at_once_deliver_a_notice_onc
     }
     assert_eq!(delivered, 1, "exactly once");
 }
+
+/// A hook installed before the folders were flags says so once a session; a relative
+/// folder variable (a repository's own folder) is ignored; a pins file that does not
+/// load is never rewritten without the pins it holds.
+#[test]
+fn an_unpinned_hook_says_so_once_and_takes_no_relative_folder() {
+    let w = World::new();
+    write_rules(&w, RULES);
+    let runner = judge(&w, r#"{"unverified": true, "gave_up": false}"#);
+    let unpinned = || {
+        let mut cmd = w.command(std::slice::from_ref(&runner));
+        cmd.env("XDG_CONFIG_HOME", "relative/config")
+            .arg("hook")
+            .arg("claude");
+        cmd
+    };
+    let stop = claude_stop("s1", "p1", "Done.").to_string();
+    let (code, out, _) = hook_bytes(&w, unpinned(), stop.as_bytes());
+    assert_eq!(code, Some(0));
+    let said = out.expect("a message")["systemMessage"].to_string();
+    assert!(said.contains("installed without --config-dir"), "{said}");
+    let (_, out, _) = hook_bytes(&w, unpinned(), stop.as_bytes());
+    assert!(out.is_none_or(|o| o.get("systemMessage").is_none()), "once");
+    assert!(!w.work.join("relative").exists());
+    // A pins file that does not load: `hooks trust` refuses, the file stays as it was.
+    let project = w.path("work/proj");
+    fs::create_dir_all(project.join(".llm-judge")).unwrap();
+    fs::write(project.join(".llm-judge/rules.toml"), RULES).unwrap();
+    let pins = w.xdg.join("llm-judge/trusted-rules.json");
+    fs::write(&pins, "{ not json").unwrap();
+    let mut trust = w.cli();
+    trust.args(["hooks", "trust"]).arg(&project);
+    let out = w.run(trust);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("is not a pins file"), "{}", out.stderr);
+    assert_eq!(fs::read_to_string(&pins).unwrap(), "{ not json");
+}
