@@ -146,6 +146,9 @@ pub fn main(settings: &Settings, sources: &Sources, args: &DoctorArgs) -> i32 {
     check_hooks_state_dir(settings, &mut report);
     check_budget(settings, &mut report);
     check_hooks(settings, sources, &mut report);
+    super::doctor_install::check(sources, |l, text| {
+        report.add([Level::Ok, Level::Warn, Level::Fail][l as usize], text)
+    });
     report.finish()
 }
 

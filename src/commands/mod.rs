@@ -3,6 +3,7 @@
 pub mod ask;
 pub mod doctor;
 pub mod doctor_api;
+pub mod doctor_install;
 pub mod drain;
 pub mod enqueue;
 pub mod eval;
