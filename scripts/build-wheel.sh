@@ -29,7 +29,11 @@ done
 [ -n "$out" ] || { echo "usage: $0 [--profile dev|release] [--target TRIPLE] [--host] OUTDIR" >&2; exit 2; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tools=$("$root/scripts/package-tools.sh")
+if [ "$(uname -s)" = Linux ] && ! $host; then
+  tools=$("$root/scripts/package-tools.sh")
+else
+  tools=$("$root/scripts/package-tools.sh" --only maturin)  # no zig needed
+fi
 export PATH="$tools:$PATH"
 floor=2.28
 args=(build --manifest-path "$root/Cargo.toml" --profile "$profile" --out "$out")
