@@ -6,8 +6,8 @@
     python3 bench/install.py target/release-wheels --runs 15
 
 Each run installs into a fresh temporary folder, offline, with a temporary HOME:
-  pip        python3 -m venv, then pip install --no-index WHEEL (the venv's own cost is
-             the baseline line "venv alone")
+  pip        pip install --no-index WHEEL into a venv made just before (python3 -m venv,
+             not timed: it is the line "venv alone", ensurepip included)
   uv tool    uv tool install --offline WHEEL (its cache fresh each run: nothing reused)
   pipx       pipx install --pip-args=--no-index WHEEL
   npm -g     npm install -g --offline --prefix P LAUNCHER.tgz PLATFORM.tgz
@@ -48,8 +48,7 @@ def main():
     python = sys.executable
     methods = {
         "venv alone": lambda d, env: [[python, "-m", "venv", f"{d}/venv"]],
-        "pip": lambda d, env: [[python, "-m", "venv", f"{d}/venv"],
-                               [f"{d}/venv/bin/python", "-m", "pip", "install", "--no-index",
+        "pip": lambda d, env: [[f"{d}/venv/bin/python", "-m", "pip", "install", "--no-index",
                                 "--disable-pip-version-check", wheel]],
         "uv tool": lambda d, env: [[f"{tools}/uv", "tool", "install", "--offline", "--python", python, wheel]],
         "pipx": lambda d, env: [[f"{tools}/pipx", "install", "--python", python, "--pip-args=--no-index", wheel]],
@@ -71,6 +70,8 @@ def main():
                        UV_PYTHON_DOWNLOADS="never", UV_NO_CONFIG="1", PIPX_HOME=f"{d}/pipx",
                        PIPX_BIN_DIR=f"{d}/pipx/bin", PIPX_MAN_DIR=f"{d}/pipx/man")
             os.makedirs(env["HOME"])
+            if name == "pip":
+                subprocess.run([python, "-m", "venv", f"{d}/venv"], check=True, timeout=300)
             try:
                 times[name].append(sum(timed(cmd, env) for cmd in steps(d, env)))
                 if name in installed:
