@@ -75,6 +75,12 @@ const platform = {
 };
 // The Linux binary needs glibc 2.28 or later: npm leaves it out on musl.
 if (os === "linux") platform.libc = ["glibc"];
+// npm provenance requires repository.url to be the repository that built the package:
+// in GitHub Actions it is named here from the variables of the run.
+if (process.env.GITHUB_REPOSITORY && process.env.GITHUB_SERVER_URL) {
+  const url = `git+${process.env.GITHUB_SERVER_URL}/${process.env.GITHUB_REPOSITORY}.git`;
+  launcher.repository = platform.repository = { type: "git", url };
+}
 fs.writeFileSync(`${STAGE}/launcher/package.json`, JSON.stringify(launcher, null, 2) + "\n");
 fs.writeFileSync(`${STAGE}/platform/package.json`, JSON.stringify(platform, null, 2) + "\n");
 '
