@@ -8,6 +8,7 @@ pub mod digest;
 pub mod eval;
 pub mod health;
 pub mod hooks;
+pub mod install_place;
 pub mod job;
 pub mod runner;
 pub mod safety;

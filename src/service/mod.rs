@@ -22,7 +22,9 @@ mod call;
 mod execute;
 pub mod hook_command;
 pub(crate) mod host;
+pub(crate) mod installed;
 mod launchd;
+pub(crate) mod place;
 mod plan;
 mod spec;
 mod systemd;
@@ -31,7 +33,7 @@ use thiserror::Error;
 
 use crate::core::config::Settings;
 use crate::support::error::Chained;
-use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
+use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use call::{Call, CallError, systemctl};
 use execute::ExecuteError;
 use host::{Host, HostError, linger};
@@ -113,6 +115,11 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
 /// Plans the install from this machine's facts, then prints or carries it out.
 fn install(settings: &Settings, host: &Host, dry_run: bool) -> Result<i32, ServiceError> {
     let facts = host::install_facts(settings, host)?;
+    // Not a program uvx or npx clears (docs/install.md, "Where the binary lives").
+    if let Err(why) = place::check(&facts.spec.bin, "the service") {
+        say_err!("llm-judge: {why}");
+        return Ok(EXIT_USAGE);
+    }
     let plan = plan::plan_install(&facts)?;
     carry_out_or_print(&plan, dry_run)
 }

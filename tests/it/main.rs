@@ -27,6 +27,7 @@ mod faults;
 mod faults_memory;
 mod hook_attacks;
 mod hooks;
+mod install_place;
 mod local_model;
 mod migration;
 mod operator;

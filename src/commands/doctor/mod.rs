@@ -3,6 +3,7 @@
 
 mod api;
 mod hooks;
+mod install;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -34,7 +35,7 @@ pub struct DoctorArgs {
     pub online: bool,
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Level {
     Ok,
     Warn,
@@ -149,6 +150,7 @@ pub fn main(settings: &Settings, sources: &Sources, args: &DoctorArgs) -> i32 {
     hooks::check_state_dir(settings, &mut report);
     check_budget(settings, &mut report);
     hooks::check_hooks(settings, sources, &mut report);
+    install::check(sources, |level, text| report.add(level, text));
     report.finish()
 }
 

@@ -117,6 +117,9 @@ fn install(
     }
     let command =
         crate::service::hook_command::hook_command(settings, sources).map_err(Refused::Failed)?;
+    // Not a program uvx or npx clears (docs/install.md, "Where the binary lives").
+    crate::service::place::check(Path::new(&command.program), "the hooks")
+        .map_err(Refused::Usage)?;
     let program = command.program.clone();
     let path = settings_path(sources, harness, project)
         .ok_or_else(|| Refused::Usage("HOME is not set; set it or give --project DIR".into()))?;

@@ -159,6 +159,12 @@ pub fn ours(harness: Harness, command: &str) -> Option<bool> {
     (parsed.render(harness, rewake) == command).then_some(rewake)
 }
 
+/// The program of `command` when it is a command install writes for `harness` (`ours`).
+pub fn program_of(harness: Harness, command: &str) -> Option<String> {
+    ours(harness, command)?;
+    shell_words(command)?.into_iter().next()
+}
+
 /// Plain and single-quoted words (what `core::shell::quote` writes); `None` for anything else.
 fn shell_words(command: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();

@@ -66,7 +66,10 @@ pub(crate) struct Command {
 }
 
 impl Command {
-    /// The command `launch` describes; an error names a part holding a NUL byte.
+    /// The command `launch` describes; an error names a part holding a NUL byte. A
+    /// relative `cwd` is made absolute here, against this process's folder, as the
+    /// spawn used to resolve it (the supervisor changes its own folder around each
+    /// spawn: `posix_spawn.rs`).
     pub(crate) fn of(launch: Launch<'_>) -> Result<Self, ProcessError> {
         let argv = launch
             .argv
@@ -77,7 +80,11 @@ impl Command {
             program: c_string(launch.program.as_os_str())?,
             argv,
             env: launch.env,
-            cwd: c_string(launch.cwd.as_os_str())?,
+            cwd: c_string(
+                std::path::absolute(launch.cwd)
+                    .unwrap_or_else(|_| launch.cwd.to_path_buf())
+                    .as_os_str(),
+            )?,
         })
     }
 }

@@ -1,7 +1,15 @@
 //! The `posix_spawn` wrapper: the runner's argv and environment as C pointer arrays,
-//! its stdio and working folder (file actions), its own process group with default
-//! signals (attributes). Everything is prepared before a fork; `Spawn::spawn` itself
-//! is async-signal-safe.
+//! its stdio (file actions), its own process group with default signals (attributes),
+//! and its working folder (a `chdir` of the supervisor around the spawn). Everything is
+//! prepared before a fork; `Spawn::spawn` itself is async-signal-safe.
+//!
+//! The working folder is not a file action: `posix_spawn_file_actions_addchdir_np`
+//! needs glibc 2.29, and the Linux packages run on glibc 2.28 (RHEL 8; docs/install.md,
+//! `scripts/check-glibc-floor.sh`). The supervisor is single-threaded (forked from the
+//! judge, or a pooled one forked from the single-threaded zygote), so changing its own
+//! folder for the spawn is what the file action did in the spawned child: the runner
+//! starts in `cwd`, a relative program is found from there, and a folder that cannot be
+//! entered fails the spawn with `chdir`'s errno. `chdir` is async-signal-safe.
 
 use std::ffi::CString;
 use std::io;
@@ -15,6 +23,7 @@ use super::{Command, SupervisorFds};
 /// One runner, ready to `posix_spawn`; borrows the command's strings.
 pub(super) struct Spawn<'a> {
     program: &'a CString,
+    cwd: &'a CString,
     argv: Vec<*mut c_char>,
     env: Vec<*mut c_char>,
     actions: FileActions,
@@ -26,15 +35,21 @@ impl<'a> Spawn<'a> {
     pub(super) fn new(command: &'a Command, fds: SupervisorFds) -> io::Result<Self> {
         Ok(Spawn {
             program: &command.program,
+            cwd: &command.cwd,
             argv: null_terminated(command.argv.iter()),
             env: null_terminated(command.env.iter()),
-            actions: FileActions::new(fds.stdin, fds.stdout, fds.stderr, &command.cwd)?,
+            actions: FileActions::new(fds.stdin, fds.stdout, fds.stderr)?,
             attr: SpawnAttr::new()?,
         })
     }
 
     /// Starts the runner: its pid, or `posix_spawn`'s error number. Async-signal-safe.
     pub(super) fn spawn(&self) -> Result<pid_t, c_int> {
+        // SAFETY: a valid C string; this process is single-threaded (module comment),
+        // so no other thread sees its folder change.
+        if unsafe { libc::chdir(self.cwd.as_ptr()) } != 0 {
+            return Err(errno());
+        }
         let mut pid: pid_t = 0;
         // SAFETY: every pointer comes from this value: the program string, the
         // initialised actions and attributes, and NULL-terminated arrays of pointers
@@ -49,6 +64,11 @@ impl<'a> Spawn<'a> {
                 self.env.as_ptr(),
             )
         };
+        // Back to the root: a pooled supervisor keeps no job's folder busy between
+        // attempts (every runner's `cwd` is absolute: `Command::of`). A failure changes
+        // nothing for the runner, which has its own folder already.
+        // SAFETY: a valid C string.
+        unsafe { libc::chdir(c"/".as_ptr()) };
         if rc == 0 { Ok(pid) } else { Err(rc) }
     }
 }
@@ -60,11 +80,18 @@ fn null_terminated<'a>(items: impl Iterator<Item = &'a CString>) -> Vec<*mut c_c
         .collect()
 }
 
-/// `posix_spawn_file_actions_t` set up for the runner: stdio and working folder.
+/// This thread's `errno`. Async-signal-safe.
+fn errno() -> c_int {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// `posix_spawn_file_actions_t` set up for the runner: its stdio.
 struct FileActions(libc::posix_spawn_file_actions_t);
 
 impl FileActions {
-    fn new(stdin: RawFd, stdout: RawFd, stderr: RawFd, cwd: &CString) -> io::Result<Self> {
+    fn new(stdin: RawFd, stdout: RawFd, stderr: RawFd) -> io::Result<Self> {
         // SAFETY: zeroed is a valid starting value for init, which sets it up.
         let mut raw: libc::posix_spawn_file_actions_t = unsafe { std::mem::zeroed() };
         // SAFETY: raw is ours to initialise; it is destroyed (by Drop) only once this
@@ -75,8 +102,6 @@ impl FileActions {
             // SAFETY: fa is initialised; the fds live until after the spawn.
             check(unsafe { libc::posix_spawn_file_actions_adddup2(&mut fa.0, fd, target) })?;
         }
-        // SAFETY: cwd is a valid C string that outlives the spawn.
-        check(unsafe { libc::posix_spawn_file_actions_addchdir_np(&mut fa.0, cwd.as_ptr()) })?;
         Ok(fa)
     }
 }
