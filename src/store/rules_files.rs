@@ -82,8 +82,9 @@ pub fn load(sources: &Sources, cwd: Option<&Path>) -> Loaded {
     loaded
 }
 
-/// A project's rules when the user trusts this content of the file.
-fn project(sources: &Sources, path: &Path) -> Result<Vec<Rule>, String> {
+/// A project's rules when the user trusts this content of the file (`path`: its real
+/// path); else why they are off.
+pub fn project(sources: &Sources, path: &Path) -> Result<Vec<Rule>, String> {
     let text = read(path)?.unwrap_or_default();
     let pinned = pins(sources)
         .trusted

@@ -111,17 +111,27 @@ fn plain_file(path: &Path) -> Result<Option<fs::Metadata>, WriteError> {
     Ok(Some(meta))
 }
 
+/// The backup of a file written with `backup`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backup {
+    /// The file's old bytes were saved here now (the first change).
+    Made(PathBuf),
+    /// A backup from before the first change is there already, and stays: restoring it
+    /// gives the file as it was before llm-judge ever touched it.
+    Kept(PathBuf),
+}
+
 /// Writes `text` to `path` (checked as [`check`] does) by temp file and rename: an
 /// existing file keeps its mode and, with `backup`, its old bytes go to
-/// [`backup_path`] first, written the same way; a new file gets `new_mode`. Returns the
-/// backup written, if any.
+/// [`backup_path`] first, written the same way, unless a backup is there already; a
+/// new file gets `new_mode`. Returns what became of the backup.
 pub fn write(
     path: &Path,
     text: &str,
     within: Option<&Path>,
     backup: bool,
     new_mode: u32,
-) -> Result<Option<PathBuf>, WriteError> {
+) -> Result<Option<Backup>, WriteError> {
     let mode = check(path, within, backup)?;
     let io = |what, path: &Path| {
         let path = path.to_path_buf();
@@ -130,9 +140,14 @@ pub fn write(
     let mut kept = None;
     if let (Some(mode), true) = (mode, backup) {
         let copy = backup_path(path);
-        let old = crate::store::state_dir::read_nofollow(path).map_err(io("read", path))?;
-        publish_with_mode(&copy, &old, mode).map_err(io("back up to", &copy))?;
-        kept = Some(copy);
+        // `check` vouched for it: a plain file of the user's, or none.
+        if plain_file(&copy)?.is_some() {
+            kept = Some(Backup::Kept(copy));
+        } else {
+            let old = crate::store::state_dir::read_nofollow(path).map_err(io("read", path))?;
+            publish_with_mode(&copy, &old, mode).map_err(io("back up to", &copy))?;
+            kept = Some(Backup::Made(copy));
+        }
     }
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(io("make the folder", dir))?;
@@ -197,9 +212,13 @@ mod tests {
         fs::write(&file, "old").unwrap();
         fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
         let kept = write(&file, "new", None, true, 0o644).unwrap();
-        assert_eq!(kept, Some(backup_path(&file)));
+        assert_eq!(kept, Some(Backup::Made(backup_path(&file))));
         assert_eq!(fs::read_to_string(backup_path(&file)).unwrap(), "old");
         assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        // A later change keeps the backup of the file as it was before the first.
+        let again = write(&file, "newer", None, true, 0o644).unwrap();
+        assert_eq!(again, Some(Backup::Kept(backup_path(&file))));
+        assert_eq!(fs::read_to_string(backup_path(&file)).unwrap(), "old");
         for path in [&file, &backup_path(&file)] {
             let mode = fs::metadata(path).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600, "{}", path.display());

@@ -582,6 +582,8 @@ fn install_and_uninstall_keep_the_users_own_hooks() {
     for harness in ["claude", "codex", "cursor"] {
         assert!(d.contains(&format!("{harness} hooks: installed in")), "{d}");
     }
+    assert!(d.contains("hooks.json, trusted by codex"), "{d}");
+    assert!(d.contains("none is on, so the hooks judge nothing"), "{d}");
     assert!(
         d.contains("rules: ") && d.contains("(4 rules, 0 enabled)"),
         "{d}"
@@ -599,6 +601,33 @@ fn install_and_uninstall_keep_the_users_own_hooks() {
     assert_eq!(
         fs::read_to_string(w.home.join(".codex/config.toml")).unwrap(),
         "model = \"o3\"\n"
+    );
+    // The backup is still the file as it was before llm-judge first changed it.
+    assert_eq!(
+        fs::read_to_string(format!("{}.llm-judge.bak", claude.display())).unwrap(),
+        before[0]
+    );
+    // codex no longer trusting the hooks, or a rules file that does not load: doctor says
+    // so (the first a warning, the second a failure).
+    assert_eq!(hooks(&["install", "codex"]).code, Some(0));
+    write_rules(&w, "[[rule]]\nname = \"x\"\nactoin = \"block\"\n");
+    let mut d = w.cli();
+    d.env_remove(RUNNERS_VAR).arg("doctor");
+    let d = w.run(d);
+    assert!(
+        d.stdout.contains("but codex does not trust 4 of them"),
+        "{}",
+        d.stdout
+    );
+    assert!(
+        d.stdout.contains("actoin is not a rule key"),
+        "{}",
+        d.stdout
+    );
+    assert_eq!(
+        d.code,
+        Some(1),
+        "a rules file that does not load fails doctor"
     );
     // A settings file that is not JSON is never overwritten.
     fs::write(&claude, "{ not json").unwrap();

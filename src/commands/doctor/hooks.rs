@@ -22,51 +22,133 @@ pub(super) fn check_hooks(settings: &Settings, sources: &Sources, report: &mut R
             .flatten()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
         let entries = crate::core::hooks::install::entries(harness, &command);
-        let text = match doc {
+        let (level, text) = match doc {
             Some(doc) if crate::core::hooks::install::installed(harness, &doc, &entries) => {
-                format!("{} hooks: installed in {}", harness.name(), path.display())
+                let installed =
+                    format!("{} hooks: installed in {}", harness.name(), path.display());
+                match harness {
+                    Harness::Codex => codex_trusted(sources, &path, &doc, &entries, installed),
+                    _ => (Level::Ok, installed),
+                }
             }
-            Some(doc) if has_judge_hook(&doc) => format!(
-                "{} hooks: in {}, but not as this binary writes them; run `llm-judge hooks install {}`",
-                harness.name(),
-                path.display(),
-                harness.name()
+            Some(doc) if has_judge_hook(&doc) => (
+                Level::Ok,
+                format!(
+                    "{} hooks: in {}, but not as this binary writes them; run `llm-judge hooks install {}`",
+                    harness.name(),
+                    path.display(),
+                    harness.name()
+                ),
             ),
-            _ => format!(
-                "{} hooks: not installed (`llm-judge hooks install {}` judges its sessions)",
-                harness.name(),
-                harness.name()
+            _ => (
+                Level::Ok,
+                format!(
+                    "{} hooks: not installed (`llm-judge hooks install {}` judges its sessions)",
+                    harness.name(),
+                    harness.name()
+                ),
             ),
         };
-        report.add(Level::Ok, text);
+        report.add(level, text);
     }
-    let Some(path) = crate::store::rules_files::user_rules_path(sources) else {
-        return;
-    };
-    match crate::store::rules_files::read(&path) {
-        Ok(None) => report.add(
-            Level::Ok,
-            format!("rules: no {} (hooks judge nothing)", path.display()),
+    check_rules(sources, report);
+}
+
+/// Whether codex trusts the judge's handlers of `path` (it skips an untrusted hook
+/// silently): each one's hash recorded in codex's config.toml.
+fn codex_trusted(
+    sources: &Sources,
+    path: &Path,
+    doc: &serde_json::Value,
+    entries: &[crate::core::hooks::install::Entry],
+    installed: String,
+) -> (Level, String) {
+    let source = path.to_string_lossy();
+    let wanted = crate::core::hooks::codex_trust::codex_trust(&source, doc, entries);
+    let config = crate::store::harness_files::codex_home(sources)
+        .unwrap_or_default()
+        .join("config.toml");
+    let table: toml::Table = crate::store::rules_files::read(&config)
+        .ok()
+        .flatten()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or_default();
+    let state = table.get("hooks").and_then(|h| h.get("state"));
+    let untrusted = wanted
+        .iter()
+        .filter(|t| {
+            let hash = state
+                .and_then(|s| s.get(&t.key))
+                .and_then(|k| k.get("trusted_hash"))
+                .and_then(toml::Value::as_str);
+            hash != Some(t.hash.as_str())
+        })
+        .count();
+    match untrusted {
+        0 => (Level::Ok, format!("{installed}, trusted by codex")),
+        n => (
+            Level::Warn,
+            format!(
+                "{installed}, but codex does not trust {n} of them, so it skips them silently: \
+                 run `llm-judge hooks install codex --trust` (or trust them in codex's /hooks)"
+            ),
         ),
-        Ok(Some(text)) => match crate::core::hooks::rules::parse_rules(&text) {
+    }
+}
+
+/// Whether the user's rules file loads (a failure: the hooks then judge nothing), has a
+/// rule on, and the project rules of the folder doctor runs in, if any, are trusted.
+fn check_rules(sources: &Sources, report: &mut Report) {
+    if let Some(path) = crate::store::rules_files::user_rules_path(sources) {
+        match crate::store::rules_files::read(&path) {
+            Ok(None) => report.add(
+                Level::Ok,
+                format!("rules: no {} (hooks judge nothing)", path.display()),
+            ),
+            Ok(Some(text)) => match crate::core::hooks::rules::parse_rules(&text) {
+                Ok(rules) => {
+                    let on = rules.iter().filter(|r| r.enabled).count();
+                    let counted = format!(
+                        "rules: {} ({} rules, {on} enabled)",
+                        path.display(),
+                        rules.len()
+                    );
+                    match on {
+                        0 => report.add(
+                            Level::Warn,
+                            format!("{counted}: none is on, so the hooks judge nothing; set enabled = true on those you want"),
+                        ),
+                        _ => report.add(Level::Ok, counted),
+                    }
+                }
+                Err(e) => report.add(
+                    Level::Fail,
+                    format!(
+                        "rules: {} {e}; the hooks judge nothing until it is fixed",
+                        path.display()
+                    ),
+                ),
+            },
+            Err(why) => report.add(Level::Fail, format!("rules: {why}")),
+        }
+    }
+    let here = std::env::current_dir().ok();
+    let project = here
+        .as_deref()
+        .and_then(crate::store::rules_files::project_rules)
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    if let Some(path) = project {
+        match crate::store::rules_files::project(sources, &path) {
             Ok(rules) => report.add(
                 Level::Ok,
                 format!(
-                    "rules: {} ({} rules, {} enabled)",
+                    "project rules: {} ({} rules, trusted)",
                     path.display(),
-                    rules.len(),
-                    rules.iter().filter(|r| r.enabled).count()
+                    rules.len()
                 ),
             ),
-            Err(e) => report.add(
-                Level::Warn,
-                format!(
-                    "rules: {} {e}; the hooks judge nothing until it is fixed",
-                    path.display()
-                ),
-            ),
-        },
-        Err(why) => report.add(Level::Warn, format!("rules: {why}")),
+            Err(why) => report.add(Level::Warn, why),
+        }
     }
 }
 

@@ -265,9 +265,13 @@ pub(super) fn write_text(
     backup: bool,
     new_mode: u32,
 ) -> Result<(), Refused> {
-    let kept = user_files::write(path, text, within, backup, new_mode).map_err(refused)?;
-    if let Some(kept) = kept {
-        say!("backup: {}", kept.display());
+    match user_files::write(path, text, within, backup, new_mode).map_err(refused)? {
+        Some(user_files::Backup::Made(copy)) => say!("backup: {}", copy.display()),
+        Some(user_files::Backup::Kept(copy)) => say!(
+            "backup: {} (kept: the file as it was before llm-judge first changed it)",
+            copy.display()
+        ),
+        None => {}
     }
     Ok(())
 }
