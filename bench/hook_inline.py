@@ -14,7 +14,12 @@ root = tempfile.mkdtemp(prefix="hookab-")
 runner = os.path.join(root, "judge.sh")
 open(runner, "w").write("#!/bin/sh\nsleep 0.5\necho '{\"a\": true, \"b\": true}'\n")
 os.chmod(runner, 0o755)
-rules = os.path.join(root, "rules.toml")
+# The rules where every version reads them, the runner in a config file (a hook takes
+# no rules or runners from a variable).
+os.makedirs(os.path.join(root, "xdg", "llm-judge"))
+rules = os.path.join(root, "xdg", "llm-judge", "rules.toml")
+config = os.path.join(root, "config.toml")
+open(config, "w").write('[[runners.default]]\nname = "fake"\nargv = ["%s", "{prompt}"]\n' % runner)
 open(rules, "w").write('''[[rule]]
 name = "one"
 action = "block"
@@ -32,15 +37,14 @@ wait_ms = 20000
 ''')
 fix = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "hooks", "claude-2.1.328.Stop.json")))
 env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_JUDGE", "CATSTACK"))}
-env.update(HOME=root, XDG_CONFIG_HOME=os.path.join(root, "xdg"), LLM_JUDGE_RULES=rules,
-           CATSTACK_LLM_JUDGE_RUNNERS=json.dumps([["fake", [runner, "{prompt}"]]]))
+env.update(HOME=root, XDG_CONFIG_HOME=os.path.join(root, "xdg"))
 times = {"A": [], "B": []}
 for i in range(24):
     which = ["A", "B"][(i + i // 2) % 2]
     state = os.path.join(root, f"state-{i}")
     fix.update(session_id=str(uuid.uuid4()), prompt_id=str(uuid.uuid4()), cwd=root)
     t = time.perf_counter()
-    out = subprocess.run([bins[which], "--state-dir", state, "hook", "claude"],
+    out = subprocess.run([bins[which], "--state-dir", state, "--config", config, "hook", "claude"],
                          input=json.dumps(fix).encode(), env=env, capture_output=True, timeout=60)
     elapsed = time.perf_counter() - t
     assert b'"block"' in out.stdout and b"A." in out.stdout and b"B." in out.stdout, out
