@@ -33,8 +33,11 @@ pub fn settings_path(
 }
 
 /// `$CODEX_HOME`, else `~/.codex`, as codex names it (not resolved: its trust keys
-/// hold the path as written).
+/// hold the path as written); `None` with neither variable set.
 pub fn codex_home(sources: &Sources) -> Option<PathBuf> {
-    let home = PathBuf::from(sources.var("HOME").unwrap_or("/"));
-    cli_home("codex", &home, |name| sources.var(name).map(String::from))
+    let var = |name: &str| sources.var(name).map(String::from);
+    match sources.var("HOME") {
+        Some(home) => cli_home("codex", Path::new(home), var),
+        None => var("CODEX_HOME").map(PathBuf::from),
+    }
 }

@@ -172,20 +172,11 @@ enum VerdictError {
 
 /// Reads a verdict without following symlinks or blocking on FIFOs.
 fn read_verdict(path: &Path) -> Result<Value, VerdictError> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let file = crate::store::state_dir::open_nofollow(path)?;
-    let meta = file.metadata()?;
+    let (bytes, meta) = crate::store::state_dir::read_nofollow_with_meta(path, MAX_VERDICT_BYTES)?;
     if meta.uid() != rustix::process::geteuid().as_raw() {
         return Err(VerdictError::Foreign(meta.uid()));
     }
-    if !meta.is_file() {
-        return Err(
-            std::io::Error::other(format!("{} is not a regular file", path.display())).into(),
-        );
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_VERDICT_BYTES).read_to_end(&mut bytes)?;
     let text = String::from_utf8_lossy(&bytes);
     match serde_json::from_str(&text)? {
         v @ Value::Object(_) => Ok(v),

@@ -40,7 +40,7 @@ pub enum Published {
 /// folder too): a job of the same id still queued is never replaced.
 pub fn publish_job(state: &StateDir, job: &JobFile, fsync: bool) -> io::Result<Published> {
     let target = job_path(state, job.id());
-    match state_dir::publish_new(&target, &job.bytes(), fsync) {
+    match state_dir::publish_new(&target, job.bytes(), fsync) {
         Ok(()) => Ok(Published::New),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Published::StillQueued),
         Err(e) => Err(e),

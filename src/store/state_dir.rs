@@ -212,9 +212,16 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
 
 /// `read_nofollow`, at most the first `max` bytes.
 pub fn read_nofollow_at_most(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    read_nofollow_with_meta(path, max).map(|(bytes, _)| bytes)
+}
+
+/// `read_nofollow_at_most`, and the metadata of the file read (by `fstat`: who owns
+/// what was read, not what the name points at now).
+pub fn read_nofollow_with_meta(path: &Path, max: u64) -> io::Result<(Vec<u8>, fs::Metadata)> {
     use std::io::Read;
     let file = open_nofollow(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::other(format!(
             "{} is not a regular file",
             path.display()
@@ -222,7 +229,7 @@ pub fn read_nofollow_at_most(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     }
     let mut bytes = Vec::new();
     file.take(max).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 /// Makes sure `dir` is a real folder of ours with mode 0700, creating it if missing.

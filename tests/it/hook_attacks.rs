@@ -728,3 +728,35 @@ fn an_unpinned_hook_says_so_once_and_takes_no_relative_folder() {
     assert!(out.stderr.contains("is not a pins file"), "{}", out.stderr);
     assert_eq!(fs::read_to_string(&pins).unwrap(), "{ not json");
 }
+
+/// With neither HOME nor CODEX_HOME, codex's config is unknown: `--trust` refuses
+/// rather than writing a `config.toml` somewhere a guess points at (`/.codex`, or the
+/// project's own folder).
+#[test]
+fn codex_trust_without_home_refuses_and_writes_no_config_anywhere() {
+    let w = World::new();
+    let project = w.path("work/repo");
+    fs::create_dir_all(&project).unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_CONFIG_HOME", &w.xdg)
+        .args(["--state-dir"])
+        .arg(w.state())
+        .args(["hooks", "install", "codex", "--trust", "--project"])
+        .arg(&project)
+        .current_dir(&project);
+    let out = w.run(cmd);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("neither HOME nor CODEX_HOME"),
+        "{}",
+        out.stderr
+    );
+    assert!(!project.join("config.toml").exists());
+    assert!(
+        !Path::new("/.codex/config.toml").exists()
+            || fs::read_to_string("/.codex/config.toml").is_ok_and(|t| !t.contains("llm-judge")),
+        "nothing of ours in /.codex"
+    );
+}

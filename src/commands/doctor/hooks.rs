@@ -65,9 +65,10 @@ fn codex_trusted(
 ) -> (Level, String) {
     let source = path.to_string_lossy();
     let wanted = crate::core::hooks::codex_trust::codex_trust(&source, doc, entries);
-    let config = crate::store::harness_files::codex_home(sources)
-        .unwrap_or_default()
-        .join("config.toml");
+    let Some(home) = crate::store::harness_files::codex_home(sources) else {
+        return (Level::Ok, installed);
+    };
+    let config = home.join("config.toml");
     let table: toml::Table = crate::store::rules_files::read(&config)
         .ok()
         .flatten()

@@ -4,14 +4,13 @@
 //! npx clears; when not, what to run.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Level;
 use crate::core::hooks::input::Harness;
 use crate::core::install_place::Advice;
+use crate::process::probe::ProbeSpec;
 use crate::store::config_file::Sources;
 
 /// How long `PROGRAM --version` may take.
@@ -135,37 +134,27 @@ fn commands_in<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// The version `program --version` prints (`llm-judge X`), within `VERSION_WAIT`.
+/// The version `program --version` prints (`llm-judge X`), within `VERSION_WAIT`, run
+/// as doctor's other probes are (`process::probe`: supervised, in a fresh folder, its
+/// whole tree stopped at the deadline).
 fn version_of(program: &Path) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run it: {e}"))?;
-    let deadline = Instant::now() + VERSION_WAIT;
-    // The output is one short line: it fits the pipe, so waiting first cannot block it.
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("--version took over {} s", VERSION_WAIT.as_secs()));
-            }
-        }
-    };
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.by_ref().take(4096).read_to_string(&mut out);
-    }
-    match out.trim().strip_prefix("llm-judge ") {
-        Some(v) if status.success() && !v.is_empty() => Ok(v.to_string()),
-        _ => Err(format!("--version printed {:?}", out.trim())),
+    let no_env = crate::core::runner::env::RunnerEnv::new();
+    let run = super::in_fresh_folder(async |cwd| {
+        let spec = ProbeSpec {
+            program,
+            args: &["--version"],
+            env: &no_env,
+            withheld: &[],
+            cwd,
+            timeout: VERSION_WAIT,
+        };
+        crate::process::probe::run(&spec).await
+    })?
+    .map_err(|e| crate::support::error::chain(&e))?;
+    let out = run.stdout.lines().next().unwrap_or_default().trim();
+    match out.strip_prefix("llm-judge ") {
+        Some(v) if run.success() && !v.is_empty() => Ok(v.to_string()),
+        _ => Err(format!("--version printed {out:?}")),
     }
 }
 

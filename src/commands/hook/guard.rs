@@ -60,20 +60,30 @@ pub fn unknown_state_folder(sources: &Sources, settings: &Settings) -> Option<St
     })
 }
 
-/// Refuses the state folder, or one of the folders of it a hook of session `key` reads,
-/// when another user owns it or can write it; a missing one is fine (made private).
-pub fn check_folders(state: &StateDir, key: Option<&str>) -> Result<(), String> {
-    let mut folders = vec![
+/// Refuses the state folder, or one of its folders a hook reads, when another user
+/// owns it or can write it; a missing one is fine (made private).
+pub fn check_state(state: &StateDir) -> Result<(), String> {
+    [
         state.root.clone(),
         state.jobs(),
         state.verdicts(),
         state.hooks(),
-    ];
-    if let Some(key) = key {
-        folders.push(state.verdict_dir(key));
-        folders.push(state.hooks().join(transcript_hash(key)));
-    }
-    folders.iter().map(PathBuf::as_path).try_for_each(check_one)
+    ]
+    .iter()
+    .map(PathBuf::as_path)
+    .try_for_each(check_one)
+}
+
+/// The same for the two folders of session `key`: its verdicts and what the hook
+/// keeps for it.
+pub fn check_session(state: &StateDir, key: &str) -> Result<(), String> {
+    [
+        state.verdict_dir(key),
+        state.hooks().join(transcript_hash(key)),
+    ]
+    .iter()
+    .map(PathBuf::as_path)
+    .try_for_each(check_one)
 }
 
 fn check_one(dir: &Path) -> Result<(), String> {

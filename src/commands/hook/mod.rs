@@ -48,7 +48,7 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
     }
     let state = StateDir::new(&settings.state_dir);
     // Checked before anything is made or written there (a missing folder is fine).
-    if let Err(why) = guard::check_folders(&state, None) {
+    if let Err(why) = guard::check_state(&state) {
         return refuse(harness, &format!("{why}; nothing is judged or delivered"));
     }
     if state.create().is_ok() {
@@ -63,7 +63,7 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
         Err(Some(why)) => return refuse(harness, &why),
         Err(None) => return EXIT_OK,
     };
-    if let Err(why) = guard::check_folders(&state, Some(&session_key(&input))) {
+    if let Err(why) = guard::check_session(&state, &session_key(&input)) {
         return refuse(harness, &format!("{why}; nothing is judged or delivered"));
     }
     let mut call = Call::new(&settings, state, sources, input);

@@ -14,10 +14,14 @@ use crate::store::config_file::Sources;
 use crate::store::rules_files;
 
 /// codex's config.toml.
-fn config_path(sources: &Sources) -> PathBuf {
+fn config_path(sources: &Sources) -> Result<PathBuf, Refused> {
     crate::store::harness_files::codex_home(sources)
-        .unwrap_or_default()
-        .join("config.toml")
+        .map(|home| home.join("config.toml"))
+        .ok_or_else(|| {
+            Refused::Usage(
+                "neither HOME nor CODEX_HOME is set, so codex's config is unknown".into(),
+            )
+        })
 }
 
 /// The hooks file as this install left it, and the entries it wrote.
@@ -35,26 +39,29 @@ pub(super) fn trust(
     trust: bool,
     dry_run: bool,
 ) -> Result<(), Refused> {
-    let config = config_path(sources);
     if trust {
-        record(&config, written, dry_run)?;
-    } else {
+        record(&config_path(sources)?, written, dry_run)?;
+    }
+    // Named in what is said; unknown only without HOME and CODEX_HOME.
+    let config = config_path(sources).map_or_else(
+        |_| "codex's config.toml".into(),
+        |c| c.display().to_string(),
+    );
+    if !trust {
         say!(
             "codex skips a hook until you trust it: open codex, type /hooks and trust llm-judge's, or \
-             run `llm-judge hooks install codex --trust` to record their trust in {} (add --dry-run to \
-             see it first)",
-            config.display()
+             run `llm-judge hooks install codex --trust` to record their trust in {config} (add --dry-run \
+             to see it first)"
         );
     }
     if let Some(dir) = project {
         say!(
             "codex loads a project's hooks only in a trusted project: codex asks when you open it in \
-             {} (or set [projects.\"{}\"] trust_level = \"trusted\" in {})",
+             {} (or set [projects.\"{}\"] trust_level = \"trusted\" in {config})",
             dir.display(),
             std::path::absolute(dir)
                 .unwrap_or_else(|_| dir.to_path_buf())
                 .display(),
-            config.display()
         );
     }
     Ok(())
@@ -105,7 +112,10 @@ fn print_trusted(trusted: &[Trusted]) {
 /// Removes the trust block of `hooks_file` from codex's config.toml (other files'
 /// blocks stay).
 pub(super) fn untrust(sources: &Sources, hooks_file: &Path, dry_run: bool) -> Result<(), Refused> {
-    let config = config_path(sources);
+    // No codex config known: no trust of ours to remove.
+    let Ok(config) = config_path(sources) else {
+        return Ok(());
+    };
     let Some(text) = rules_files::read(&config).map_err(Refused::Failed)? else {
         return Ok(());
     };

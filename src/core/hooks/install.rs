@@ -126,6 +126,12 @@ const REWAKE_TIMEOUT: u64 = 300;
 /// (rendered back, byte for byte). Anything else in a settings file is the user's:
 /// never trusted, updated or removed by the judge.
 pub fn ours(harness: Harness, command: &str) -> Option<bool> {
+    parse(harness, command).map(|(_, rewake)| rewake)
+}
+
+/// `command` read back as the hook command install wrote, and whether it is the rewake
+/// hook; `None` when it is not exactly one (`ours`).
+fn parse(harness: Harness, command: &str) -> Option<(HookCommand, bool)> {
     let words = shell_words(command)?;
     let (program, rest) = words.split_first()?;
     let named_judge = program.starts_with('/') && program.rsplit('/').next() == Some("llm-judge");
@@ -156,13 +162,12 @@ pub fn ours(harness: Harness, command: &str) -> Option<bool> {
         };
         *slot = Some(value.clone());
     }
-    (parsed.render(harness, rewake) == command).then_some(rewake)
+    (parsed.render(harness, rewake) == command).then_some((parsed, rewake))
 }
 
 /// The program of `command` when it is a command install writes for `harness` (`ours`).
 pub fn program_of(harness: Harness, command: &str) -> Option<String> {
-    ours(harness, command)?;
-    shell_words(command)?.into_iter().next()
+    parse(harness, command).map(|(parsed, _)| parsed.program)
 }
 
 /// Plain and single-quoted words (what `core::shell::quote` writes); `None` for anything else.

@@ -1,16 +1,17 @@
-//! A job file as clients write it. [`JobFile`] is made only from an object the judge's
-//! own parser accepts (`job_from_object`), so what `enqueue` or a hook writes is what
-//! the daemon reads; [`JobRequest`] is a job asked with typed keys (a hook's rule),
+//! A job file as clients write it. [`JobFile`] is made only from bytes the judge's own
+//! parser accepts (`parse_job`, on the very bytes written), so what `enqueue` or a hook
+//! writes is what the daemon reads; [`JobRequest`] is a job asked with typed keys (a hook's rule),
 //! written as that object. Pure: `store::protocol` publishes the bytes.
 
 use serde_json::{Map, Value, json};
 
-use super::{Job, JobError, Mode, TimeoutRules, job_from_object};
+use super::{Job, JobError, Mode, TimeoutRules};
 
 /// A job file's content, valid by construction.
 #[derive(Debug, Clone)]
 pub struct JobFile {
-    object: Map<String, Value>,
+    /// The object as compact JSON, serialized once.
+    bytes: Vec<u8>,
     job: Job,
 }
 
@@ -22,8 +23,9 @@ impl JobFile {
         stem: &str,
         timeouts: TimeoutRules,
     ) -> Result<JobFile, JobError> {
-        let job = job_from_object(object.clone(), stem, timeouts)?;
-        Ok(JobFile { object, job })
+        let bytes = Value::Object(object).to_string().into_bytes();
+        let job = super::parse_job(&bytes, stem, timeouts)?;
+        Ok(JobFile { bytes, job })
     }
 
     /// The job's id (and its file's name).
@@ -37,8 +39,8 @@ impl JobFile {
     }
 
     /// The file's bytes: the object as compact JSON.
-    pub fn bytes(&self) -> Vec<u8> {
-        Value::Object(self.object.clone()).to_string().into_bytes()
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 }
 
@@ -144,7 +146,7 @@ mod tests {
                 timeout_seconds: Some(30.0),
             };
             let file = request.file(TIMEOUTS).unwrap();
-            let again = super::super::parse_job(&file.bytes(), "other", TIMEOUTS).unwrap();
+            let again = super::super::parse_job(file.bytes(), "other", TIMEOUTS).unwrap();
             assert_eq!(again.id, "hook-1");
             assert_eq!(again.prompt, "q");
             assert_eq!(again.transcript, "codex:s1");
