@@ -130,6 +130,27 @@ enum Command {
         #[arg(long)]
         transcript: String,
     },
+    /// The verdicts on record, newest last: what each rule found and what the agent was told.
+    #[command(
+        after_help = "Examples:\n  llm-judge history\n  llm-judge history --session 3f2a91c0\n  llm-judge history --rule tests --outcome hit --since 7d\n  llm-judge history --json | jq 'select(.action == \"blocked\")'\n  llm-judge history --rule tests --cases > tests.cases.jsonl"
+    )]
+    History(commands::history::HistoryArgs),
+    /// Per rule: judged, hits, blocks, notices, unchecked, latency, tokens, cost, marks.
+    #[command(
+        after_help = "Examples:\n  llm-judge stats\n  llm-judge stats --since 7d --by day\n  llm-judge stats --json | jq '.rules[] | {rule, hit_rate}'"
+    )]
+    Stats(commands::stats::StatsArgs),
+    /// Label a verdict on record right or wrong (history --cases turns it into an eval case).
+    #[command(
+        after_help = "Examples:\n  llm-judge mark 42 wrong\n  llm-judge history --rule tests --cases > tests.cases.jsonl && llm-judge eval --rules tests.cases.jsonl"
+    )]
+    Mark {
+        /// The record's id (the ID column of llm-judge history).
+        record: i64,
+        /// right: the verdict was right; wrong: it should have been the other outcome.
+        #[arg(value_enum)]
+        label: commands::mark::LabelArg,
+    },
     /// The daemon and the queue at a glance.
     #[command(
         after_help = "Examples:\n  llm-judge status\n  llm-judge status --json | jq .queue\n  llm-judge status --reset-health"
@@ -257,6 +278,9 @@ pub fn main() -> i32 {
         Command::Eval(args) => commands::eval::main(&settings, args),
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
+        Command::History(args) => commands::history::main(&settings, &args),
+        Command::Stats(args) => commands::stats::main(&settings, &args),
+        Command::Mark { record, label } => commands::mark::main(&settings, record, label),
         Command::Doctor(args) => commands::doctor::main(&settings, &sources, &args),
         Command::Service(action) => crate::service::main(&settings, action),
         Command::Hooks(action) => commands::hooks::main(&settings, &sources, action),

@@ -65,7 +65,8 @@ pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
         }
         say_err!("runner health reset: every runner is back in its table order");
     }
-    let report = collect(&state, &settings.config.budget());
+    let mut report = collect(&state, &settings.config.budget());
+    report["hits_last_hour"] = hits_last_hour(&state, &settings.config);
     let text = if args.json {
         // A `Value` always serialises: `{:#}` is its pretty form.
         format!("{report:#}\n")
@@ -157,6 +158,26 @@ pub fn collect(state: &StateDir, budget: &Budget) -> Value {
         "codex_models": codex_models,
         "spend": spend(state, budget, now),
     })
+}
+
+/// `hits_last_hour`: the hits per rule of the last hour, from the verdict history (an
+/// empty list when there is none; `null` when it cannot be read, which is logged).
+fn hits_last_hour(state: &StateDir, config: &crate::core::config::Config) -> Value {
+    if !state.history().exists() {
+        return json!([]);
+    }
+    let hits = crate::store::history::open_current(state, config)
+        .and_then(|history| history.hits_since(now_unix() - HOUR));
+    match hits {
+        Ok(hits) => hits
+            .into_iter()
+            .map(|(rule, hits)| json!({"rule": rule, "hits": hits}))
+            .collect(),
+        Err(e) => {
+            say_warn!("llm-judge status: {e}");
+            Value::Null
+        }
+    }
 }
 
 /// `spend`: totals per runner of the ledger's last hour and day, and the cap's state.
@@ -296,6 +317,15 @@ pub fn render(report: &Value, colour: bool) -> String {
         "{:<10}hit {}  clean {}  unchecked {}\n",
         "outcomes", o["hit"], o["clean"], o["unchecked"]
     );
+    let hits: Vec<String> = report["hits_last_hour"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| format!("{} {}", text(&h["rule"]), h["hits"]))
+        .collect();
+    if !hits.is_empty() {
+        out += &format!("{:<10}{}  (last hour, per rule)\n", "hits", hits.join("  "));
+    }
     let runners: Vec<Vec<String>> = report["runners"]
         .as_object()
         .into_iter()

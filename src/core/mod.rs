@@ -7,6 +7,7 @@ pub mod config;
 pub mod digest;
 pub mod eval;
 pub mod health;
+pub mod history;
 pub mod hooks;
 pub mod install_place;
 pub mod job;

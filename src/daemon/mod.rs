@@ -4,6 +4,7 @@
 
 pub mod codex_models;
 pub mod events;
+mod history_import;
 pub mod inbox;
 #[cfg(target_os = "linux")]
 #[path = "inbox_inotify.rs"]
@@ -185,6 +186,8 @@ struct Daemon {
     /// The settings jobs use were replaced since the slots and pre-started runners last
     /// took them.
     settings_changed: bool,
+    /// Imports the verdict history's spool in the background; ends with the daemon.
+    history: Option<history_import::HistoryImporter>,
 }
 
 /// What the command line gave the daemon: the settings loaded, where they came from
@@ -226,7 +229,9 @@ impl Daemon {
         let board = Board::new(job_context(
             &settings, &services, &state, &stop_jobs, &tally,
         ));
+        let history = history_import::HistoryImporter::start(&state, &settings.config);
         Daemon {
+            history,
             services,
             prestart,
             codex,
@@ -333,6 +338,8 @@ impl Daemon {
             }
         }
         self.prestart.shut_down().await;
+        // The last import, before "daemon stop" says it is over.
+        drop(self.history.take());
         self.write_status();
         tracing::info!(pid = std::process::id(), "daemon stop");
         EXIT_OK
@@ -492,6 +499,9 @@ impl Daemon {
                     ..new
                 });
                 self.services = self.services_for(&self.base);
+                if let Some(history) = &self.history {
+                    history.reconfigure(&self.base.config);
+                }
                 self.status_dirty = true;
                 // After the tables jobs use are rebuilt: the line shows the new values.
                 self.apply_codex_catalog(false);

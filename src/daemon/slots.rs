@@ -425,6 +425,7 @@ async fn run_job(report: Report, context: Arc<JobContext>, free: oneshot::Sender
         stop: Some(context.stop.clone()),
         events: Some(Box::new(events)),
         settle,
+        judged_by: crate::core::history::JudgedBy::Daemon,
         ..JobRun::new(&context.settings, &context.state, &context.services)
     };
     let path = context.state.jobs().join(&name);

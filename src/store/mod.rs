@@ -12,6 +12,7 @@ pub mod daemon_lock;
 pub mod file_lock;
 pub mod harness_files;
 pub mod health_store;
+pub mod history;
 pub mod hook_session;
 pub mod judge_log;
 pub mod log_line;

@@ -127,6 +127,11 @@ impl StateDir {
         self.root.join("hooks")
     }
 
+    /// `history/`: the verdict history's spool and database (`store::history`).
+    pub fn history(&self) -> PathBuf {
+        self.root.join("history")
+    }
+
     /// The judge's own files for codex: its instructions per table, the trimmed
     /// model catalog (`store::codex_files`).
     pub fn codex(&self) -> PathBuf {

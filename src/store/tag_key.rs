@@ -6,7 +6,7 @@
 //! hard-linking a written temp file into place (so two starters agree on one key), and
 //! read with `O_NOFOLLOW`.
 
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 use crate::store::state_dir::{StateDir, read_nofollow, write_temp};
@@ -47,7 +47,7 @@ pub fn read_key(path: &Path) -> io::Result<String> {
 
 /// Writes a fresh key into place unless one is there already (then that one stays).
 fn create(root: &Path, path: &Path) -> io::Result<()> {
-    let key = random_hex()?;
+    let key = crate::support::random::random_hex()?;
     let name = path.file_name().unwrap_or_default();
     let temp = write_temp(root, name, format!("{key}\n").as_bytes(), true)?;
     // link(2) never replaces and never follows a symlink at the target.
@@ -59,13 +59,6 @@ fn create(root: &Path, path: &Path) -> io::Result<()> {
         _ => Ok(()),
     }
     // `temp` is removed when dropped.
-}
-
-/// 128 bits from the kernel's random source, as hex.
-fn random_hex() -> io::Result<String> {
-    let mut bytes = [0u8; KEY_HEX / 2];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]

@@ -6,4 +6,5 @@ pub mod error;
 pub mod exit;
 pub mod failpoint;
 pub mod log_level;
+pub mod random;
 pub mod runtime;

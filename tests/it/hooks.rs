@@ -144,9 +144,14 @@ fn claude_a_block_rule_blocks_and_a_notice_reaches_the_next_prompt_once() {
         &claude_stop("s1", "p1", "All tests pass."),
     );
     assert_eq!(code, Some(0));
+    // The agent is sent back; the user sees one line naming the rule (hooks.tell_user).
     assert_eq!(
         out,
-        Some(json!({"decision": "block", "reason": "Run the tests and show the output."}))
+        Some(json!({
+            "decision": "block",
+            "reason": "Run the tests and show the output.",
+            "systemMessage": "llm-judge: rule tests blocked the stop and sent the agent back: Run the tests and show the output."
+        }))
     );
     // The notice rule's verdict: delivered at the next prompt, exactly once.
     wait_for("the notice verdict", NO_HANG, || w.jobs_left().is_empty());
@@ -211,14 +216,28 @@ fn codex_blocks_at_most_max_blocks_times_a_turn_and_a_retried_hook_judges_once()
         )
         .1
     };
-    let block = Some(json!({"decision": "block", "reason": "Run the tests and show the output."}));
+    let block = Some(json!({
+        "decision": "block",
+        "reason": "Run the tests and show the output.",
+        "systemMessage": "llm-judge: rule tests blocked the stop and sent the agent back: Run the tests and show the output."
+    }));
     assert_eq!(stop("Tests pass.", false), block);
     // The same reply again (a retried hook): no second job, the same answer.
     assert_eq!(stop("Tests pass.", false), block);
     assert_eq!(prompts(&w).len(), 1, "judged once");
     // codex has no cap of its own: the judge's (max_blocks = 2) lets the third through.
-    assert_eq!(stop("Tests pass, really.", true), None, "{}", w.log());
-    assert_eq!(stop("Tests pass, trust me.", true), None);
+    // The user hears that the stop went through unjudged.
+    let through = json!({
+        "systemMessage": "llm-judge: this turn used its 2 blocks, so the stop went through \
+            without rule tests's verdict; a hit reaches the agent as a notice at its next prompt"
+    });
+    assert_eq!(
+        stop("Tests pass, really.", true),
+        Some(through.clone()),
+        "{}",
+        w.log()
+    );
+    assert_eq!(stop("Tests pass, trust me.", true), Some(through));
     // A new turn blocks again.
     let (_, out, _) = hook(
         &w,
@@ -290,7 +309,8 @@ fn without_a_daemon_a_block_rule_is_judged_in_the_hook_and_notices_wait() {
         "claude",
         &claude_stop("s1", "p2", "Another reply."),
     );
-    assert!(out.is_none_or(|o| o.get("systemMessage").is_none()));
+    let said = out.map_or(String::new(), |o| o["systemMessage"].to_string());
+    assert!(!said.contains("no daemon judges"), "{said}");
 }
 
 #[test]

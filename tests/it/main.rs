@@ -25,6 +25,7 @@ mod escapees;
 mod eval;
 mod faults;
 mod faults_memory;
+mod history;
 mod hook_attacks;
 mod hooks;
 mod install_place;

@@ -359,7 +359,7 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
     let id = match job.get("id") {
         Some(Value::String(id)) => id.clone(),
         Some(_) => return Err(EnqueueError::IdNotString),
-        None => random_id()?,
+        None => crate::support::random::random_hex().map_err(EnqueueError::NoRandom)?,
     };
     job.insert("id".into(), Value::String(id.clone()));
     let keys = unknown_keys(job.keys().map(String::as_str), &JOB_KEYS);
@@ -387,14 +387,6 @@ fn validate(settings: &Settings, mut job: Map<String, Value>) -> Result<NewJob, 
         file,
         other_keys: keys.others,
     })
-}
-
-fn random_id() -> Result<String, EnqueueError> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(EnqueueError::NoRandom)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn publish(settings: &Settings, state: &StateDir, job: &NewJob) -> Result<(), EnqueueError> {

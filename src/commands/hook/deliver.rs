@@ -3,6 +3,7 @@
 //! by rename (`store::outbox`) and removed only after the answer holding it is written;
 //! clean ones go silently, unchecked ones are counted and said once a session.
 
+use crate::core::history::Decision;
 use crate::core::hooks::jobs::session_key;
 use crate::core::hooks::output::Answer;
 use crate::core::verdict::Outcome;
@@ -27,7 +28,21 @@ impl Call<'_> {
                 continue; // Another call took it.
             };
             match taken.verdict.notice() {
-                Some(notice) => answer.notices.push(notice),
+                Some(notice) => {
+                    let rule = taken.verdict.rule_id.clone();
+                    let name = rule.as_deref().unwrap_or("(unnamed)");
+                    self.tell_user(format!(
+                        "rule {name}'s notice went to the agent: {}",
+                        super::stop::one_line(&notice)
+                    ));
+                    self.decide(
+                        &taken.verdict.id,
+                        rule.as_deref(),
+                        Decision::NoticeDelivered,
+                        Some(&notice),
+                    );
+                    answer.notices.push(notice);
+                }
                 None if taken.verdict.outcome == Outcome::Unchecked => unchecked += 1,
                 None => {}
             }

@@ -13,6 +13,7 @@ mod stop;
 use std::io::Write;
 
 use crate::core::config::Settings;
+use crate::core::history::{Decision, DecisionRecord, QueuedRecord, Record};
 use crate::core::hooks::input::{Event, Harness, HookInput, InputError, parse_input};
 use crate::core::hooks::jobs::session_key;
 use crate::core::hooks::output::{Answer, render};
@@ -32,6 +33,7 @@ pub const EXIT_REWAKE: i32 = 2;
 
 /// Runs one hook call; the exit code (0, or 2 for a rewake hook's hit).
 pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
+    let started = std::time::Instant::now();
     let stdin = guard::read_stdin();
     let (settings, config_problem) = match config_file::load(sources) {
         Ok(settings) => (Some(settings), None),
@@ -66,7 +68,7 @@ pub fn main(harness: Harness, rewake: bool, sources: &Sources) -> i32 {
     if let Err(why) = guard::check_session(&state, &session_key(&input)) {
         return refuse(harness, &format!("{why}; nothing is judged or delivered"));
     }
-    let mut call = Call::new(&settings, state, sources, input);
+    let mut call = Call::new(&settings, state, sources, input, started);
     if let Some(problem) = config_problem {
         call.tell_once(
             "config",
@@ -154,11 +156,18 @@ struct Call<'a> {
     input: HookInput,
     /// `None` when the session's folder cannot be made (nothing is remembered then).
     session: Option<HookSession>,
-    /// What the user is told this call (once a session each).
-    system_message: Option<String>,
+    /// What the user is told this call, a line each (one `systemMessage`).
+    messages: Vec<String>,
     /// Verdicts taken out for this answer: removed once it is written, given back if
     /// it cannot be (so a notice is delivered exactly once).
     taken: Vec<crate::store::outbox::Taken>,
+    /// When the hook started: its records say how long the stop took.
+    started: std::time::Instant,
+    /// The jobs this call queued, for the history.
+    queued: Vec<QueuedRecord>,
+    /// What this call did with verdicts: logged and put on record once the answer
+    /// carrying them is written.
+    decisions: Vec<DecisionRecord>,
 }
 
 impl<'a> Call<'a> {
@@ -167,6 +176,7 @@ impl<'a> Call<'a> {
         state: StateDir,
         sources: &'a Sources,
         input: HookInput,
+        started: std::time::Instant,
     ) -> Self {
         let session = match HookSession::open(&state, &session_key(&input)) {
             Ok(session) => Some(session),
@@ -181,8 +191,11 @@ impl<'a> Call<'a> {
             sources,
             input,
             session,
-            system_message: None,
+            messages: Vec::new(),
             taken: Vec::new(),
+            started,
+            queued: Vec::new(),
+            decisions: Vec::new(),
         }
     }
 
@@ -210,7 +223,8 @@ impl<'a> Call<'a> {
             }
             Event::Other(_) => Answer::default(),
         };
-        answer.system_message = self.system_message.take();
+        answer.system_message =
+            (!self.messages.is_empty()).then(|| std::mem::take(&mut self.messages).join("\n"));
         answer
     }
 
@@ -218,13 +232,49 @@ impl<'a> Call<'a> {
     fn tell_once(&mut self, topic: &str, text: String) {
         tracing::warn!(session = %self.input.session, "{text}");
         let first = self.session.as_ref().is_none_or(|s| s.say_once(topic));
-        if first && self.system_message.is_none() {
-            self.system_message = Some(format!("llm-judge: {text}"));
+        if first {
+            self.messages.push(format!("llm-judge: {text}"));
         }
     }
 
-    /// The verdicts taken for the answer: gone once it was written, back otherwise.
+    /// Tells the user what a rule did (`hooks.tell_user`), where the harness shows it.
+    fn tell_user(&mut self, text: String) {
+        if self.settings.config.hooks.tell_user {
+            self.messages.push(format!("llm-judge: {text}"));
+        }
+    }
+
+    /// Notes what this call did with rule `rule`'s job `id` (`told`: what the agent was
+    /// told), for judge.log and the history once the answer is written.
+    fn decide(&mut self, id: &str, rule: Option<&str>, decision: Decision, told: Option<&str>) {
+        self.decisions.push(DecisionRecord {
+            uid: crate::support::random::unique_id(),
+            at: crate::store::state_dir::now_unix(),
+            job_id: id.to_string(),
+            transcript: session_key(&self.input),
+            rule: rule.map(String::from),
+            decision,
+            told: told.map(String::from),
+        });
+    }
+
+    /// The verdicts taken for the answer: gone once it was written, back otherwise;
+    /// the history gets the jobs queued, and the decisions the answer carried.
     fn finish(self, written: bool) {
+        let session = session_key(&self.input);
+        let stop_ms = self.started.elapsed().as_millis() as u64;
+        let mut records: Vec<Record> = self
+            .queued
+            .into_iter()
+            .map(|q| Record::Queued(QueuedRecord { stop_ms, ..q }))
+            .collect();
+        if written {
+            for d in self.decisions {
+                log_decision(&d, &session);
+                records.push(Record::Decision(d));
+            }
+        }
+        crate::store::history::record(&self.state, self.settings.config.history.enabled, &records);
         for taken in self.taken {
             let done = match written {
                 true => taken.done(),
@@ -252,5 +302,21 @@ impl<'a> Call<'a> {
             self.tell_once(&format!("rules {problem}"), problem);
         }
         loaded.rules
+    }
+}
+
+/// The judge.log line of a hook's decision: what it did, the rule, the session, the job.
+fn log_decision(d: &DecisionRecord, session: &str) {
+    let rule = d.rule.as_deref().unwrap_or("-");
+    let id = &d.job_id;
+    match d.decision {
+        Decision::LetThroughAtCap | Decision::LetThroughAtWait => {
+            let why = match d.decision {
+                Decision::LetThroughAtCap => "block cap",
+                _ => "wait",
+            };
+            tracing::info!(%rule, %session, %id, why, "let through");
+        }
+        other => tracing::info!(%rule, %session, %id, "{}", other.name()),
     }
 }

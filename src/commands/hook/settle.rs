@@ -15,12 +15,19 @@ use crate::process::spawn::Control;
 use crate::store::protocol;
 
 use super::Call;
+use super::stop::BlockJob;
 
 impl Call<'_> {
-    /// The notices of jobs `ids` whose verdicts are hits by `deadline`. The verdicts
-    /// taken stay with the call until its answer is written (`Call::taken`).
-    pub(super) fn settle(&mut self, ids: &[String], deadline: Instant) -> Vec<String> {
+    /// Each of `jobs`' verdicts by `deadline`: `None` when it did not come, else its
+    /// hit's notice (`Some(None)`: no hit). The verdicts taken stay with the call until
+    /// its answer is written (`Call::taken`).
+    pub(super) fn settle(
+        &mut self,
+        jobs: &[BlockJob],
+        deadline: Instant,
+    ) -> Vec<Option<Option<String>>> {
         let key = session_key(&self.input);
+        let ids: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
         // The agent repeated a reply that hit: the same notice, not a second judge.
         let remembered: Vec<Option<String>> = ids
             .iter()
@@ -35,26 +42,25 @@ impl Call<'_> {
                 .collect();
             self.judge_here(&unjudged, deadline);
         }
-        let mut notices = Vec::new();
+        let mut settled = Vec::new();
         for (id, hit) in ids.iter().zip(remembered) {
             if let Some(notice) = hit {
-                notices.push(notice);
+                settled.push(Some(Some(notice)));
                 continue;
             }
             let path = protocol::verdict_path(&self.state, &key, id);
             let Some(taken) = protocol::take_by(&path, deadline) else {
-                tracing::info!(id = %id, "no verdict within the wait: the stop goes on, a hit becomes a notice");
+                settled.push(None);
                 continue;
             };
-            if let Some(notice) = taken.verdict.notice() {
-                if let Some(session) = &self.session {
-                    let _ = session.remember_hit(id, &notice);
-                }
-                notices.push(notice);
+            let notice = taken.verdict.notice();
+            if let (Some(notice), Some(session)) = (&notice, &self.session) {
+                let _ = session.remember_hit(id, notice);
             }
+            settled.push(Some(notice));
             self.taken.push(taken);
         }
-        notices
+        settled
     }
 
     /// Judges the queued jobs `ids` in this process, all at once (one runtime, one set
@@ -92,6 +98,7 @@ impl Call<'_> {
                 runs.spawn_local(async move {
                     let run = JobRun {
                         stop: Some(cancel),
+                        judged_by: crate::core::history::JudgedBy::Hook,
                         ..JobRun::new(&settings, &state, &services)
                     };
                     let handled = run.judge_file(&path).await;

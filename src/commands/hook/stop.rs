@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::core::history::{Decision, QueuedRecord};
 use crate::core::hooks::jobs::{RuleJob, rule_jobs, session_key};
 use crate::core::hooks::output::Answer;
 use crate::core::hooks::prompt::{REPLY_HEAD, REPLY_MAX_CHARS, is_cut};
@@ -19,8 +20,9 @@ impl Call<'_> {
         let jobs = self.queue(trigger, &[Action::Block, Action::Notice]);
         let blocks: Vec<&RuleJob> = jobs.iter().filter(|j| j.action == Action::Block).collect();
         let default = self.settings.config.hooks.wait_ms;
+        let deadline = deadline(&blocks, default);
         Answer {
-            block: self.block(&ids(&blocks), deadline(&blocks, default)),
+            block: self.block(&block_jobs(&blocks), deadline, Decision::Blocked),
             ..Answer::default()
         }
     }
@@ -32,7 +34,7 @@ impl Call<'_> {
         let blocks: Vec<String> = jobs
             .iter()
             .filter(|j| j.action == Action::Block)
-            .map(|j| j.id.clone())
+            .map(|j| format!("{}\t{}", j.id, j.rule))
             .collect();
         if let (Some(session), false) = (&self.session, blocks.is_empty())
             && let Err(e) = session.save_pending(self.turn(), &blocks)
@@ -44,12 +46,18 @@ impl Call<'_> {
     /// Cursor's `stop`: the turn's block rules settle (a hit continues the loop with
     /// its notice), and earlier verdicts' notices go along.
     pub(super) fn on_loop_end(&mut self) -> Answer {
-        let pending = match &self.session {
+        let pending: Vec<BlockJob> = match &self.session {
             Some(session) => session.take_pending(self.turn()),
             None => Vec::new(),
-        };
+        }
+        .iter()
+        .map(|line| match line.split_once('\t') {
+            Some((id, rule)) => BlockJob::new(id, rule),
+            None => BlockJob::new(line, line),
+        })
+        .collect();
         let wait = Duration::from_millis(self.settings.config.hooks.wait_ms);
-        let block = self.block(&pending, Instant::now() + wait);
+        let block = self.block(&pending, Instant::now() + wait, Decision::Blocked);
         Answer {
             block,
             notices: self.deliver().notices,
@@ -67,7 +75,8 @@ impl Call<'_> {
         let jobs = self.queue(Trigger::Stop, &[Action::Rewake]);
         let refs: Vec<&RuleJob> = jobs.iter().collect();
         // In the background: a rewake rule without a wait of its own waits the longest.
-        answer.block = self.block(&ids(&refs), deadline(&refs, MAX_WAIT_MS));
+        let deadline = deadline(&refs, MAX_WAIT_MS);
+        answer.block = self.block(&block_jobs(&refs), deadline, Decision::Rewoke);
         match answer.block {
             Some(_) => (answer, super::EXIT_REWAKE),
             None => (answer, crate::support::exit::EXIT_OK),
@@ -106,7 +115,10 @@ impl Call<'_> {
                 continue;
             }
             match self.publish(job) {
-                Ok(()) => queued_notice |= job.action == Action::Notice,
+                Ok(()) => {
+                    queued_notice |= job.action == Action::Notice;
+                    self.queued.push(self.queued_record(job, prompt.as_deref()));
+                }
                 Err(e) => self.tell_once(
                     "queue",
                     format!("cannot queue the judge's job ({e}); this reply is not judged"),
@@ -124,6 +136,23 @@ impl Call<'_> {
             );
         }
         jobs
+    }
+
+    /// The history's record of `job`, queued now (its stop's time is set at the end).
+    fn queued_record(&self, job: &RuleJob, prompt: Option<&str>) -> QueuedRecord {
+        let reply = self.input.reply.as_deref().unwrap_or_default();
+        QueuedRecord {
+            uid: crate::support::random::unique_id(),
+            at: crate::store::state_dir::now_unix(),
+            job_id: job.id.clone(),
+            transcript: session_key(&self.input),
+            rule: job.rule.clone(),
+            action: job.action.name().to_string(),
+            cwd: job.job.cwd.clone(),
+            reply: reply.chars().take(REPLY_MAX_CHARS).collect(),
+            prompt: prompt.map(String::from),
+            stop_ms: 0,
+        }
     }
 
     /// Publishes a rule's job file (a job still queued under its id stays).
@@ -178,23 +207,104 @@ impl Call<'_> {
             })
     }
 
-    /// The notices a block of the jobs `ids` sends the agent back with (their hits by
-    /// `deadline`), counted as one of the turn's blocks; `None` past the block cap or
-    /// without a hit.
-    fn block(&mut self, ids: &[String], deadline: Instant) -> Option<String> {
-        if ids.is_empty() || !self.under_block_cap() {
+    /// The notices a block of `jobs` sends the agent back with (their hits by
+    /// `deadline`), counted as one of the turn's blocks (`hit`: a block, or claude's
+    /// rewake); `None` past the block cap or without a hit. Each job's fate is noted:
+    /// blocked, or let through at the cap or the wait.
+    fn block(&mut self, jobs: &[BlockJob], deadline: Instant, hit: Decision) -> Option<String> {
+        if jobs.is_empty() {
             return None;
         }
-        let notices = self.settle(ids, deadline);
-        if notices.is_empty() || !self.take_block() {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        if !self.under_block_cap() {
+            self.let_through(jobs.iter().collect(), Decision::LetThroughAtCap, wait);
             return None;
         }
+        let settled = self.settle(jobs, deadline);
+        let late: Vec<&BlockJob> = jobs
+            .iter()
+            .zip(&settled)
+            .filter(|(_, verdict)| verdict.is_none())
+            .map(|(job, _)| job)
+            .collect();
+        if !late.is_empty() {
+            self.let_through(late, Decision::LetThroughAtWait, wait);
+        }
+        let hits: Vec<(&BlockJob, String)> = jobs
+            .iter()
+            .zip(settled)
+            .filter_map(|(job, verdict)| verdict.flatten().map(|notice| (job, notice)))
+            .collect();
+        if hits.is_empty() {
+            return None;
+        }
+        if !self.take_block() {
+            let hit_jobs = hits.iter().map(|(job, _)| *job).collect();
+            self.let_through(hit_jobs, Decision::LetThroughAtCap, wait);
+            return None;
+        }
+        for (job, notice) in &hits {
+            self.decide(&job.id, Some(&job.rule), hit, Some(notice));
+            if hit == Decision::Blocked {
+                self.tell_user(format!(
+                    "rule {} blocked the stop and sent the agent back: {}",
+                    job.rule,
+                    one_line(notice)
+                ));
+            }
+        }
+        let notices: Vec<&str> = hits.iter().map(|(_, notice)| notice.as_str()).collect();
         Some(notices.join("\n"))
+    }
+
+    /// Notes that the stop went through without `jobs`' verdicts, and tells the user.
+    fn let_through(&mut self, jobs: Vec<&BlockJob>, decision: Decision, wait: Duration) {
+        for job in &jobs {
+            self.decide(&job.id, Some(&job.rule), decision, None);
+        }
+        let rules: Vec<&str> = jobs.iter().map(|j| j.rule.as_str()).collect();
+        let rules = rules.join(", ");
+        let later = "a hit reaches the agent as a notice at its next prompt";
+        let text = match decision {
+            Decision::LetThroughAtCap => format!(
+                "this turn used its {} blocks, so the stop went through without rule {rules}'s \
+                 verdict; {later}",
+                self.settings.config.hooks.max_blocks
+            ),
+            _ => format!(
+                "rule {rules} gave no verdict within the wait ({:.1} s), so the stop went \
+                 through unjudged; {later}",
+                wait.as_secs_f64()
+            ),
+        };
+        self.tell_user(text);
     }
 }
 
-fn ids(jobs: &[&RuleJob]) -> Vec<String> {
-    jobs.iter().map(|j| j.id.clone()).collect()
+/// A block rule's job a stop waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BlockJob {
+    pub id: String,
+    pub rule: String,
+}
+
+impl BlockJob {
+    fn new(id: &str, rule: &str) -> Self {
+        BlockJob {
+            id: id.to_string(),
+            rule: rule.to_string(),
+        }
+    }
+}
+
+fn block_jobs(jobs: &[&RuleJob]) -> Vec<BlockJob> {
+    jobs.iter().map(|j| BlockJob::new(&j.id, &j.rule)).collect()
+}
+
+/// A notice as one line for the user, at most 300 characters.
+pub(super) fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::core::history::record::cut(&line, 300)
 }
 
 /// When `jobs` stop waiting: the longest of their waits (`default_ms` for a rule

@@ -82,6 +82,11 @@ pub enum ConfigError {
     /// `workers = 0`.
     #[error("key workers is 0; give 1 or more")]
     NoWorkers,
+    /// `history.keep_days = 0`.
+    #[error(
+        "key history.keep_days is 0; give 1 or more days (history.enabled = false records nothing)"
+    )]
+    NoHistoryDays,
     /// A runner table entry that cannot run.
     #[error(transparent)]
     Table(#[from] TableError),
@@ -135,6 +140,7 @@ pub struct Config {
     pub health: HealthConfig,
     pub cache: CacheConfig,
     pub hooks: HooksConfig,
+    pub history: HistoryConfig,
     pub runners: Tables,
 }
 
@@ -155,6 +161,18 @@ fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error>
 pub struct HooksConfig {
     pub wait_ms: u64,
     pub max_blocks: u32,
+    /// Show the user a line when a rule blocks, a notice is delivered, a stop goes through.
+    pub tell_user: bool,
+}
+
+/// `[history]` (docs/history.md): what is kept of each verdict, and for how long.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryConfig {
+    pub enabled: bool,
+    pub keep_days: u32,
+    pub keep_texts_days: u32,
+    pub max_texts_mb: u64,
 }
 
 /// `[health]` (docs/reference.md, "Beyond catstack").
@@ -391,6 +409,9 @@ fn check(config: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::WaitTooLong {
             value: config.hooks.wait_ms,
         });
+    }
+    if config.history.keep_days == 0 {
+        return Err(ConfigError::NoHistoryDays);
     }
     check_table("default", &config.runners.default)?;
     check_table("investigate", &config.runners.investigate)?;

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::core::config::Settings;
-use crate::core::job::{Job, JobError};
+use crate::core::history::{JudgedBy, Record, VerdictRecord};
+use crate::core::job::{Job, JobError, Mode};
 use crate::core::verdict::{Outcome, Verdict, error_verdict};
 use crate::engine::attempts::Services;
 use crate::engine::events::{JobEvent, JobEvents, StopSignal};
@@ -157,6 +158,8 @@ pub struct JobRun<'a> {
     /// Where the file came from: `jobs/`, or the user's own file (`run PATH`), judged
     /// when it is a valid job and left where it is whatever it holds.
     pub source: JobSource,
+    /// Who judges, as the verdict history records it.
+    pub judged_by: JudgedBy,
 }
 
 impl<'a> JobRun<'a> {
@@ -170,6 +173,7 @@ impl<'a> JobRun<'a> {
             events: None,
             settle: None,
             source: JobSource::Inbox,
+            judged_by: JudgedBy::Run,
         }
     }
 
@@ -208,8 +212,8 @@ impl<'a> JobRun<'a> {
         let started = Instant::now();
         // The spawner hears that the job is over on every path, exactly once.
         let over = JobOver::new(self.services, &claim.record().tag);
-        let verdict = match self.judge(path, name, &mut claim).await {
-            Ok(verdict) => verdict,
+        let (verdict, mode) = match self.judge(path, name, &mut claim).await {
+            Ok(judged) => judged,
             Err(left) => {
                 drop(over);
                 return end_running(Held::Running(claim), left);
@@ -223,6 +227,7 @@ impl<'a> JobRun<'a> {
                 return end_running(claim, Left::Failed(e));
             }
         };
+        self.record(&verdict, mode, started.elapsed());
         // The verdict is out: the copy of a runner started ahead of jobs that this job
         // took is replaced now, and runners still exiting after their final event are
         // waited for while the claim still covers them.
@@ -236,18 +241,38 @@ impl<'a> JobRun<'a> {
         if durable {
             self.remove_and_release(path, publishing)?;
         }
-        tracing::info!(
-            id = %verdict.id, outcome = %verdict.outcome.name(), runner = %verdict.runner.as_deref().unwrap_or("-"),
-            duration_ms = started.elapsed().as_millis() as u64, "job finished"
-        );
+        log_finished(&verdict, started.elapsed());
         Ok(JobEnd::Judged {
             outcome: verdict.outcome,
             attempts: verdict.attempts,
         })
     }
 
-    /// Reads and decides a running job: its verdict, or how it left.
-    async fn judge(&mut self, path: &Path, name: &OsStr, claim: &mut Running) -> Step<Verdict> {
+    /// Puts the published `verdict` on record (docs/history.md): one append, never an
+    /// error that reaches the job.
+    fn record(&self, verdict: &Verdict, mode: Option<Mode>, took: Duration) {
+        let history = &self.settings.config.history;
+        if !history.enabled {
+            return;
+        }
+        let record = VerdictRecord::of(
+            crate::support::random::unique_id(),
+            verdict,
+            self.judged_by,
+            mode.map(Mode::name),
+            took.as_millis() as u64,
+        );
+        crate::store::history::record(self.state, true, &[Record::Verdict(record)]);
+    }
+
+    /// Reads and decides a running job: its verdict and the job's mode (`None` for a
+    /// job that could not be read), or how it left.
+    async fn judge(
+        &mut self,
+        path: &Path,
+        name: &OsStr,
+        claim: &mut Running,
+    ) -> Step<(Verdict, Option<Mode>)> {
         let record = claim.record();
         let (interruptions, identity) = (record.interruptions, record.job);
         let parsed = self.read(path, name, identity)?;
@@ -277,7 +302,8 @@ impl<'a> JobRun<'a> {
         if let Ok(job) = &parsed {
             span.in_scope(|| log_job_notes(job));
         }
-        match parsed {
+        let mode = parsed.as_ref().ok().map(|job| job.mode);
+        let verdict = match parsed {
             Err(error) => {
                 tracing::warn!(id = %error.id, file = %path.display(), reason = ?error.reason(), "bad job");
                 Ok(error_verdict(&error, now_unix()))
@@ -300,7 +326,8 @@ impl<'a> JobRun<'a> {
                     Err(Stopped.into())
                 }
             },
-        }
+        };
+        verdict.map(|verdict| (verdict, mode))
     }
 
     /// Tells the events sink the verdict is about to be published.
@@ -315,6 +342,21 @@ impl<'a> JobRun<'a> {
             // runs while that runner does.
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// The `job finished` line: at WARN when no runner answered (someone should look), with
+/// the rule the job asked about.
+fn log_finished(verdict: &Verdict, took: Duration) {
+    let (id, outcome) = (&verdict.id, verdict.outcome.name());
+    let runner = verdict.runner.as_deref().unwrap_or("-");
+    let duration_ms = took.as_millis() as u64;
+    let rule = verdict.rule_id.as_deref();
+    match verdict.outcome {
+        Outcome::Unchecked => {
+            tracing::warn!(%id, %outcome, %runner, duration_ms, rule, "job finished")
+        }
+        _ => tracing::info!(%id, %outcome, %runner, duration_ms, rule, "job finished"),
     }
 }
 
