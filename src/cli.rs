@@ -139,7 +139,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  llm-judge stats\n  llm-judge stats --since 7d --by day\n  llm-judge stats --json | jq '.rules[] | {rule, hit_rate}'"
     )]
-    Stats(commands::stats::StatsArgs),
+    Stats(commands::history::stats::StatsArgs),
     /// Label a verdict on record right or wrong (history --cases turns it into an eval case).
     #[command(
         after_help = "Examples:\n  llm-judge mark 42 wrong\n  llm-judge history --rule tests --cases > tests.cases.jsonl && llm-judge eval --rules tests.cases.jsonl"
@@ -149,7 +149,7 @@ enum Command {
         record: i64,
         /// right: the verdict was right; wrong: it should have been the other outcome.
         #[arg(value_enum)]
-        label: commands::mark::LabelArg,
+        label: commands::history::mark::LabelArg,
     },
     /// The daemon and the queue at a glance.
     #[command(
@@ -279,8 +279,8 @@ pub fn main() -> i32 {
         Command::Drain { transcript } => commands::drain::main(&settings, &transcript),
         Command::Status(args) => commands::status::main(&settings, &args),
         Command::History(args) => commands::history::main(&settings, &args),
-        Command::Stats(args) => commands::stats::main(&settings, &args),
-        Command::Mark { record, label } => commands::mark::main(&settings, record, label),
+        Command::Stats(args) => commands::history::stats::main(&settings, &args),
+        Command::Mark { record, label } => commands::history::mark::main(&settings, record, label),
         Command::Doctor(args) => commands::doctor::main(&settings, &sources, &args),
         Command::Service(action) => crate::service::main(&settings, action),
         Command::Hooks(action) => commands::hooks::main(&settings, &sources, action),

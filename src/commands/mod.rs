@@ -8,11 +8,9 @@ pub mod eval;
 pub mod history;
 pub mod hook;
 pub mod hooks;
-pub mod mark;
 pub mod run;
 pub mod runners;
 pub mod shell_docs;
-pub mod stats;
 pub mod status;
 
 use crate::core::job::Mode;

@@ -38,11 +38,11 @@ pub struct StatsArgs {
 
 /// Shows the figures; returns the exit code.
 pub fn main(settings: &Settings, args: &StatsArgs) -> i32 {
-    let since = match super::history::parse_since(args.since.as_deref(), "stats") {
+    let since = match super::parse_since(args.since.as_deref(), "stats") {
         Ok(since) => since,
         Err(code) => return code,
     };
-    let history = match super::history::open(settings, "stats") {
+    let history = match super::open(settings, "stats") {
         Ok(history) => history,
         Err(code) => return code,
     };

@@ -20,7 +20,7 @@ pub fn main(settings: &Settings, record: i64, label: LabelArg) -> i32 {
         LabelArg::Right => Label::Right,
         LabelArg::Wrong => Label::Wrong,
     };
-    let history = match super::history::open(settings, "mark") {
+    let history = match super::open(settings, "mark") {
         Ok(history) => history,
         Err(code) => return code,
     };

@@ -1,6 +1,10 @@
 //! `llm-judge history`: the verdicts on record (docs/history.md), newest last, as a
 //! table or JSON lines; `--session` shows what that session's agent was told, in order;
-//! `--cases` writes the marked verdicts as rule cases for `eval --rules`.
+//! `--cases` writes the marked verdicts as rule cases for `eval --rules`. Its
+//! siblings read the same history: `stats` (per-rule figures) and `mark` (labels).
+
+pub mod mark;
+pub mod stats;
 
 use crate::core::config::Settings;
 use crate::core::history::cases::case_of;
