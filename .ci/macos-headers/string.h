@@ -1,7 +1,0 @@
-/* Stand-in for the macOS SDK's header (see TargetConditionals.h). */
-#pragma once
-#include <stddef.h>
-void *memcpy(void *, const void *, size_t);
-void *memmove(void *, const void *, size_t);
-void *memset(void *, int, size_t);
-int memcmp(const void *, const void *, size_t);
