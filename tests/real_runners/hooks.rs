@@ -74,9 +74,9 @@ fn install(lane: &Lane, args: &[&str]) -> String {
 /// Runs a CLI of the lane with `args` in the lane's work folder, in a process group of
 /// its own (a session that overruns is killed with its hooks); its stdout.
 fn session(lane: &Lane, program: &str, args: &[String]) -> String {
-    let out = lane
-        .root
-        .join(format!("session-{}.out", lane.standin.requests().len()));
+    let n = lane.standin.requests().len();
+    let out = lane.root.join(format!("session-{n}.out"));
+    let err = lane.root.join(format!("session-{n}.err"));
     let mut cmd = Command::new(lane.bin.join(program));
     lane.apply_env(&mut cmd);
     let mut child = cmd
@@ -84,7 +84,7 @@ fn session(lane: &Lane, program: &str, args: &[String]) -> String {
         .current_dir(&lane.work)
         .stdin(std::process::Stdio::null())
         .stdout(fs::File::create(&out).unwrap())
-        .stderr(std::process::Stdio::null())
+        .stderr(fs::File::create(&err).unwrap())
         .process_group(0)
         .spawn()
         .expect("start the CLI");
@@ -94,8 +94,53 @@ fn session(lane: &Lane, program: &str, args: &[String]) -> String {
         unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     }
     let status = status.expect("the session ended within 120 s");
-    assert!(status.success(), "{program} {args:?}: {status:?}");
+    let said = fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.success(), "{program} {args:?}: {status:?}\n{said}");
     fs::read_to_string(&out).unwrap_or_default()
+}
+
+/// `llm-judge ARGS --json` in the lane, each line parsed (`stats` prints one object).
+fn judge_json(lane: &Lane, args: &[&str]) -> Vec<Value> {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = lane.run(&all);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_str::<Value>(&text) {
+        Ok(one) => vec![one],
+        Err(_) => text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect(),
+    }
+}
+
+/// The session's history lists the block and the notice with what was done, and
+/// `stats` counts them (issue 54's proof with a real session).
+fn assert_on_record(lane: &Lane, session: &str) {
+    let rows = judge_json(lane, &["history", "--session", session]);
+    let action = |rule: &str| -> Vec<String> {
+        rows.iter()
+            .filter(|r| r["rule"] == rule && r["outcome"] == "hit")
+            .map(|r| r["action"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(action("tests"), ["blocked"], "{rows:?}");
+    assert_eq!(action("gives-up"), ["notice delivered"], "{rows:?}");
+    let stats = &judge_json(lane, &["stats"])[0];
+    let rule = |name: &str| {
+        stats["rules"]
+            .as_array()
+            .and_then(|rules| rules.iter().find(|r| r["rule"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {stats}"))
+    };
+    assert_eq!(rule("tests")["blocks"], 1, "{stats}");
+    assert_eq!(rule("gives-up")["notices_delivered"], 1, "{stats}");
 }
 
 /// A project's `.claude/settings.json` whose `env` sets the child marker, an empty rules
@@ -216,6 +261,7 @@ fn a_claude_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
         lane.standin.model_requests()[before..].to_vec()
     };
     assert_notice_once(resume);
+    assert_on_record(&lane, &sid);
     assert_eq!(lane.stop_daemon(), Some(0), "{}", lane.daemon_stderr());
 }
 
@@ -267,6 +313,7 @@ fn a_codex_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
         events.contains(AFTER),
         "the session went on after the block: {events}"
     );
+
     let thread = events
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -279,7 +326,107 @@ fn a_codex_session_is_blocked_by_a_block_rule_and_told_a_notice_once() {
         lane.standin.model_requests()[before..].to_vec()
     };
     assert_notice_once(resume);
+    assert_on_record(&lane, &thread);
     assert_eq!(lane.stop_daemon(), Some(0), "{}", lane.daemon_stderr());
+}
+
+/// The user sees what a rule did in codex (hooks.tell_user): codex's app server, which
+/// its TUI and IDE extensions draw, reports a hook's `systemMessage` as an entry of the
+/// hook's run (`codex exec` prints only "hook: Stop Blocked"). A turn through the app
+/// server is blocked once; the Stop hook's run carries the judge's line.
+#[test]
+fn codex_shows_the_user_the_line_of_a_block() {
+    let _s = serial();
+    let standin = StandIn::by_content(&[("<hook_prompt", AFTER)], FIRST);
+    let mut lane = hook_lane(Cli::Codex, standin);
+    install(&lane, &["codex", "--trust"]);
+    lane.start_daemon();
+    let base = format!(
+        "openai_base_url=\"http://127.0.0.1:{}/v1\"",
+        lane.standin.port
+    );
+    let notes = app_server_turn(&lane, &base, "Fix the bug");
+    let entries: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "hook/completed" && n["params"]["run"]["eventName"] == "stop")
+        .flat_map(|n| {
+            n["params"]["run"]["entries"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .collect();
+    assert!(
+        entries.iter().any(|e| e["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("llm-judge: rule tests blocked the stop"))),
+        "the Stop hook's runs: {entries:?}"
+    );
+    assert_eq!(lane.stop_daemon(), Some(0), "{}", lane.daemon_stderr());
+}
+
+/// One turn of `prompt` through `codex app-server` (JSON-RPC on stdio) in the lane's
+/// work folder: every message codex sent until the turn completed (bounded).
+fn app_server_turn(lane: &Lane, base: &str, prompt: &str) -> Vec<Value> {
+    use std::io::{BufRead, Write};
+    let mut cmd = Command::new(lane.bin.join("codex"));
+    lane.apply_env(&mut cmd);
+    let mut child = cmd
+        .args(["app-server", "-c", base])
+        .current_dir(&lane.work)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(fs::File::create(lane.root.join("app-server.err")).unwrap())
+        .process_group(0)
+        .spawn()
+        .expect("start codex app-server");
+    let mut stdin = child.stdin.take().expect("its stdin");
+    let stdout = child.stdout.take().expect("its stdout");
+    let (lines, read) = std::sync::mpsc::channel::<Value>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && lines.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let mut send = |v: Value| writeln!(stdin, "{v}").expect("write to codex app-server");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen = Vec::new();
+    let until = |seen: &mut Vec<Value>, done: &dyn Fn(&Value) -> bool| -> Value {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = read.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("codex app-server: nothing more within 120 s; so far {seen:?}")
+            });
+            seen.push(v.clone());
+            if done(&v) {
+                return v;
+            }
+        }
+    };
+    send(serde_json::json!({"id": 0, "method": "initialize",
+        "params": {"clientInfo": {"name": "llm-judge-lane", "version": "1"}}}));
+    until(&mut seen, &|v| v["id"] == 0);
+    send(serde_json::json!({"method": "initialized"}));
+    send(serde_json::json!({"id": 1, "method": "thread/start", "params": {"cwd": lane.work}}));
+    let started = until(&mut seen, &|v| v["id"] == 1);
+    let thread = started["result"]["thread"]["id"].clone();
+    assert!(thread.is_string(), "{started}");
+    send(serde_json::json!({"id": 2, "method": "turn/start",
+        "params": {"threadId": thread, "input": [{"type": "text", "text": prompt}]}}));
+    until(&mut seen, &|v| v["method"] == "turn/completed");
+    drop(send);
+    // SAFETY: kill(2) of a process group has no memory effects.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = wait_child(&mut child, NO_HANG);
+    let _ = reader.join();
+    seen
 }
 
 /// A repository's `.codex/hooks.json` holds a handler that looks like the judge's but
