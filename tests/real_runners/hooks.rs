@@ -421,7 +421,7 @@ fn app_server_turn(lane: &Lane, base: &str, prompt: &str) -> Vec<Value> {
     send(serde_json::json!({"id": 2, "method": "turn/start",
         "params": {"threadId": thread, "input": [{"type": "text", "text": prompt}]}}));
     until(&mut seen, &|v| v["method"] == "turn/completed");
-    drop(send);
+    drop(stdin);
     // SAFETY: kill(2) of a process group has no memory effects.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = wait_child(&mut child, NO_HANG);
