@@ -348,3 +348,40 @@ fn a_history_that_cannot_be_written_costs_no_stop() {
     assert_eq!(listed.code, Some(1));
     assert!(listed.stderr.contains("history"), "{}", listed.stderr);
 }
+
+#[test]
+fn a_block_rule_with_no_verdict_within_its_wait_lets_the_stop_through_and_says_so() {
+    let w = World::new();
+    write_rules(
+        &w,
+        &BLOCK_RULE.replace("action = \"block\"", "action = \"block\"\nwait_ms = 300"),
+    );
+    // A runner that cannot answer within the wait: the hook stops it at its deadline.
+    let never = w.runner("never", "sleep 60");
+    let (code, out, _) = hook(
+        &w,
+        std::slice::from_ref(&never),
+        "claude",
+        &claude_stop("s1", "p1", "Tests pass."),
+    );
+    assert_eq!(code, Some(0));
+    let out = out.expect("a message");
+    assert!(out.get("decision").is_none(), "{out}");
+    let said = out["systemMessage"].as_str().unwrap();
+    assert!(
+        said.contains(
+            "rule tests gave no verdict within the wait (0.3 s), so the stop went through unjudged"
+        ),
+        "{said}"
+    );
+    let log = w.log();
+    let through = log
+        .lines()
+        .find(|l| l.contains("let through"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        through.contains("why=\"wait\"") && through.contains("session=claude:s1"),
+        "{through}"
+    );
+    assert_eq!(w.jobs_left().len(), 1, "the job waits for a daemon");
+}
