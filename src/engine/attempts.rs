@@ -25,6 +25,7 @@ use crate::engine::limits::RunnerLimits;
 use crate::engine::spawner::{
     AttemptOutput, AttemptSpec, JobShared, Progress, RealSpawner, Spawner, Workdir,
 };
+use crate::engine::table_warning::InvestigateNotice;
 use crate::process::spawn::{StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
@@ -53,6 +54,9 @@ pub struct Services {
     /// verdict and waited for before its claim goes (daemon and `run`); without it,
     /// each is stopped before its attempt ends (`ask`, `eval`).
     pub exiting: Option<Arc<ExitingRunners>>,
+    /// The daemon's one look at the investigate table when the first investigate job
+    /// comes (a warning when nothing can run it).
+    pub investigate: Option<Arc<InvestigateNotice>>,
 }
 
 impl Default for Services {
@@ -65,6 +69,7 @@ impl Default for Services {
             spawner: Arc::new(RealSpawner::default()),
             spend: None,
             exiting: None,
+            investigate: None,
         }
     }
 }
