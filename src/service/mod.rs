@@ -114,27 +114,28 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
 
 /// Plans the install from this machine's facts, then prints or carries it out.
 fn install(settings: &Settings, host: &Host, dry_run: bool) -> Result<i32, ServiceError> {
+    let bin = host::this_binary()?;
+    // Not a program uvx or npx clears (docs/install.md, "Where the binary lives").
+    if let Err(why) = place::check(&bin, "the service") {
+        say_err!("llm-judge: {why}");
+        return Ok(EXIT_USAGE);
+    }
     // Before anything is read, written or run (a dry run too): without a user manager
     // systemctl would fail after the unit was written, in systemd's own words.
     if let Some(UserSession::Missing(socket)) = &host.session {
-        let refusal = plan::no_session_refusal(socket, &daemon_line(settings));
+        let refusal = plan::no_session_refusal(socket, &daemon_line(&bin, settings));
         say_err!("llm-judge service install: {refusal}");
         return Ok(EXIT_FAILURE);
     }
     let facts = host::install_facts(settings, host)?;
-    // Not a program uvx or npx clears (docs/install.md, "Where the binary lives").
-    if let Err(why) = place::check(&facts.spec.bin, "the service") {
-        say_err!("llm-judge: {why}");
-        return Ok(EXIT_USAGE);
-    }
     let plan = plan::plan_install(&facts)?;
     carry_out_or_print(&plan, dry_run)
 }
 
-/// The command line that runs this daemon as the service would: this binary, `daemon`,
-/// the state folder and the config file, each word shell-quoted.
-fn daemon_line(settings: &Settings) -> Vec<String> {
-    let bin = host::this_binary().map_or_else(|_| "llm-judge".into(), |p| p.display().to_string());
+/// The command line that runs this daemon as the service would: `bin` (this binary),
+/// `daemon`, the state folder and the config file, each word shell-quoted.
+fn daemon_line(bin: &std::path::Path, settings: &Settings) -> Vec<String> {
+    let bin = bin.display().to_string();
     let mut words = vec![bin, "daemon".into(), "--state-dir".into()];
     words.push(settings.state_dir.display().to_string());
     if let Some(config) = &settings.config_path {
