@@ -1,6 +1,7 @@
-//! `llm-judge eval CASES.jsonl`: every case on every runner of its mode's table, each
-//! runner alone, on a bounded pool; then a row per runner against the cases' `expect`.
-//! The cases are never written to jobs/ and no verdict file is written.
+//! `llm-judge eval CASES.jsonl...`: every case of every file on every runner of its
+//! mode's table, each runner alone, on a bounded pool; then a row per runner against
+//! the cases' `expect`. The cases are never written to jobs/ and no verdict file is
+//! written.
 
 use std::io::{BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ use crate::support::runtime::runtime;
 /// `eval --help`'s examples.
 pub const EXAMPLES: &str = "Examples:
   llm-judge eval cases.jsonl
+  llm-judge eval rules/cases/*.jsonl
   llm-judge eval cases.jsonl --runner claude --workers 2 --min-accuracy 0.9
   llm-judge eval cases.jsonl --json | jq '.runners[] | {runner, accuracy}'
   llm-judge eval --rules ~/.config/llm-judge/rules.toml my-rule-cases.jsonl
@@ -44,21 +46,26 @@ Each line of CASES.jsonl is a job object (the keys of a job file) plus \"expect\
 With --rules, each line is a rule case instead: the job that rule asks about the reply,
   {\"rule\": \"claims-unverified-tests\", \"reply\": \"All tests pass.\", \"expect\": \"hit\"}
 Every case runs on every runner of its mode's table, each alone (no fallback), with no
-answer cache (unless --cache) and no runner health. Exit 0; 1 when a runner's accuracy
-is under --min-accuracy or the file cannot be read; 2 for a bad line or a file that is
-not a regular file (nothing runs); 130 after Ctrl-C, which stops the runs in flight and
-prints the report of the runs that finished.";
+answer cache (unless --cache) and no runner health. A case a runner did not answer is
+unchecked, with its reason, and not wrong: accuracy counts the answered cases (a runner
+that answered none has none). With several files, a case is named FILE:ID. Exit 0; 1
+when a runner's accuracy is under --min-accuracy (or it answered none) or a file cannot
+be read; 2 for a bad line or a file that is not a regular file (nothing runs); 130
+after Ctrl-C, which stops the runs in flight and prints the report of the runs that
+finished.";
 
 /// `eval` flags.
 #[derive(Args, Debug)]
 pub struct EvalArgs {
-    /// The cases: one JSON object per line, a job plus "expect": "hit" or "clean".
-    #[arg(value_name = "CASES.jsonl")]
-    cases: PathBuf,
+    /// The cases files (one or more, e.g. a shell glob): one JSON object per line, a
+    /// job plus "expect": "hit" or "clean".
+    #[arg(value_name = "CASES.jsonl", required = true)]
+    cases: Vec<PathBuf>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Exit 1 when any runner's accuracy is under F (a fraction from 0 to 1).
+    /// Exit 1 when any runner's accuracy (over the cases it answered) is under F (a
+    /// fraction from 0 to 1), or it answered none.
     #[arg(long, value_name = "F", value_parser = fraction)]
     min_accuracy: Option<f64>,
     /// At most N runner runs at once (default: the config's workers).
@@ -92,7 +99,6 @@ fn fraction(text: &str) -> Result<f64, String> {
 
 /// Runs the cases and prints the report; the exit code.
 pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
-    let file = args.cases.display().to_string();
     let rules = match args.rules.as_deref().map(read_rules).transpose() {
         Ok(rules) => rules,
         Err(why) => {
@@ -100,27 +106,15 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let cases = match read_cases(&args.cases, settings, rules) {
-        Ok(Ok(cases)) => cases,
-        Ok(Err(errors)) => {
-            for e in &errors {
-                say_err!("llm-judge eval: {file}: {e}", e = e.chain());
-            }
-            say_err!("llm-judge eval: nothing was run");
-            return EXIT_USAGE;
-        }
-        Err(ReadError::NotRegular { kind }) => {
-            say_err!(
-                "llm-judge eval: {file} is a {kind}, not a regular file; write the cases to a \
-                 file and give its path"
-            );
-            return EXIT_USAGE;
-        }
-        Err(ReadError::Io(e)) => {
-            say_err!("llm-judge eval: cannot read {file}: {e}", e = e.chain());
-            return EXIT_FAILURE;
-        }
+    let read = match read_all(&args.cases, settings, rules.as_deref()) {
+        Ok(read) => read,
+        Err(code) => return code,
     };
+    let CasesRead {
+        cases,
+        files,
+        origins,
+    } = read;
     let seats = match select(seats(settings, &cases), &args.runners) {
         Ok(seats) if seats.is_empty() => {
             say_err!(
@@ -175,9 +169,15 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
     };
     let (results, interrupted) = rt.block_on(run_all(&plan, &seats, workers, &mut progress));
     progress.bar.finish_and_clear();
+    // A case is named by its file too when there are several.
+    let named = Named {
+        files: &files,
+        origins: &origins,
+        several: files.len() > 1,
+    };
     let report = Report::new(
         rows.iter()
-            .map(|label| row(label, &plan.cases, &seats, &results, interrupted))
+            .map(|label| row(label, &plan.cases, &named, &seats, &results, interrupted))
             .collect(),
         args.min_accuracy,
     );
@@ -218,6 +218,66 @@ fn read_rules(path: &Path) -> Result<Vec<crate::core::hooks::rules::Rule>, Strin
         .ok_or_else(|| format!("--rules {}: no such file", path.display()))?;
     crate::core::hooks::rules::parse_rules(&text)
         .map_err(|e| format!("--rules {} {e}", path.display()))
+}
+
+/// The cases of every file, in the order given, with where each came from.
+struct CasesRead {
+    cases: Vec<Case>,
+    /// Each file as given on the command line.
+    files: Vec<String>,
+    /// Per case, the index of its file.
+    origins: Vec<usize>,
+}
+
+/// Reads every cases file; the exit code when one cannot be used (each bad line of
+/// every file is said first: one edit fixes them all, and nothing runs).
+fn read_all(
+    paths: &[PathBuf],
+    settings: &Settings,
+    rules: Option<&[crate::core::hooks::rules::Rule]>,
+) -> Result<CasesRead, i32> {
+    let mut read = CasesRead {
+        cases: Vec::new(),
+        files: Vec::new(),
+        origins: Vec::new(),
+    };
+    let mut bad = false;
+    for (at, path) in paths.iter().enumerate() {
+        let file = path.display().to_string();
+        if paths[..at].contains(path) {
+            say_err!("llm-judge eval: {file} is given twice; give each cases file once");
+            return Err(EXIT_USAGE);
+        }
+        match read_cases(path, settings, rules.map(<[_]>::to_vec)) {
+            Ok(Ok(cases)) => {
+                read.origins.extend(std::iter::repeat_n(at, cases.len()));
+                read.cases.extend(cases);
+            }
+            Ok(Err(errors)) => {
+                for e in &errors {
+                    say_err!("llm-judge eval: {file}: {e}", e = e.chain());
+                }
+                bad = true;
+            }
+            Err(ReadError::NotRegular { kind }) => {
+                say_err!(
+                    "llm-judge eval: {file} is a {kind}, not a regular file; write the cases to \
+                     a file and give its path"
+                );
+                return Err(EXIT_USAGE);
+            }
+            Err(ReadError::Io(e)) => {
+                say_err!("llm-judge eval: cannot read {file}: {e}", e = e.chain());
+                return Err(EXIT_FAILURE);
+            }
+        }
+        read.files.push(file);
+    }
+    if bad {
+        say_err!("llm-judge eval: nothing was run");
+        return Err(EXIT_USAGE);
+    }
+    Ok(read)
 }
 
 /// Why the cases file was not read.
@@ -446,11 +506,33 @@ async fn judge_case(
     Some(verdict)
 }
 
+/// Where the cases came from, to name them in the report.
+struct Named<'a> {
+    files: &'a [String],
+    origins: &'a [usize],
+    /// More than one file: a case's id names it only with its file.
+    several: bool,
+}
+
+impl Named<'_> {
+    /// Case `case`'s file, when the report must name it.
+    fn file(&self, case: usize) -> Option<&str> {
+        let at = *self.origins.get(case)?;
+        self.several
+            .then(|| self.files.get(at).map(String::as_str))
+            .flatten()
+    }
+}
+
+/// The reason of a run whose task died.
+const RUN_FAILED: &str = "the run failed (its error is on stderr)";
+
 /// The row of `label`: the cases in file order that one of its seats ran. A run with
 /// no verdict died (counted unchecked), or, after Ctrl-C, did not finish (left out).
 fn row(
     label: &str,
     cases: &[Case],
+    named: &Named<'_>,
     seats: &[Seat],
     results: &Results,
     interrupted: bool,
@@ -459,15 +541,17 @@ fn row(
         let seat = seats
             .iter()
             .position(|s| s.label == label && s.mode == c.job.mode)?;
-        let (outcome, attempts) = match results.get(seat).and_then(|r| r.get(case)) {
-            Some(Some(v)) => (v.outcome, v.attempts.as_slice()),
+        let (outcome, reason, attempts) = match results.get(seat).and_then(|r| r.get(case)) {
+            Some(Some(v)) => (v.outcome, v.reason.as_str(), v.attempts.as_slice()),
             _ if interrupted => return None,
-            _ => (Outcome::Unchecked, &[][..]),
+            _ => (Outcome::Unchecked, RUN_FAILED, &[][..]),
         };
         Some(Judged {
             id: &c.job.id,
+            file: named.file(case),
             expect: c.expect,
             outcome,
+            reason,
             attempts,
         })
     });
@@ -478,7 +562,7 @@ fn row(
 /// runner's accuracy so far.
 struct Progress {
     bar: ProgressBar,
-    /// Per row: its label, runs finished, runs judged as expected.
+    /// Per row: its label, runs answered, runs judged as expected.
     tally: Vec<(String, usize, usize)>,
 }
 
@@ -512,9 +596,12 @@ impl Progress {
             .set_message("interrupted: stopping the runs in flight (Ctrl-C again: at once)");
     }
 
-    /// One run ended: advance, and show each runner's accuracy so far.
+    /// One run ended: advance, and show each runner's accuracy so far (over the runs
+    /// it answered).
     fn done(&mut self, label: &str, case: &Case, outcome: Outcome) {
-        if let Some(entry) = self.tally.iter_mut().find(|(l, _, _)| l == label) {
+        if let Some(entry) = self.tally.iter_mut().find(|(l, _, _)| l == label)
+            && outcome != Outcome::Unchecked
+        {
             entry.1 += 1;
             entry.2 += usize::from(case.expect.met_by(outcome));
         }

@@ -222,6 +222,7 @@ impl Daemon {
         let services = Services {
             flights: settings.config.single_flight.then(Arc::default),
             spawner: Arc::new(prestart.clone()),
+            investigate: Some(Arc::default()),
             ..Services::for_state(&settings, &state)
         };
         let stop_jobs = watch::channel(Control::Run).0;
@@ -269,6 +270,8 @@ impl Daemon {
             spawner: self.services.spawner.clone(),
             spend: self.services.spend.clone(),
             exiting: self.services.exiting.clone(),
+            // New settings: the first investigate job looks at their table again.
+            investigate: Some(Arc::default()),
             ..Services::for_state(settings, &self.state)
         }
     }
@@ -349,7 +352,11 @@ impl Daemon {
     /// crash left, watches and scans the inbox, and says it is ready.
     fn start(&mut self, events: &mut EventSource) {
         self.log_start();
-        uninstalled::warn_uninstalled(&self.base);
+        uninstalled::warn_uninstalled(
+            &self.base,
+            &self.sources,
+            self.services.investigate.as_deref(),
+        );
         self.codex.start_read(&self.base);
         let c = self.settings.config.clone();
         let runtime = self.settings.runtime_dir.as_deref();
@@ -506,7 +513,11 @@ impl Daemon {
                 // After the tables jobs use are rebuilt: the line shows the new values.
                 self.apply_codex_catalog(false);
                 tracing::info!(workers = self.workers(), "config reloaded");
-                uninstalled::warn_uninstalled(&self.base);
+                uninstalled::warn_uninstalled(
+                    &self.base,
+                    &self.sources,
+                    self.services.investigate.as_deref(),
+                );
                 self.codex.start_read(&self.base);
             }
             Err(e) => tracing::error!(

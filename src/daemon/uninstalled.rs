@@ -1,46 +1,28 @@
-//! The daemon's start-up and reload warning for a table none of whose runners can run:
-//! no CLI runner installed on its PATH and logged in, no API runner with its key variable set. Its
-//! jobs would end unchecked.
+//! The daemon's start-up and reload warning for a table none of whose runners can run
+//! (`engine::table_warning`): the default table always, the investigate table only when
+//! a rule (the user's rules file, a trusted project's) or the config uses investigate
+//! mode; else the first investigate job looks (`InvestigateNotice`).
 
 use crate::core::config::Settings;
 use crate::core::job::Mode;
-use crate::core::runner::table::{RUNNERS_VAR, Runner};
-use crate::process::spawn::is_installed;
+use crate::engine::table_warning::{InvestigateNotice, warn_if_unusable};
+use crate::store::config_file::Sources;
+use crate::store::rules_files::investigate_use;
 
-/// Warns about each table none of whose runners is usable.
-pub(super) fn warn_uninstalled(settings: &Settings) {
-    let overridden = settings.runner_override.is_some();
-    let modes: &[Mode] = match overridden {
-        true => &[Mode::Default],
-        false => &[Mode::Default, Mode::Investigate],
-    };
-    for &mode in modes {
-        let table = settings.table(mode);
-        if table.iter().any(is_installed) {
-            continue;
+/// Warns about each table none of whose runners is usable and that something uses.
+pub(super) fn warn_uninstalled(
+    settings: &Settings,
+    sources: &Sources,
+    notice: Option<&InvestigateNotice>,
+) {
+    warn_if_unusable(settings, Mode::Default, None);
+    if settings.runner_override.is_some() {
+        return;
+    }
+    if let Some(used) = investigate_use(settings, sources) {
+        warn_if_unusable(settings, Mode::Investigate, Some(&used));
+        if let Some(notice) = notice {
+            notice.looked();
         }
-        let names: Vec<&str> = table
-            .iter()
-            .map(|r| r.argv.first().unwrap_or(&r.name).as_str())
-            .collect();
-        let which = match overridden {
-            true => RUNNERS_VAR.to_string(),
-            false => format!("{} table", mode.name()),
-        };
-        let (found, fix) = match table.iter().all(Runner::is_cli) {
-            true => (
-                "is installed on the daemon's PATH and logged in",
-                "install or log in one of them, or fix PATH,",
-            ),
-            false => (
-                "is installed on the daemon's PATH and logged in, or has its key variable set",
-                "install or log in one of them, set a key, or fix PATH,",
-            ),
-        };
-        tracing::warn!(
-            "{which}: none of its runners ({}) {found}, so its jobs end unchecked; {fix} in \
-             the service's environment",
-            names.join(", ")
-        );
     }
 }

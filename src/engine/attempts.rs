@@ -1,7 +1,12 @@
 //! Judging one parsed job: try the runners of its table in order, each in the job's
 //! cwd or a fresh temp folder, and build the verdict.
 
+use std::time::{Duration, Instant};
+
 use serde_json::{Map, Value};
+
+use crate::core::api::protocol::CallEnd;
+use crate::core::api::retry;
 
 use crate::core::config::Settings;
 use crate::core::health::sign_of;
@@ -20,6 +25,7 @@ use crate::engine::limits::RunnerLimits;
 use crate::engine::spawner::{
     AttemptOutput, AttemptSpec, JobShared, Progress, RealSpawner, Spawner, Workdir,
 };
+use crate::engine::table_warning::InvestigateNotice;
 use crate::process::spawn::{StopSignal, stopped};
 use crate::store::cache::Cache;
 use crate::store::health_store::HealthStore;
@@ -48,6 +54,9 @@ pub struct Services {
     /// verdict and waited for before its claim goes (daemon and `run`); without it,
     /// each is stopped before its attempt ends (`ask`, `eval`).
     pub exiting: Option<Arc<ExitingRunners>>,
+    /// The daemon's one look at the investigate table when the first investigate job
+    /// comes (a warning when nothing can run it).
+    pub investigate: Option<Arc<InvestigateNotice>>,
 }
 
 impl Default for Services {
@@ -60,6 +69,7 @@ impl Default for Services {
             spawner: Arc::new(RealSpawner::default()),
             spend: None,
             exiting: None,
+            investigate: None,
         }
     }
 }
@@ -276,25 +286,20 @@ pub async fn judge(
                 "runner is not read-only (it fails the investigate allowlist): it gets a fresh temp folder, not the job's cwd"
             );
         }
-        let (attempt, found, end) = attempt_runner(judging, runner, runner_cwd, progress).await;
+        let Tried {
+            attempts: tries,
+            found,
+            end,
+        } = try_runner(judging, runner, runner_cwd, reservation, progress).await;
         if end == RunEnd::Stopped {
             return Err(Stopped);
         }
-        if let Some(health) = &services.health {
+        // One health sign per runner and job, whatever its tries: the last one's.
+        if let (Some(health), Some(last)) = (&services.health, tries.last()) {
             let sign = sign_of(&end, found.is_some());
-            health.record(runner, sign, &attempt.reason);
+            health.record(runner, sign, &last.reason);
         }
-        if let Some(reservation) = reservation
-            && started_a_process(&end)
-        {
-            reservation.record(SpendEntry {
-                at: now_unix(),
-                runner: runner.name.clone(),
-                answered: found.is_some(),
-                usage: attempt.usage.clone(),
-            });
-        }
-        attempts.push(attempt);
+        attempts.extend(tries);
         if let Some(obj) = found {
             answer = Some((runner.name.clone(), obj));
             break;
@@ -348,15 +353,124 @@ pub fn cwd_for_runner(cwd: &CwdChoice, runner: &Runner, overridden: bool) -> Cwd
     }
 }
 
-/// Runs one runner through the spawner and judges how it ended; `progress` hears of
-/// its process group as it starts.
+/// One runner's tries for a job: every try is an attempt of the verdict; the answer,
+/// if one came, and the last try's end.
+struct Tried {
+    attempts: Vec<Attempt>,
+    found: Option<Map<String, Value>>,
+    end: RunEnd,
+}
+
+/// Tries `runner`: once, and an API runner again after a failure that may pass
+/// (`core::api::retry`: a refused or reset connection, 429, 5xx), up to three tries
+/// within its retry budget and its timeout. Each try that sent a request is a run of
+/// the spend ledger (the first under `reservation`, each retry reserved after its
+/// wait: a reached cap keeps the failure). A stop during a wait ends it `Stopped`.
+async fn try_runner<'s>(
+    judging: &Judging<'s>,
+    runner: &Runner,
+    cwd: &CwdChoice,
+    mut reservation: Option<Reservation<'s>>,
+    progress: &mut (dyn FnMut(JudgeProgress<'_>) + Send),
+) -> Tried {
+    let full = Duration::from_secs_f64(judging.shared.job.timeout_seconds);
+    let started = Instant::now();
+    let mut tries = retry::Tries {
+        made: 0,
+        waited: Duration::ZERO,
+        elapsed: Duration::ZERO,
+    };
+    let mut timeout = full;
+    let mut attempts = Vec::new();
+    loop {
+        let one = attempt_runner(judging, runner, cwd, timeout, progress).await;
+        if let Some(reservation) = reservation.take()
+            && started_a_process(&one.end)
+        {
+            reservation.record(SpendEntry {
+                at: now_unix(),
+                runner: runner.name.clone(),
+                answered: one.found.is_some(),
+                usage: one.attempt.usage.clone(),
+            });
+        }
+        tries.made += 1;
+        tries.elapsed = started.elapsed();
+        let reason = one.attempt.reason.clone();
+        attempts.push(one.attempt);
+        let next = match &one.call {
+            Some(call) if one.found.is_none() && one.end != RunEnd::Stopped => {
+                retry::next(call, tries, full, now_unix())
+            }
+            _ => retry::Next::Stop(retry::GiveUp::NotTransient),
+        };
+        match next {
+            retry::Next::Stop(why) => {
+                if let Some(why) = why.describe() {
+                    tracing::warn!(
+                        runner = %runner.name, tries = tries.made, reason = ?reason,
+                        "model API failed and is not tried again: {why}"
+                    );
+                }
+                return Tried {
+                    attempts,
+                    found: one.found,
+                    end: one.end,
+                };
+            }
+            retry::Next::Retry {
+                wait,
+                timeout: left,
+            } => {
+                tracing::warn!(
+                    runner = %runner.name, reason = ?reason,
+                    wait = %crate::core::verdict::human_number(wait.as_secs_f64()),
+                    "model API failed (it may pass): try {} of {} after the wait",
+                    tries.made + 1, retry::MAX_TRIES
+                );
+                tokio::select! {
+                    biased;
+                    () = stopped(judging.shared.stop) => {
+                        return Tried { attempts, found: None, end: RunEnd::Stopped };
+                    }
+                    () = tokio::time::sleep(wait) => {}
+                }
+                tries.waited += wait;
+                timeout = left;
+                reservation = match reserve(judging.shared.settings, judging.services) {
+                    Ok(reservation) => reservation,
+                    Err(cap) => {
+                        tracing::warn!(runner = %runner.name, "model API not tried again: {cap}");
+                        return Tried {
+                            attempts,
+                            found: None,
+                            end: one.end,
+                        };
+                    }
+                };
+            }
+        }
+    }
+}
+
+/// One try of a runner: its attempt, the answer it gave, how it ended, and, for an
+/// API runner, how its request ended (what a retry is decided on).
+struct OneTry {
+    attempt: Attempt,
+    found: Option<Map<String, Value>>,
+    end: RunEnd,
+    call: Option<CallEnd>,
+}
+
+/// Runs one runner through the spawner with `timeout` and judges how it ended;
+/// `progress` hears of its process group as it starts.
 async fn attempt_runner(
     judging: &Judging<'_>,
     runner: &Runner,
     cwd: &CwdChoice,
+    timeout: Duration,
     progress: &mut (dyn FnMut(JudgeProgress<'_>) + Send),
-) -> (Attempt, Option<Map<String, Value>>, RunEnd) {
-    let job = judging.shared.job;
+) -> OneTry {
     let workdir = match cwd {
         CwdChoice::Given(path) => Workdir::Job(path),
         CwdChoice::Temp { .. } => Workdir::Fresh,
@@ -367,6 +481,7 @@ async fn attempt_runner(
         runner,
         kind,
         workdir,
+        timeout,
     };
     // An API runner's start line names its protocol, model and base URL.
     let api = match kind {
@@ -375,7 +490,7 @@ async fn attempt_runner(
     };
     let mut on_step = |step: Progress<'_>| match step {
         Progress::Starting { cwd, prestarted } => tracing::info!(
-            runner = %runner.name, timeout = %crate::core::verdict::human_number(job.timeout_seconds),
+            runner = %runner.name, timeout = %crate::core::verdict::human_number(timeout.as_secs_f64()),
             cwd = cwd.map(|dir| tracing::field::display(dir.display())),
             prestarted = prestarted.then_some(true),
             api = api.map(|a| a.protocol.name()),
@@ -388,7 +503,7 @@ async fn attempt_runner(
         }),
     };
     let spawner = judging.services.spawner.as_ref();
-    let (judged, end, elapsed) = match spawner.run(&spec, &mut on_step).await {
+    let (judged, end, elapsed, call) = match spawner.run(&spec, &mut on_step).await {
         AttemptOutput::Process(out) => {
             let output = Output {
                 stdout: &out.stdout,
@@ -397,11 +512,11 @@ async fn attempt_runner(
                 format: kind.output_format(),
             };
             let judged = judge_attempt(&runner.name, &out.end, output);
-            (judged, out.end, out.elapsed)
+            (judged, out.end, out.elapsed, None)
         }
         AttemptOutput::Api(out) => {
             let (judged, end) = judge_api(&runner.name, kind, &out.end);
-            (judged, end, out.elapsed)
+            (judged, end, out.elapsed, Some(out.end))
         }
     };
     let Judged {
@@ -425,7 +540,12 @@ async fn attempt_runner(
         output_tokens = usage.map(|u| u.output_tokens),
         cost_usd = usage.and_then(|u| u.cost_usd), "runner end"
     );
-    (attempt, found, end)
+    OneTry {
+        attempt,
+        found,
+        end,
+        call,
+    }
 }
 
 /// The note an attempt carries when the job's cwd was refused: why, clipped as reasons

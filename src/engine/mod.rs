@@ -21,6 +21,7 @@ pub mod prestart_rules;
 pub mod recovery;
 pub mod runner_folder;
 pub mod spawner;
+pub mod table_warning;
 
 #[cfg(test)]
 mod prestart_tests;

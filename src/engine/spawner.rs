@@ -70,6 +70,9 @@ pub struct AttemptSpec<'a> {
     /// `runner.kind()`, worked out once for the attempt.
     pub kind: RunnerKind<'a>,
     pub workdir: Workdir<'a>,
+    /// This attempt's timeout: the job's per-runner timeout, or what is left of it
+    /// for an API runner's retry (`core::api::retry`).
+    pub timeout: Duration,
 }
 
 impl<'a> AttemptSpec<'a> {
@@ -95,9 +98,9 @@ impl<'a> AttemptSpec<'a> {
 }
 
 impl AttemptSpec<'_> {
-    /// The job's per-runner timeout, counted from when the runner gets its prompt.
+    /// The attempt's timeout, counted from when the runner gets its prompt.
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.job().timeout_seconds)
+        self.timeout
     }
 
     /// How long a stopped runner gets between SIGTERM and SIGKILL.

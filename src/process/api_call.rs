@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
 use crate::core::api::key_mask::{mask_body, mask_text};
-use crate::core::api::protocol::{CallEnd, headers, request_body};
+use crate::core::api::protocol::{CallEnd, Transport, headers, request_body};
 use crate::core::api::spec::ApiSpec;
 use crate::process::spawn::{StopSignal, stopped};
 
@@ -53,7 +53,7 @@ impl ApiClient {
             Ok(client) => client,
             Err(why) => {
                 return CallEnd::Transport {
-                    label: "cannot build the HTTP client",
+                    kind: Transport::NoClient,
                     detail: why.clone(),
                 };
             }
@@ -166,7 +166,7 @@ async fn exchange(
             Ok(None) => break,
             Err(e) => {
                 return CallEnd::Transport {
-                    label: "connection dropped",
+                    kind: after_connect(&e),
                     detail: error_chain(&e),
                 };
             }
@@ -188,7 +188,7 @@ fn header_map(spec: &ApiSpec, key: Option<&str>) -> Result<HeaderMap, CallEnd> {
         let Ok(mut value) = HeaderValue::from_str(&value) else {
             let var = spec.api_key_env.clone().unwrap_or_default();
             return Err(CallEnd::Transport {
-                label: "not configured",
+                kind: Transport::NotConfigured,
                 detail: format!("{var} holds a character no HTTP header may carry"),
             });
         };
@@ -198,7 +198,8 @@ fn header_map(spec: &ApiSpec, key: Option<&str>) -> Result<HeaderMap, CallEnd> {
     Ok(map)
 }
 
-/// A failed send as a `CallEnd`: refused, cannot connect, or dropped after connecting.
+/// A failed send as a `CallEnd`: refused, reset, cannot connect, or dropped after
+/// connecting.
 fn transport_end(error: &reqwest::Error, spec: &ApiSpec) -> CallEnd {
     let refused = chain_has_kind(error, std::io::ErrorKind::ConnectionRefused);
     if refused {
@@ -206,14 +207,22 @@ fn transport_end(error: &reqwest::Error, spec: &ApiSpec) -> CallEnd {
             address: spec.base_url.clone(),
         };
     }
-    let label = if error.is_connect() {
-        "cannot connect"
-    } else {
-        "connection dropped"
+    let kind = match after_connect(error) {
+        Transport::Dropped if error.is_connect() => Transport::CannotConnect,
+        kind => kind,
     };
     CallEnd::Transport {
-        label,
+        kind,
         detail: error_chain(error),
+    }
+}
+
+/// A connection that failed once open: reset (or aborted) by the server, else dropped.
+fn after_connect(error: &reqwest::Error) -> Transport {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset};
+    match chain_has_kind(error, ConnectionReset) || chain_has_kind(error, ConnectionAborted) {
+        true => Transport::Reset,
+        false => Transport::Dropped,
     }
 }
 
@@ -266,8 +275,8 @@ fn masked(end: CallEnd, key: Option<&str>) -> CallEnd {
             retry_after: retry_after.map(text),
             body: mask_body(&body, Some(key)),
         },
-        CallEnd::Transport { label, detail } => CallEnd::Transport {
-            label,
+        CallEnd::Transport { kind, detail } => CallEnd::Transport {
+            kind,
             detail: text(detail),
         },
         other => other,

@@ -39,6 +39,8 @@ fn manager_of(program: &str) -> &'static str {
 pub(crate) struct Call {
     pub(crate) program: &'static str,
     pub(crate) args: Vec<String>,
+    /// Variables set for it beyond this process's environment.
+    pub(crate) env: Vec<(&'static str, String)>,
 }
 
 impl Call {
@@ -47,12 +49,16 @@ impl Call {
         Call {
             program,
             args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
         }
     }
 
-    /// As a shell command line.
+    /// As a shell command line (its variables first, `VAR=value`).
     pub(crate) fn shown(&self) -> String {
-        std::iter::once(self.program.to_string())
+        self.env
+            .iter()
+            .map(|(var, value)| format!("{var}={}", shell::quote(value)))
+            .chain(std::iter::once(self.program.to_string()))
             .chain(self.args.iter().map(|a| shell::quote(a)))
             .collect::<Vec<_>>()
             .join(" ")
@@ -68,7 +74,9 @@ pub(crate) fn systemctl(args: &[&str]) -> Call {
 
 fn command(call: &Call) -> Command {
     let mut cmd = Command::new(call.program);
-    cmd.args(&call.args).stdin(Stdio::null());
+    cmd.args(&call.args)
+        .envs(call.env.iter().map(|(var, value)| (var, value)))
+        .stdin(Stdio::null());
     cmd
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use super::call::{Call, quiet};
+use super::call::{Call, quiet, systemctl};
 use super::launchd::LABEL;
 use super::spec::{Manager, ServiceSpec, service_path, stop_timeout_seconds};
 use super::systemd::UNIT_NAME;
@@ -78,6 +78,53 @@ pub(crate) struct Host {
     pub(crate) xdg_config_home: Option<PathBuf>,
     pub(crate) uid: u32,
     pub(crate) user: Option<String>,
+    /// Whether `systemctl --user` has a manager to reach (systemd only).
+    pub(crate) session: Option<UserSession>,
+}
+
+/// Where `systemctl --user` would find this user's systemd manager: its private socket,
+/// `systemd/private` in the user's runtime folder, looked for without asking systemd
+/// (which, where none runs, only answers with its own error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UserSession {
+    /// The socket is in `$XDG_RUNTIME_DIR`.
+    Found,
+    /// The socket is in `dir` (`/run/user/UID`), but `XDG_RUNTIME_DIR` is not set here
+    /// (`su`, a cron job): systemctl is given it, or it would find no manager.
+    FoundIn(PathBuf),
+    /// No socket where systemctl looks (a container, WSL without systemd, a login that
+    /// started no user manager): the path looked at.
+    Missing(PathBuf),
+}
+
+/// Which `UserSession` this is: `xdg_runtime_dir` is `$XDG_RUNTIME_DIR` (absolute, or
+/// `None`), `is_socket` says whether a path is a socket (the file system, or a test's).
+pub(crate) fn user_session(
+    xdg_runtime_dir: Option<&Path>,
+    uid: u32,
+    is_socket: impl Fn(&Path) -> bool,
+) -> UserSession {
+    const SOCKET: &str = "systemd/private";
+    if let Some(dir) = xdg_runtime_dir {
+        // systemctl looks only there when it is set.
+        let socket = dir.join(SOCKET);
+        return match is_socket(&socket) {
+            true => UserSession::Found,
+            false => UserSession::Missing(socket),
+        };
+    }
+    let dir = PathBuf::from(format!("/run/user/{uid}"));
+    let socket = dir.join(SOCKET);
+    match is_socket(&socket) {
+        true => UserSession::FoundIn(dir),
+        false => UserSession::Missing(socket),
+    }
+}
+
+/// True when `path` is a socket (links followed).
+fn is_socket(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
 
 impl Host {
@@ -101,13 +148,32 @@ impl Host {
         let user = ["USER", "LOGNAME"]
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()));
+        let uid = rustix::process::getuid().as_raw();
+        let session = (manager == Manager::Systemd).then(|| {
+            let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute());
+            user_session(runtime.as_deref(), uid, is_socket)
+        });
         Ok(Host {
             manager,
             home,
             xdg_config_home,
-            uid: rustix::process::getuid().as_raw(),
+            uid,
             user,
+            session,
         })
+    }
+
+    /// `systemctl --user` with `args`, given `XDG_RUNTIME_DIR` when the manager was
+    /// found only in `/run/user/UID`.
+    pub(crate) fn systemctl(&self, args: &[&str]) -> Call {
+        let mut call = systemctl(args);
+        if let Some(UserSession::FoundIn(dir)) = &self.session {
+            call.env
+                .push(("XDG_RUNTIME_DIR", dir.to_string_lossy().into_owned()));
+        }
+        call
     }
 
     /// Where the unit or plist goes.
@@ -315,6 +381,56 @@ pub(crate) fn this_binary() -> Result<PathBuf, HostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_user_session_is_looked_for_where_systemctl_looks() {
+        let only = |there: &'static str| move |p: &Path| p == Path::new(there);
+        let runtime = Path::new("/run/user/1000");
+        assert_eq!(
+            user_session(Some(runtime), 1000, only("/run/user/1000/systemd/private")),
+            UserSession::Found
+        );
+        // Set elsewhere: systemctl looks only there, whatever /run/user holds.
+        assert_eq!(
+            user_session(
+                Some(Path::new("/tmp/rt")),
+                1000,
+                only("/run/user/1000/systemd/private")
+            ),
+            UserSession::Missing(PathBuf::from("/tmp/rt/systemd/private"))
+        );
+        assert_eq!(
+            user_session(None, 1000, only("/run/user/1000/systemd/private")),
+            UserSession::FoundIn(PathBuf::from("/run/user/1000"))
+        );
+        assert_eq!(
+            user_session(None, 0, |_| false),
+            UserSession::Missing(PathBuf::from("/run/user/0/systemd/private"))
+        );
+    }
+
+    #[test]
+    fn systemctl_gets_the_runtime_folder_only_when_this_shell_lacks_it() {
+        let host = |session| Host {
+            manager: Manager::Systemd,
+            home: PathBuf::from("/home/u"),
+            xdg_config_home: None,
+            uid: 1000,
+            user: None,
+            session: Some(session),
+        };
+        assert_eq!(
+            host(UserSession::Found)
+                .systemctl(&["daemon-reload"])
+                .shown(),
+            "systemctl --user daemon-reload"
+        );
+        let found_in = UserSession::FoundIn(PathBuf::from("/run/user/1000"));
+        assert_eq!(
+            host(found_in).systemctl(&["daemon-reload"]).shown(),
+            "XDG_RUNTIME_DIR=/run/user/1000 systemctl --user daemon-reload"
+        );
+    }
 
     #[test]
     fn linger_answers() {

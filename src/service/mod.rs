@@ -34,9 +34,9 @@ use thiserror::Error;
 use crate::core::config::Settings;
 use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
-use call::{Call, CallError, systemctl};
+use call::{Call, CallError};
 use execute::ExecuteError;
-use host::{Host, HostError, linger};
+use host::{Host, HostError, UserSession, linger};
 use launchd::LABEL;
 use plan::{Plan, PlanError, linger_warning};
 use spec::Manager;
@@ -114,14 +114,36 @@ pub fn main(settings: &Settings, action: ServiceAction) -> i32 {
 
 /// Plans the install from this machine's facts, then prints or carries it out.
 fn install(settings: &Settings, host: &Host, dry_run: bool) -> Result<i32, ServiceError> {
-    let facts = host::install_facts(settings, host)?;
+    let bin = host::this_binary()?;
     // Not a program uvx or npx clears (docs/install.md, "Where the binary lives").
-    if let Err(why) = place::check(&facts.spec.bin, "the service") {
+    if let Err(why) = place::check(&bin, "the service") {
         say_err!("llm-judge: {why}");
         return Ok(EXIT_USAGE);
     }
+    // Before anything is read, written or run (a dry run too): without a user manager
+    // systemctl would fail after the unit was written, in systemd's own words.
+    if let Some(UserSession::Missing(socket)) = &host.session {
+        let refusal = plan::no_session_refusal(socket, &daemon_line(&bin, settings));
+        say_err!("llm-judge service install: {refusal}");
+        return Ok(EXIT_FAILURE);
+    }
+    let facts = host::install_facts(settings, host)?;
     let plan = plan::plan_install(&facts)?;
     carry_out_or_print(&plan, dry_run)
+}
+
+/// The command line that runs this daemon as the service would: `bin` (this binary),
+/// `daemon`, the state folder and the config file, each word shell-quoted.
+fn daemon_line(bin: &std::path::Path, settings: &Settings) -> Vec<String> {
+    let bin = bin.display().to_string();
+    let mut words = vec![bin, "daemon".into(), "--state-dir".into()];
+    words.push(settings.state_dir.display().to_string());
+    if let Some(config) = &settings.config_path {
+        let config = std::path::absolute(config).unwrap_or_else(|_| config.clone());
+        words.push("--config".into());
+        words.push(config.display().to_string());
+    }
+    words.iter().map(|w| crate::core::shell::quote(w)).collect()
 }
 
 /// `--dry-run` prints the plan; otherwise it is carried out.
@@ -149,7 +171,7 @@ fn status(host: &Host) -> Result<i32, ServiceError> {
         );
     }
     let call = match host.manager {
-        Manager::Systemd => systemctl(&["status", UNIT_NAME, "--no-pager", "--lines=10"]),
+        Manager::Systemd => host.systemctl(&["status", UNIT_NAME, "--no-pager", "--lines=10"]),
         Manager::Launchd => Call::new("launchctl", &["print", &host.launchd_service()]),
     };
     let status = call::status(&call)?;

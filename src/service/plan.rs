@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::call::{Call, systemctl};
+use super::call::Call;
 use super::host::{Host, InstallFacts, Linger};
 use super::launchd::{LABEL, LAUNCHD_LOG, LAUNCHD_LOG_MAX_BYTES, render_plist};
 use super::spec::{Manager, RenderError, text};
@@ -246,6 +246,30 @@ fn failure_hint(host: &Host, target: &Path) -> String {
     }
 }
 
+/// Install's refusal where `systemctl --user` has no manager to reach (nothing is
+/// written): why, and what runs the daemon instead. `socket` is where the manager was
+/// looked for, `daemon` the command line that runs this daemon (shell-quoted words).
+pub(crate) fn no_session_refusal(socket: &Path, daemon: &[String]) -> String {
+    let line = daemon.join(" ");
+    format!(
+        "no systemd user session here: there is no {} for `systemctl --user` to reach (a \
+         container, WSL without systemd, or a login that started no user manager), so \
+         llm-judge cannot be a systemd user service; nothing was written.\n\
+         Run the daemon under a supervisor of your own instead. One daemon runs per state \
+         folder (another exits at once), so starting it again is safe:\n\
+         \x20 nohup {line} >/dev/null 2>&1 &\n\
+         \x20     now, from this shell; judge.log in the state folder has its lines\n\
+         \x20 tmux new-session -d -s llm-judge {line}\n\
+         \x20     in a tmux session that outlives this login\n\
+         \x20 the nohup line in your login script (~/.profile) starts it at each login\n\
+         \x20 or a service of your init system (runit, s6, OpenRC, supervisord) that runs\n\
+         \x20     `{line}` as you\n\
+         On WSL, systemd can be turned on instead: [boot] systemd=true in /etc/wsl.conf, then \
+         `wsl --shutdown`. `llm-judge status` shows whether a daemon runs.",
+        socket.display()
+    )
+}
+
 /// Why install has no plan.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub(crate) enum PlanError {
@@ -312,10 +336,10 @@ pub(crate) fn plan_install(facts: &InstallFacts) -> Result<Plan, PlanError> {
     });
     match host.manager {
         Manager::Systemd => {
-            steps.push(run(systemctl(&["daemon-reload"])));
-            steps.push(run(systemctl(&["enable", UNIT_NAME])));
+            steps.push(run(host.systemctl(&["daemon-reload"])));
+            steps.push(run(host.systemctl(&["enable", UNIT_NAME])));
             // restart, not start: a reinstall must replace a running daemon.
-            steps.push(run(systemctl(&["restart", UNIT_NAME])));
+            steps.push(run(host.systemctl(&["restart", UNIT_NAME])));
         }
         Manager::Launchd => {
             steps.push(run(Call::new(
@@ -350,7 +374,7 @@ pub(crate) fn plan_uninstall(host: &Host, installed: bool) -> Plan {
             if installed {
                 // --now stops it: systemd sends SIGTERM and the daemon drains.
                 steps.push(Step::Run {
-                    call: systemctl(&["disable", "--now", UNIT_NAME]),
+                    call: host.systemctl(&["disable", "--now", UNIT_NAME]),
                     hint: Some(format!(
                         "The unit file {} is kept. If your user manager is gone for good, remove it by hand.",
                         target.display()
@@ -358,14 +382,13 @@ pub(crate) fn plan_uninstall(host: &Host, installed: bool) -> Plan {
                 });
                 steps.push(Step::Remove(target.clone()));
                 steps.push(Step::Run {
-                    call: systemctl(&["daemon-reload"]),
+                    call: host.systemctl(&["daemon-reload"]),
                     hint: None,
                 });
                 // Forget a failed state so `systemctl --user list-units` is clean.
-                steps.push(Step::RunIgnoringFailure(systemctl(&[
-                    "reset-failed",
-                    UNIT_NAME,
-                ])));
+                steps.push(Step::RunIgnoringFailure(
+                    host.systemctl(&["reset-failed", UNIT_NAME]),
+                ));
             } else {
                 notes.push(format!(
                     "{} does not exist: the service is not installed",
@@ -409,6 +432,7 @@ pub(crate) fn plan_uninstall(host: &Host, installed: bool) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::host::UserSession;
     use crate::service::spec::ServiceSpec;
 
     fn host(manager: Manager) -> Host {
@@ -418,6 +442,7 @@ mod tests {
             xdg_config_home: None,
             uid: 501,
             user: Some("u".into()),
+            session: (manager == Manager::Systemd).then_some(UserSession::Found),
         }
     }
 

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::config::Settings;
 use crate::core::digest::sha256_hex;
-use crate::core::hooks::rules::{Rule, parse_rules};
+use crate::core::hooks::rules::{Rule, first_investigating, parse_rules};
 use crate::store::config_file::{Sources, config_folder};
 use crate::store::state_dir::read_nofollow_at_most;
 
@@ -80,6 +81,36 @@ pub fn load(sources: &Sources, cwd: Option<&Path>) -> Loaded {
         }
     }
     loaded
+}
+
+/// What uses investigate mode, in words for a warning: the config's own investigate
+/// table, a rule of the user's rules file, or one of a project rules file the user
+/// trusts (as trusted: a changed one's rules are off). `None`: nothing does, so an
+/// investigate table nothing can run concerns no one until an investigate job comes.
+pub fn investigate_use(settings: &Settings, sources: &Sources) -> Option<String> {
+    if settings.config.own_investigate_table() {
+        let file = settings
+            .config_path
+            .as_ref()
+            .map_or("the config".to_string(), |p| p.display().to_string());
+        return Some(format!("{file} sets [[runners.investigate]]"));
+    }
+    let user = load_user(sources);
+    if let (Some(rule), Some(path)) = (first_investigating(&user.rules), user_rules_path(sources)) {
+        return Some(format!(
+            "rule {:?} in {} uses mode = \"investigate\"",
+            rule.name,
+            path.display()
+        ));
+    }
+    pins(sources).trusted.keys().find_map(|path| {
+        let rules = project(sources, Path::new(path)).ok()?;
+        let rule = first_investigating(&rules)?;
+        Some(format!(
+            "project rule {:?} in {path} uses mode = \"investigate\"",
+            rule.name
+        ))
+    })
 }
 
 /// A project's rules when the user trusts this content of the file (`path`: its real
@@ -177,4 +208,68 @@ pub fn read(path: &Path) -> Result<Option<String>, String> {
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::config::{Settings, parse_config};
+
+    const DEEP: &str = "[[rule]]\nname = \"deep\"\non = [\"stop\"]\nmode = \"investigate\"\n\
+        question = \"q\"\nhit_if_all_true = [\"k\"]\nnotice = \"n\"\n";
+
+    fn sources(config_dir: &Path) -> Sources {
+        Sources {
+            config_flag: None,
+            state_dir_flag: None,
+            config_dir_flag: Some(config_dir.to_path_buf()),
+            sets: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    fn settings(file: Option<&str>) -> Settings {
+        Settings {
+            config: parse_config(file).expect("config"),
+            config_path: None,
+            state_dir: PathBuf::from("/nonexistent"),
+            runner_override: None,
+            runner_error: None,
+            runtime_dir: None,
+        }
+    }
+
+    /// The user's rule, a trusted project's rule (an untrusted one is not), the config's
+    /// own table: each uses investigate mode; nothing else does.
+    #[test]
+    fn investigate_is_used_by_a_rule_on_a_trusted_project_or_the_config() {
+        let dir = tempfile::tempdir().expect("temp folder");
+        let config_dir = dir.path().join("config");
+        std::fs::create_dir_all(&config_dir).expect("config folder");
+        let src = sources(&config_dir);
+        assert_eq!(investigate_use(&settings(None), &src), None);
+
+        let project = dir.path().join("proj/.llm-judge");
+        std::fs::create_dir_all(&project).expect("project folder");
+        let project_rules = project.join("rules.toml");
+        std::fs::write(&project_rules, DEEP).expect("project rules");
+        assert_eq!(investigate_use(&settings(None), &src), None, "not trusted");
+        let pins = format!(
+            "{{\"trusted\": {{\"{}\": \"{}\"}}}}",
+            project_rules.display(),
+            pin_of(DEEP)
+        );
+        std::fs::write(config_dir.join(PINS_FILE), pins).expect("pins");
+        let used = investigate_use(&settings(None), &src).unwrap_or_default();
+        assert!(used.starts_with("project rule \"deep\" in "), "{used}");
+
+        std::fs::write(config_dir.join("rules.toml"), DEEP).expect("user rules");
+        let used = investigate_use(&settings(None), &src).unwrap_or_default();
+        assert!(used.starts_with("rule \"deep\" in "), "{used}");
+
+        let own = "[[runners.investigate]]\nname = \"codex\"\nargv = [\"codex\", \"exec\", \
+                   \"--sandbox\", \"read-only\", \"--ignore-user-config\", \"--\", \"{prompt}\"]\n";
+        let used = investigate_use(&settings(Some(own)), &src).unwrap_or_default();
+        assert_eq!(used, "the config sets [[runners.investigate]]");
+    }
 }

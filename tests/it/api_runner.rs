@@ -1,7 +1,9 @@
 //! API runners (issue 41) with the real binary against stand-in model APIs on
 //! 127.0.0.1 (`api_runner/standin.rs`), both protocols: an answer, each failure
 //! reason, a server slower than the timeout, a huge body, non-JSON, a dropped
-//! connection, refused and missing-key attempts feeding runner health, the key never
+//! connection, the failures that are tried again (issue 54: refused or reset, 429,
+//! 5xx, `retry-after`) and their budget, refused and missing-key attempts feeding
+//! runner health once per job, the key never
 //! in the state folder, the investigate refusal, doctor's rows, a pooled connection
 //! across the daemon's jobs, `eval`, the cache and the spend ledger.
 
@@ -44,16 +46,20 @@ fn ask(w: &World, config: &Path, timeout: &str, prompt: &str) -> Finished {
     w.run(cmd)
 }
 
-/// The one attempt's reason of an `ask` against `behaviour`, for protocol `api`.
-fn reason_for(api: &str, behaviour: Behaviour, timeout: &str) -> String {
+/// The reason of an `ask` against `behaviour`, for protocol `api`, and how many
+/// tries gave it (every try of the one runner fails the same way).
+fn reason_for(api: &str, behaviour: Behaviour, timeout: &str) -> (String, usize) {
     let w = World::new();
     let server = StandIn::start(behaviour);
     let config = api_config(&w, api, &server, "");
     let out = ask(&w, &config, timeout, "q");
     assert_eq!(out.code, Some(1), "{out:?}");
     let tried = attempts(&out.json());
-    assert_eq!(tried.len(), 1, "{out:?}");
-    tried[0].2.clone()
+    assert!(
+        tried.iter().all(|t| t.0 == "api" && t.2 == tried[0].2),
+        "{out:?}"
+    );
+    (tried[0].2.clone(), tried.len())
 }
 
 #[test]
@@ -188,46 +194,172 @@ fn each_failure_has_a_reason_a_user_can_act_on_in_both_protocols() {
             .into_bytes()
     };
     for api in ["anthropic", "openai-chat"] {
+        // The reason, and the tries: 429 and 5xx (not 501), and a dropped connection
+        // may pass and are tried three times; a wait past the retry budget is not made.
         let cases = [
             (
                 status(401, &[], error("invalid x-api-key")),
                 "http 401: invalid x-api-key",
+                1,
             ),
             (
-                status(429, &[("retry-after", "7")], error("rate limited")),
-                "http 429: rate limited (retry after 7 s)",
+                status(400, &[], error("max_tokens: too large")),
+                "http 400: max_tokens: too large",
+                1,
+            ),
+            (
+                status(429, &[("retry-after", "30")], error("rate limited")),
+                "http 429: rate limited (retry after 30 s)",
+                1,
             ),
             (
                 status(503, &[], error("overloaded")),
                 "http 503: overloaded",
+                3,
+            ),
+            (
+                status(501, &[], error("no such thing")),
+                "http 501: no such thing",
+                1,
             ),
             (
                 status(302, &[("location", "http://127.0.0.1:1/evil")], Vec::new()),
                 "http 302",
+                1,
             ),
             (
                 Behaviour::Huge { len: 1 << 20 },
                 "http 200: the response is over 4096 bytes (output_cap_bytes)",
+                1,
             ),
             (
                 ok(b"<html>busy</html>".to_vec()),
                 "http 200: bad response: not JSON: <html>busy</html>",
+                1,
             ),
         ];
-        for (behaviour, want) in cases {
-            assert_eq!(reason_for(api, behaviour, "30"), want, "{api}");
+        for (behaviour, want, tries) in cases {
+            assert_eq!(
+                reason_for(api, behaviour, "30"),
+                (want.to_string(), tries),
+                "{api}"
+            );
         }
-        let dropped = reason_for(api, Behaviour::Drop, "30");
+        let (dropped, tries) = reason_for(api, Behaviour::Drop, "30");
         assert!(
             dropped.starts_with("connection dropped: "),
             "{api}: {dropped}"
         );
+        assert_eq!(tries, 3, "{api}: a dropped connection is tried again");
         assert_eq!(
             reason_for(api, Behaviour::Silent, "1"),
-            "timed out after 1s",
+            ("timed out after 1s".to_string(), 1),
             "{api}: a server slower than the timeout"
         );
     }
+}
+
+/// A server that resets the first connection answers the second try: one runner, two
+/// attempts, an answer.
+#[test]
+fn a_reset_connection_is_tried_again() {
+    let w = World::new();
+    let server = StandIn::script(vec![
+        Behaviour::Reset,
+        ok(anthropic_reply("{\"ok\": true}")),
+    ]);
+    let config = api_config(&w, "anthropic", &server, "");
+    let out = ask(&w, &config, "30", "q");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let tried = attempts(&out.json());
+    assert_eq!(tried.len(), 2, "{out:?}");
+    assert!(
+        tried[0].0 == "api" && !tried[0].1 && tried[0].2.starts_with("connection reset: "),
+        "{tried:?}"
+    );
+    assert_eq!(tried[1], ("api".to_string(), true, "answered".to_string()));
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A 503 then an answer, through `run` (the daemon's and a hook's path): both tries in
+/// the verdict, each request a run of the spend ledger, and health not touched by the
+/// 503 (the job's one health event is the answer).
+#[test]
+fn a_503_then_an_answer_gives_two_attempts_and_two_spend_runs() {
+    let w = World::new();
+    let server = StandIn::script(vec![
+        status(503, &[], b"busy".to_vec()),
+        ok(anthropic_reply("{\"bug\": true}")),
+    ]);
+    let config = api_config(&w, "anthropic", &server, "[health]\nenabled = true");
+    let job = w.job(
+        "j1",
+        &json!({"prompt": "q", "hit_if_any_true": {"bug": "a bug"}}),
+    );
+    let mut cmd = w.cli();
+    cmd.env(KEY_VAR, KEY)
+        .arg("--config")
+        .arg(&config)
+        .arg("run")
+        .arg(&job);
+    let out = w.run(cmd);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let verdict = w.verdict_of("", "j1");
+    assert_eq!(verdict["outcome"], "hit", "{verdict}");
+    assert_eq!(
+        attempts(&verdict),
+        expected(&[("api", false, "http 503: busy"), ("api", true, "answered")])
+    );
+    let ledger = fs::read_to_string(w.state().join("spend.jsonl")).unwrap();
+    let answered: Vec<bool> = ledger
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["answered"] == true)
+        .collect();
+    assert_eq!(answered, [false, true], "{ledger}");
+    let health = fs::read_to_string(w.state().join("health.json")).unwrap_or_default();
+    assert!(!health.contains("503"), "{health}");
+}
+
+/// A 429 whose `retry-after: 1` is within the budget: the second request comes at
+/// least that second after the first.
+#[test]
+fn a_429s_retry_after_is_waited_before_the_next_try() {
+    let w = World::new();
+    let server = StandIn::script(vec![
+        status(429, &[("retry-after", "1")], b"slow down".to_vec()),
+        ok(openai_reply("{\"ok\": true}")),
+    ]);
+    let config = api_config(&w, "openai-chat", &server, "");
+    let out = ask(&w, &config, "30", "q");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(
+        attempts(&out.json()),
+        expected(&[
+            ("api", false, "http 429: slow down (retry after 1 s)"),
+            ("api", true, "answered"),
+        ])
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let between = requests[1].at.duration_since(requests[0].at);
+    assert!(between >= std::time::Duration::from_secs(1), "{between:?}");
+}
+
+/// The waits of one runner stay within its retry budget (half its timeout here: 5 s):
+/// a server that always says `retry-after: 3` is asked twice, not three times.
+#[test]
+fn retries_stop_at_the_budget() {
+    let w = World::new();
+    let server = StandIn::start(status(503, &[("retry-after", "3")], b"down".to_vec()));
+    let config = api_config(&w, "anthropic", &server, "");
+    let out = ask(&w, &config, "10", "q");
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let reason = "http 503: down (retry after 3 s)";
+    assert_eq!(
+        attempts(&out.json()),
+        expected(&[("api", false, reason), ("api", false, reason)])
+    );
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[test]
@@ -294,14 +426,14 @@ fn refused_and_unconfigured_attempts_say_so() {
         .args(["ask", "q"]);
     let out = w.run(cmd);
     assert_eq!(out.code, Some(1), "{out:?}");
+    // A refused connection is tried three times (nothing ever listens here).
+    let refused = format!("connection refused: http://127.0.0.1:{port}/v1");
     assert_eq!(
         attempts(&out.json()),
         expected(&[
-            (
-                "local",
-                false,
-                &format!("connection refused: http://127.0.0.1:{port}/v1")
-            ),
+            ("local", false, &refused),
+            ("local", false, &refused),
+            ("local", false, &refused),
             (
                 "haiku-api",
                 false,
@@ -345,6 +477,8 @@ fn failures_feed_runner_health_and_a_missing_key_is_like_not_installed() {
         attempts(&first),
         expected(&[
             ("bad", false, "http 500: boom"),
+            ("bad", false, "http 500: boom"),
+            ("bad", false, "http 500: boom"),
             (
                 "nokey",
                 false,
@@ -358,8 +492,15 @@ fn failures_feed_runner_health_and_a_missing_key_is_like_not_installed() {
     let second = ask_with(Some(KEY));
     let order: Vec<String> = attempts(&second).into_iter().map(|a| a.0).collect();
     assert_eq!(order, ["nokey"], "{second}");
-    let health = fs::read_to_string(w.state().join("health.json")).unwrap();
-    assert!(health.contains("http 500: boom"), "{health}");
+    let health: Value =
+        serde_json::from_str(&fs::read_to_string(w.state().join("health.json")).unwrap()).unwrap();
+    let bad = health
+        .as_object()
+        .and_then(|h| h.values().find(|r| r["name"] == "bad"))
+        .unwrap_or_else(|| panic!("{health}"));
+    assert_eq!(bad["last_reason"], "http 500: boom");
+    // Three tries are one health event: benched once (60 s), not doubled twice (240 s).
+    assert_eq!(bad["backoff_seconds"], 60.0, "{health}");
 }
 
 #[test]

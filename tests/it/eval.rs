@@ -1,6 +1,7 @@
-//! `llm-judge eval CASES.jsonl` with the real binary and fake runners: the table and
+//! `llm-judge eval CASES.jsonl...` with the real binary and fake runners: the table and
 //! the JSON per runner, `--min-accuracy`, bad lines, `--runner`, the pool bound, the
-//! cache only when asked, and tokens and cost read from a Claude-style envelope.
+//! cache only when asked, tokens and cost read from a Claude-style envelope, several
+//! case files, and unchecked cases kept apart from wrong ones.
 
 use crate::support::*;
 
@@ -216,22 +217,142 @@ fn tokens_and_cost_come_from_the_envelope_and_failures_are_unchecked() {
         (&json!(1), &json!(["line-2"]))
     );
     let broken = runner_json(&report, "broken");
+    // No answer: no accuracy (not 0 %), nothing wrong, each case unchecked with why.
     assert_eq!(
         (
             &broken["unchecked"],
+            &broken["answered"],
             &broken["accuracy"],
-            &broken["cost_usd"]
+            &broken["cost_usd"],
+            &broken["wrong"]
         ),
-        (&json!(2), &json!(0.0), &Value::Null)
+        (&json!(2), &json!(0), &Value::Null, &Value::Null, &json!([]))
     );
     assert_eq!(
         broken["confusion"],
         json!({"hit": {"hit": 0, "clean": 0, "unchecked": 1}, "clean": {"hit": 0, "clean": 0, "unchecked": 1}})
     );
+    let reason = "no runner answered: broken: exit 3: model overloaded";
+    assert_eq!(
+        broken["unchecked_cases"],
+        json!([{"id": "line-1", "reason": reason}, {"id": "line-2", "reason": reason}])
+    );
     let text = eval(&w, &runners, &[s(&cases)]);
     let cells = row(&text, "claude-like");
     assert_eq!(cells[cells.len() - 4..], ["20", "0", "10", "0.002000"]);
     assert_eq!(row(&text, "broken").last(), Some(&"-"));
+    assert_eq!(row(&text, "broken")[3], "-", "no accuracy: {}", text.stdout);
+    assert!(
+        text.stdout
+            .contains("\nbroken answered none of its 2 cases, so it has no accuracy\n"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(&format!("\nunchecked, broken: line-1, line-2: {reason}\n")),
+        "{}",
+        text.stdout
+    );
+    assert!(!text.stdout.contains("wrong, broken"), "{}", text.stdout);
+    let strict = eval(&w, &runners, &[s(&cases), "--min-accuracy", "0.1"]);
+    assert_eq!(strict.code, Some(1), "{strict:?}");
+    assert!(
+        strict
+            .stdout
+            .ends_with("min accuracy 10.0%: failed (broken answered none)\n"),
+        "{}",
+        strict.stdout
+    );
+}
+
+/// Accuracy counts the answered cases: a runner that fails on one case and is right
+/// on the others is 100 % over what it answered, with the failure listed apart.
+#[test]
+fn accuracy_counts_the_answered_cases_only() {
+    let w = World::new();
+    let flaky = w.runner(
+        "flaky",
+        "case \"$1\" in *DOWN*) echo 'busy' >&2; exit 2;; *) echo '{\"bug\": true}';; esac\n",
+    );
+    let cases = write(
+        &w,
+        "cases.jsonl",
+        "{\"id\": \"a\", \"prompt\": \"a\", \"hit_if_all_true\": [\"bug\"], \"expect\": \"hit\"}\n\
+         {\"id\": \"b\", \"prompt\": \"DOWN\", \"hit_if_all_true\": [\"bug\"], \"expect\": \"hit\"}\n",
+    );
+    let out = eval(&w, &[flaky], &[s(&cases), "--json"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let report = out.json();
+    let flaky = runner_json(&report, "flaky");
+    assert_eq!(
+        (
+            &flaky["cases"],
+            &flaky["answered"],
+            &flaky["correct"],
+            &flaky["accuracy"],
+            &flaky["wrong"]
+        ),
+        (&json!(2), &json!(1), &json!(1), &json!(1.0), &json!([]))
+    );
+    assert_eq!(
+        flaky["unchecked_cases"],
+        json!([{"id": "b", "reason": "no runner answered: flaky: exit 2: busy"}])
+    );
+}
+
+/// Several case files (a shell glob): every case of each runs, a wrong or unchecked
+/// case is named after its file (ids may repeat across files), a bad line names its
+/// file, and a file given twice is refused.
+#[test]
+fn several_case_files_run_together_and_name_each_cases_file() {
+    let w = World::new();
+    let runners = [w.runner("reader", READER)];
+    let case = |id: &str, prompt: &str, expect: &str| {
+        json!({"id": id, "prompt": prompt, "hit_if_all_true": ["bug"], "expect": expect})
+            .to_string()
+    };
+    fs::create_dir_all(w.root.join("cases")).unwrap();
+    let a = write(
+        &w,
+        "cases/a.jsonl",
+        &[case("c1", "a BUG", "hit"), case("c2", "fine", "clean")].join("\n"),
+    );
+    let b = write(
+        &w,
+        "cases/b.jsonl",
+        &[case("c1", "a BUG", "clean"), case("c2", "a BUG", "hit")].join("\n"),
+    );
+    let out = eval(&w, &runners, &[s(&a), s(&b), "--json"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let report = out.json();
+    let reader = runner_json(&report, "reader");
+    assert_eq!(
+        (&reader["cases"], &reader["correct"]),
+        (&json!(4), &json!(3))
+    );
+    assert_eq!(reader["wrong"], json!([format!("{}:c1", s(&b))]));
+    let text = eval(&w, &runners, &[s(&a), s(&b)]);
+    assert!(
+        text.stdout
+            .contains(&format!("\nwrong, reader: {}:c1\n", s(&b))),
+        "{}",
+        text.stdout
+    );
+
+    let bad = write(&w, "cases/bad.jsonl", "{\"prompt\": \"x\"}\n");
+    let out = eval(&w, &runners, &[s(&a), s(&bad)]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("{}: line 1: no \"expect\"", s(&bad))),
+        "{}",
+        out.stderr
+    );
+    let out = eval(&w, &runners, &[s(&a), s(&a)]);
+    out.assert_exit(2, "is given twice; give each cases file once");
+    let out = eval(&w, &runners, &[]);
+    assert_eq!(out.code, Some(2), "no file at all: {out:?}");
 }
 
 #[test]

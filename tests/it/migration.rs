@@ -378,10 +378,11 @@ fn runners_prints_the_table_a_mode_uses_and_the_shipped_one() {
 }
 
 /// An API-only config (the README's "Judge without a CLI"): `runners` lists its API
-/// runner in a form that says what it is, `doctor` passes with a warning that
-/// investigate jobs would be unchecked (API runners may not investigate).
+/// runner in a form that says what it is, `doctor` passes and notes, without a
+/// warning, that investigate jobs would be unchecked (API runners may not
+/// investigate): no rule and not the config uses investigate mode.
 #[test]
-fn an_api_only_config_is_listed_and_passes_doctor_with_a_warning() {
+fn an_api_only_config_is_listed_and_passes_doctor_noting_the_unused_investigate_table() {
     let w = World::new();
     w.config(
         "[[runners.default]]\nname = \"haiku-api\"\napi = \"anthropic\"\n\
@@ -415,10 +416,126 @@ fn an_api_only_config_is_listed_and_passes_doctor_with_a_warning() {
     let said = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
-        said.contains("warn  investigate table: no runner is installed, so its jobs end unchecked"),
+        said.contains(
+            "ok    investigate table: no runner is installed, so its jobs end unchecked; no rule \
+             or config uses investigate mode, so nothing needs it"
+        ),
         "{said}"
     );
+    assert!(!said.contains("warn  investigate"), "{said}");
     assert!(!said.contains("FAIL"), "{said}");
+}
+
+/// The key variable of the API-only configs below.
+const API_KEY_VAR: &str = "LLM_JUDGE_TEST_KEY";
+
+/// An API-only config (its one API runner has its key) run with a PATH that has no
+/// codex or claude: the investigate table has nothing that can run.
+fn api_only(w: &World, extra: &str) -> impl Fn() -> Command {
+    w.config(&format!(
+        "[[runners.default]]\nname = \"haiku-api\"\napi = \"anthropic\"\n\
+         model = \"claude-haiku-4-5\"\napi_key_env = \"{API_KEY_VAR}\"\n{extra}"
+    ));
+    || {
+        let mut cmd = w.command(&[]);
+        cmd.env_remove(RUNNERS_VAR)
+            .env("PATH", "/usr/bin:/bin")
+            .env(API_KEY_VAR, "sk-test-0123456789abcdef");
+        cmd
+    }
+}
+
+/// A user's rules file with one rule on in investigate mode.
+fn investigate_rule(w: &World) -> std::path::PathBuf {
+    let dir = w.xdg.join("llm-judge");
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rules.toml");
+    fs::write(
+        &path,
+        "[[rule]]\nname = \"deep\"\non = [\"stop\"]\nmode = \"investigate\"\n\
+         question = \"Is a stated blocker false? Reply {\\\"false\\\": bool}\"\n\
+         hit_if_all_true = [\"false\"]\nnotice = \"It is not.\"\n",
+    )
+    .unwrap();
+    path
+}
+
+const INVESTIGATE_WARNING: &str = "investigate table: none of its runners (codex, claude) is \
+    installed on the daemon's PATH and logged in, so its jobs end unchecked";
+
+/// The daemon of an API-only config says nothing of the investigate table at start;
+/// the first investigate job that comes makes it warn, once.
+#[test]
+fn the_daemon_warns_of_the_investigate_table_once_an_investigate_job_comes() {
+    let w = World::new();
+    let cmd = api_only(&w, "")();
+    let _daemon = w.start_with(cmd);
+    w.wait_log("ready: queue a job");
+    assert!(!w.log().contains("investigate table"), "{}", w.log());
+    for id in ["i1", "i2"] {
+        w.job(
+            id,
+            &json!({"prompt": "p", "transcript": "T", "mode": "investigate"}),
+        );
+        let path = w.verdict_path(&transcript_hash("T"), id);
+        assert!(wait_until(within(NO_HANG), || path.exists()), "{id}");
+    }
+    let said = w.log_lines(INVESTIGATE_WARNING);
+    assert_eq!(said.len(), 1, "{}", w.log());
+    assert!(said[0].contains("(an investigate job came in)"), "{said:?}");
+}
+
+/// A rule in investigate mode in the user's rules file makes the daemon warn at start,
+/// naming the rule; doctor warns too. Off, the rule makes neither warn.
+#[test]
+fn a_rule_in_investigate_mode_makes_the_daemon_and_doctor_warn_at_start() {
+    let w = World::new();
+    let plain = api_only(&w, "");
+    let rules = investigate_rule(&w);
+    let daemon = w.start_with(plain());
+    w.wait_log(&format!(
+        "{INVESTIGATE_WARNING} (rule \"deep\" in {} uses mode = \"investigate\")",
+        rules.display()
+    ));
+    drop(daemon);
+    let out = output({
+        let mut cmd = plain();
+        cmd.arg("doctor");
+        cmd
+    });
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("warn  investigate table: no runner is installed, so its jobs end unchecked (rule \"deep\""),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(0), "a warning: {said}");
+
+    let text_on = fs::read_to_string(&rules).unwrap();
+    fs::write(&rules, format!("{text_on}enabled = false\n")).unwrap();
+    let out = output({
+        let mut cmd = plain();
+        cmd.arg("doctor");
+        cmd
+    });
+    let said = text(&out.stdout);
+    assert!(!said.contains("warn  investigate"), "an off rule: {said}");
+}
+
+/// A config that gives its own investigate table uses investigate mode: warned at start.
+#[test]
+fn a_configs_own_investigate_table_makes_the_daemon_warn_at_start() {
+    let w = World::new();
+    let plain = api_only(
+        &w,
+        "[[runners.investigate]]\nname = \"codex\"\nargv = [\"codex\", \"exec\", \"--json\", \
+         \"--sandbox\", \"read-only\", \"--ignore-user-config\", \"--\", \"{prompt}\"]\n",
+    );
+    let _daemon = w.start_with(plain());
+    w.wait_log(&format!(
+        "investigate table: none of its runners (codex) is installed on the daemon's PATH and \
+         logged in, so its jobs end unchecked ({} sets [[runners.investigate]])",
+        w.path("config.toml").display()
+    ));
 }
 
 #[test]

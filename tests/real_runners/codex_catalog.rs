@@ -110,7 +110,8 @@ fn codex_model_comes_from_the_catalog_at_start_and_on_sighup() {
     lane.stop_daemon();
 }
 
-// Also: a table none of whose runners is installed is named at start.
+// Also: a table none of whose runners is installed is named at start (the default
+// table), or when its first job comes (the investigate table, which no rule uses here).
 
 #[test]
 fn daemon_warns_at_start_when_no_runner_of_a_table_is_installed() {
@@ -120,14 +121,28 @@ fn daemon_warns_at_start_when_no_runner_of_a_table_is_installed() {
     let mut log = String::new();
     support::wait_until(Instant::now() + Duration::from_secs(60), || {
         log = lane.log();
-        log.contains("investigate table: none of its runners")
+        log.contains("ready: queue a job")
     });
-    for table in ["default", "investigate"] {
-        assert!(
-            log.contains(&format!("{table} table: none of its runners (")),
-            "judge.log:\n{log}"
-        );
-    }
+    assert!(
+        log.contains("default table: none of its runners ("),
+        "judge.log:\n{log}"
+    );
+    assert!(
+        !log.contains("investigate table: none of its runners"),
+        "no rule uses investigate mode: judge.log:\n{log}"
+    );
+    lane.job(
+        "inv",
+        &serde_json::json!({"prompt": "p", "mode": "investigate"}),
+    );
+    support::wait_until(Instant::now() + Duration::from_secs(60), || {
+        log = lane.log();
+        log.contains("investigate table: none of its runners (")
+    });
+    assert!(
+        log.contains("(an investigate job came in)"),
+        "judge.log:\n{log}"
+    );
     assert!(
         log.contains("is installed on the daemon's PATH and logged in, so its jobs end unchecked"),
         "judge.log:\n{log}"

@@ -16,6 +16,7 @@ use crate::core::safety::check_investigate_table;
 use crate::process::probe::ProbeSpec;
 use crate::process::spawn::resolve_program;
 use crate::store::config_file::{LoadError, Sources};
+use crate::store::rules_files::investigate_use;
 use crate::store::state_dir::StateDir;
 use crate::support::error::Chained;
 use crate::support::exit::{EXIT_FAILURE, EXIT_OK};
@@ -143,7 +144,7 @@ pub fn main(settings: &Settings, sources: &Sources, args: &DoctorArgs) -> i32 {
             p.display().to_string()
         });
     report.add(Level::Ok, format!("config: {source}"));
-    check_tables(settings, args.online, &mut report);
+    check_tables(settings, sources, args.online, &mut report);
     check_isolation(&mut report);
     check_codex_models(settings, &mut report);
     check_state(&StateDir::new(&settings.state_dir), &mut report);
@@ -224,7 +225,7 @@ fn check_isolation(report: &mut Report) {
     }
 }
 
-fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
+fn check_tables(settings: &Settings, sources: &Sources, online: bool, report: &mut Report) {
     let client = online.then(crate::process::api_call::ApiClient::default);
     if settings.runner_override.is_some() {
         report.add(
@@ -232,7 +233,14 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
             format!("{RUNNERS_VAR} is set: it replaces both tables and bypasses the safety check"),
         );
     }
+    // The investigate table matters when something uses investigate mode (under the
+    // override variable its one table is the default's); else its findings are notes.
+    let used = match settings.runner_override {
+        Some(_) => None,
+        None => investigate_use(settings, sources),
+    };
     for mode in [Mode::Default, Mode::Investigate] {
+        let first_line = report.lines.len();
         let (mut found, mut usable) = (0, 0);
         for runner in settings.table(mode) {
             if let Some(api) = &runner.api {
@@ -252,15 +260,20 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
         // Only the default table fails doctor: an investigate table nothing can run (an
         // API-only config, whose API runners may not investigate) leaves investigate
         // jobs unchecked, which is a warning.
-        let level = match mode {
-            Mode::Default => Level::Fail,
-            Mode::Investigate => Level::Warn,
+        let unused = mode == Mode::Investigate && used.is_none();
+        let (level, why) = match (mode, &used) {
+            (Mode::Default, _) => (Level::Fail, String::new()),
+            (Mode::Investigate, Some(used)) => (Level::Warn, format!(" ({used})")),
+            (Mode::Investigate, None) => (
+                Level::Ok,
+                "; no rule or config uses investigate mode, so nothing needs it".to_string(),
+            ),
         };
         if found == 0 {
             report.add(
                 level,
                 format!(
-                    "{} table: no runner is installed, so its jobs end unchecked",
+                    "{} table: no runner is installed, so its jobs end unchecked{why}",
                     mode.name()
                 ),
             );
@@ -269,10 +282,18 @@ fn check_tables(settings: &Settings, online: bool, report: &mut Report) {
                 level,
                 format!(
                     "{} table: no runner is usable (each one is missing, not logged in, or \
-                     an API runner without its key), so its jobs end unchecked",
+                     an API runner without its key), so its jobs end unchecked{why}",
                     mode.name()
                 ),
             );
+        }
+        if unused {
+            // Its runners' rows are notes: no job of the user's needs them.
+            for line in &mut report.lines[first_line..] {
+                if line.0 == Level::Warn {
+                    line.0 = Level::Ok;
+                }
+            }
         }
     }
     if settings.runner_override.is_none() {

@@ -31,11 +31,37 @@ pub enum CallEnd {
     TimedOut { seconds: f64 },
     /// Nothing listens at the address.
     Refused { address: String },
-    /// Any other transport failure: `label` says when (`cannot connect`, `connection
-    /// dropped`), `detail` the error's own words.
-    Transport { label: &'static str, detail: String },
+    /// Any other transport failure: `kind` says when, `detail` the error's own words.
+    Transport { kind: Transport, detail: String },
     /// Shutdown stopped it (the job stays queued).
     Stopped,
+}
+
+/// When a transport failure happened; its label starts the attempt's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// The HTTP client could not be built (nothing was sent).
+    NoClient,
+    /// The key cannot be sent (a character no header may carry).
+    NotConfigured,
+    /// Connecting failed: no route, a name that does not resolve, a TLS refusal.
+    CannotConnect,
+    /// The server reset or aborted the connection.
+    Reset,
+    /// The connection closed before the whole response came.
+    Dropped,
+}
+
+impl Transport {
+    pub fn label(self) -> &'static str {
+        match self {
+            Transport::NoClient => "cannot build the HTTP client",
+            Transport::NotConfigured => "not configured",
+            Transport::CannotConnect => "cannot connect",
+            Transport::Reset => "connection reset",
+            Transport::Dropped => "connection dropped",
+        }
+    }
 }
 
 /// The request body: the system prompt, the prompt, `max_tokens`, the temperature,
@@ -239,7 +265,7 @@ pub fn judge_call(runner: &str, spec: &ApiSpec, end: &CallEnd) -> (Judged, RunEn
         CallEnd::Refused { address } => {
             (clip("connection refused", address), RunEnd::RequestFailed)
         }
-        CallEnd::Transport { label, detail } => (clip(label, detail), RunEnd::RequestFailed),
+        CallEnd::Transport { kind, detail } => (clip(kind.label(), detail), RunEnd::RequestFailed),
         CallEnd::TooLarge { status, cap } => (
             format!("http {status}: the response is over {cap} bytes (output_cap_bytes)"),
             RunEnd::RequestFailed,

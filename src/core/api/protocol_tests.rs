@@ -160,7 +160,7 @@ fn failures_read_as_the_user_can_act_on_them() {
         ),
         (
             CallEnd::Transport {
-                label: "connection dropped",
+                kind: Transport::Dropped,
                 detail: "connection closed before message completed".into(),
             },
             "connection dropped: connection closed before message completed",

@@ -209,6 +209,16 @@ impl Config {
         }
     }
 
+    /// True when this config gives its own investigate table (a config file's
+    /// `[[runners.investigate]]` that differs from the shipped one): its user means to
+    /// judge in investigate mode.
+    pub fn own_investigate_table(&self) -> bool {
+        static SHIPPED: std::sync::OnceLock<Option<Vec<Runner>>> = std::sync::OnceLock::new();
+        let shipped =
+            SHIPPED.get_or_init(|| parse_config(None).ok().map(|c| c.runners.investigate));
+        shipped.as_ref() != Some(&self.runners.investigate)
+    }
+
     /// The timeout rules for job parsing.
     pub fn timeouts(&self) -> TimeoutRules {
         TimeoutRules {

@@ -281,3 +281,20 @@ fn unsafe_investigate_table_in_a_file_is_refused() {
     .unwrap_err().to_string();
     assert!(e.contains("investigate runner \"cur\""), "{e}");
 }
+
+#[test]
+fn only_a_config_with_its_own_investigate_table_uses_investigate() {
+    let shipped = parse_config(None).unwrap();
+    assert!(!shipped.own_investigate_table());
+    let api_only = parse_config(Some(
+        "[[runners.default]]\nname = \"haiku-api\"\napi = \"anthropic\"\nmodel = \"m\"\n",
+    ))
+    .unwrap();
+    assert!(!api_only.own_investigate_table(), "the default table only");
+    let own = parse_config(Some(
+        "[[runners.investigate]]\nname = \"codex\"\nargv = [\"codex\", \"exec\", \"--json\", \
+         \"--sandbox\", \"read-only\", \"--ignore-user-config\", \"--\", \"{prompt}\"]\n",
+    ))
+    .unwrap();
+    assert!(own.own_investigate_table());
+}

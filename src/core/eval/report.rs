@@ -1,6 +1,7 @@
 //! `llm-judge eval`'s report: each runner's row against the cases' `expect`
-//! (confusion, accuracy, latency percentiles, tokens, cost, the ids it got wrong), the
-//! `--min-accuracy` result, and the aligned text table. Pure.
+//! (confusion, accuracy over the cases it answered, latency percentiles, tokens, cost,
+//! the cases it got wrong and those it left unchecked with why), the `--min-accuracy`
+//! result, and the aligned text table. Pure.
 
 use serde::Serialize;
 
@@ -13,12 +14,27 @@ use crate::core::verdict::{Attempt, Outcome};
 pub struct Judged<'a> {
     /// The case's id.
     pub id: &'a str,
+    /// Its cases file, when eval was given several (then an id names a case only with
+    /// its file); `None` with one.
+    pub file: Option<&'a str>,
     /// What it should have been.
     pub expect: Expect,
     /// What it was.
     pub outcome: Outcome,
+    /// Why, as the verdict says (for an unchecked case: why no runner answered).
+    pub reason: &'a str,
     /// The attempts of the run (one, or the cache's).
     pub attempts: &'a [Attempt],
+}
+
+impl Judged<'_> {
+    /// The case as the report names it: its id, after its file when there are several.
+    fn label(&self) -> String {
+        match self.file {
+            Some(file) => format!("{file}:{}", self.id),
+            None => self.id.to_string(),
+        }
+    }
 }
 
 /// Outcomes of the cases that expected one thing.
@@ -61,22 +77,39 @@ pub struct Tokens {
     pub output: u64,
 }
 
+/// A case the runner did not answer, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unchecked {
+    pub id: String,
+    /// Its cases file, when eval was given several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The verdict's reason (`no runner answered: <runner>: <reason>`, ...).
+    pub reason: String,
+}
+
 /// One runner's row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunnerReport {
     pub runner: String,
     pub cases: usize,
+    /// The cases it answered (`cases - unchecked`).
+    pub answered: usize,
     pub correct: usize,
-    /// `correct / cases` (an unchecked case is not correct).
-    pub accuracy: f64,
+    /// `correct / answered`; `None` when it answered none (a runner that cannot run
+    /// has no accuracy, not 0).
+    pub accuracy: Option<f64>,
     pub confusion: Confusion,
     pub unchecked: usize,
     pub latency_ms: Latency,
     pub tokens: Tokens,
     /// Summed over the attempts that reported a cost; `None` when none did.
     pub cost_usd: Option<f64>,
-    /// Ids of the cases judged otherwise than expected, in file order.
+    /// The answered cases judged otherwise than expected, in file order: ids, each
+    /// after its file (`file:id`) when eval was given several files.
     pub wrong: Vec<String>,
+    /// The cases it did not answer, in file order, each with its reason.
+    pub unchecked_cases: Vec<Unchecked>,
 }
 
 impl RunnerReport {
@@ -85,30 +118,36 @@ impl RunnerReport {
         let mut report = RunnerReport {
             runner: runner.to_string(),
             cases: 0,
+            answered: 0,
             correct: 0,
-            accuracy: 0.0,
+            accuracy: None,
             confusion: Confusion::default(),
             unchecked: 0,
             latency_ms: Latency::default(),
             tokens: Tokens::default(),
             cost_usd: None,
             wrong: Vec::new(),
+            unchecked_cases: Vec::new(),
         };
         let mut times = Vec::new();
         let mut spent = Usage::default();
         for case in judged {
             report.cases += 1;
-            if case.expect.met_by(case.outcome) {
+            if case.outcome == Outcome::Unchecked {
+                report.unchecked += 1;
+                report.unchecked_cases.push(Unchecked {
+                    id: case.id.to_string(),
+                    file: case.file.map(str::to_string),
+                    reason: case.reason.to_string(),
+                });
+            } else if case.expect.met_by(case.outcome) {
                 report.correct += 1;
             } else {
-                report.wrong.push(case.id.to_string());
+                report.wrong.push(case.label());
             }
             match case.expect {
                 Expect::Hit => report.confusion.hit.add(case.outcome),
                 Expect::Clean => report.confusion.clean.add(case.outcome),
-            }
-            if case.outcome == Outcome::Unchecked {
-                report.unchecked += 1;
             }
             for attempt in case.attempts {
                 times.extend(attempt.elapsed_ms);
@@ -124,8 +163,9 @@ impl RunnerReport {
         };
         // Sums of a few decimal costs show float noise (0.0030000000000000005).
         report.cost_usd = spent.cost_usd.map(|c| (c * 1e9).round() / 1e9);
-        if report.cases > 0 {
-            report.accuracy = report.correct as f64 / report.cases as f64;
+        report.answered = report.cases - report.unchecked;
+        if report.answered > 0 {
+            report.accuracy = Some(report.correct as f64 / report.answered as f64);
         }
         times.sort_unstable();
         report.latency_ms = Latency {
@@ -133,6 +173,16 @@ impl RunnerReport {
             p95: percentile(&times, 95),
         };
         report
+    }
+
+    /// Its accuracy as the text shows it: `80.0%`, or `-` when it answered none.
+    fn accuracy_text(&self) -> String {
+        self.accuracy.map_or_else(|| "-".to_string(), percent)
+    }
+
+    /// True when it meets `min`: it answered some case, and enough of them right.
+    fn meets(&self, min: f64) -> bool {
+        self.accuracy.is_some_and(|a| a >= min)
     }
 }
 
@@ -156,9 +206,10 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of these rows against `min_accuracy`.
+    /// The report of these rows against `min_accuracy` (a runner that answered no
+    /// case does not meet it).
     pub fn new(runners: Vec<RunnerReport>, min_accuracy: Option<f64>) -> Self {
-        let passed = min_accuracy.is_none_or(|min| runners.iter().all(|r| r.accuracy >= min));
+        let passed = min_accuracy.is_none_or(|min| runners.iter().all(|r| r.meets(min)));
         Report {
             runners,
             min_accuracy,
@@ -167,11 +218,14 @@ impl Report {
     }
 }
 
-/// Wrongly judged ids shown per runner in the text form; `--json` has them all.
+/// Wrongly judged (or unchecked) cases shown per runner (or reason) in the text form;
+/// `--json` has them all.
 const WRONG_SHOWN: usize = 10;
+/// Distinct reasons shown per runner for its unchecked cases.
+const REASONS_SHOWN: usize = 3;
 
-/// The text form: one aligned table, a row per runner, then the ids each runner got
-/// wrong and the `--min-accuracy` result.
+/// The text form: one aligned table, a row per runner, then the cases each runner got
+/// wrong, those it left unchecked (by reason), and the `--min-accuracy` result.
 pub fn render(report: &Report) -> String {
     let header = [
         "runner",
@@ -196,7 +250,7 @@ pub fn render(report: &Report) -> String {
             r.runner.clone(),
             r.cases.to_string(),
             r.correct.to_string(),
-            percent(r.accuracy),
+            r.accuracy_text(),
             counts(&r.confusion.hit),
             counts(&r.confusion.clean),
             r.unchecked.to_string(),
@@ -213,30 +267,26 @@ pub fn render(report: &Report) -> String {
         "(hit→h/c/u: the cases expected hit judged hit / clean / unchecked; clean→ likewise)\n",
     );
     for r in report.runners.iter().filter(|r| !r.wrong.is_empty()) {
-        let shown: Vec<&str> = r
-            .wrong
-            .iter()
-            .take(WRONG_SHOWN)
-            .map(String::as_str)
-            .collect();
-        let more = r.wrong.len().saturating_sub(WRONG_SHOWN);
-        let tail = if more > 0 {
-            format!(" and {more} more (--json lists all)")
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "wrong, {}: {}{tail}\n",
-            r.runner,
-            shown.join(", ")
-        ));
+        out.push_str(&format!("wrong, {}: {}\n", r.runner, listed(&r.wrong)));
+    }
+    for r in report.runners.iter().filter(|r| r.unchecked > 0) {
+        if r.answered == 0 {
+            out.push_str(&format!(
+                "{} answered none of its {} cases, so it has no accuracy\n",
+                r.runner, r.cases
+            ));
+        }
+        out.push_str(&unchecked_lines(r));
     }
     if let Some(min) = report.min_accuracy {
         let under: Vec<String> = report
             .runners
             .iter()
-            .filter(|r| r.accuracy < min)
-            .map(|r| format!("{} {}", r.runner, percent(r.accuracy)))
+            .filter(|r| !r.meets(min))
+            .map(|r| match r.accuracy {
+                Some(a) => format!("{} {}", r.runner, percent(a)),
+                None => format!("{} answered none", r.runner),
+            })
             .collect();
         if under.is_empty() {
             out.push_str(&format!("min accuracy {}: passed\n", percent(min)));
@@ -247,6 +297,53 @@ pub fn render(report: &Report) -> String {
                 under.join(", ")
             ));
         }
+    }
+    out
+}
+
+/// Up to `WRONG_SHOWN` names, and how many more.
+fn listed(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(WRONG_SHOWN).map(String::as_str).collect();
+    let more = names.len().saturating_sub(WRONG_SHOWN);
+    let tail = if more > 0 {
+        format!(" and {more} more (--json lists all)")
+    } else {
+        String::new()
+    };
+    format!("{}{tail}", shown.join(", "))
+}
+
+/// A runner's unchecked cases, a line per reason (the first `REASONS_SHOWN`), first
+/// seen first: `unchecked, r: c1, c2: no runner answered: r: exit 3`.
+fn unchecked_lines(r: &RunnerReport) -> String {
+    let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
+    for case in &r.unchecked_cases {
+        let label = match &case.file {
+            Some(file) => format!("{file}:{}", case.id),
+            None => case.id.clone(),
+        };
+        match reasons
+            .iter_mut()
+            .find(|(reason, _)| *reason == case.reason)
+        {
+            Some((_, labels)) => labels.push(label),
+            None => reasons.push((&case.reason, vec![label])),
+        }
+    }
+    let mut out = String::new();
+    for (reason, labels) in reasons.iter().take(REASONS_SHOWN) {
+        out.push_str(&format!(
+            "unchecked, {}: {}: {reason}\n",
+            r.runner,
+            listed(labels)
+        ));
+    }
+    let more = reasons.len().saturating_sub(REASONS_SHOWN);
+    if more > 0 {
+        out.push_str(&format!(
+            "unchecked, {}: and {more} more reasons (--json lists all)\n",
+            r.runner
+        ));
     }
     out
 }
@@ -336,31 +433,43 @@ mod tests {
         let judged = [
             Judged {
                 id: "a",
+                file: None,
+                reason: "all true: bug",
                 expect: Expect::Hit,
                 outcome: Outcome::Hit,
                 attempts: &a1,
             },
             Judged {
                 id: "b",
+                file: None,
+                reason: "r",
                 expect: Expect::Hit,
                 outcome: Outcome::Unchecked,
                 attempts: &a2,
             },
             Judged {
                 id: "c",
+                file: None,
+                reason: "r",
                 expect: Expect::Clean,
                 outcome: Outcome::Hit,
                 attempts: &a3,
             },
             Judged {
                 id: "d",
+                file: None,
+                reason: "r",
                 expect: Expect::Clean,
                 outcome: Outcome::Clean,
                 attempts: &a4,
             },
         ];
         let r = RunnerReport::of("r", judged);
-        assert_eq!((r.cases, r.correct, r.accuracy), (4, 2, 0.5));
+        // b was not answered: not wrong, and not in the accuracy (2 right of 3 answered).
+        assert_eq!(
+            (r.cases, r.answered, r.correct, r.accuracy),
+            (4, 3, 2, Some(2.0 / 3.0))
+        );
         assert_eq!(
             r.confusion,
             Confusion {
@@ -377,7 +486,15 @@ mod tests {
             }
         );
         assert_eq!(r.unchecked, 1);
-        assert_eq!(r.wrong, ["b", "c"]);
+        assert_eq!(r.wrong, ["c"]);
+        assert_eq!(
+            r.unchecked_cases,
+            [Unchecked {
+                id: "b".into(),
+                file: None,
+                reason: "r".into()
+            }]
+        );
         // Only the timed attempts count: 10, 20, 30.
         assert_eq!(
             r.latency_ms,
@@ -399,6 +516,8 @@ mod tests {
             "n",
             [Judged {
                 id: "d",
+                file: None,
+                reason: "r",
                 expect: Expect::Clean,
                 outcome: Outcome::Clean,
                 attempts: &a4,
@@ -406,15 +525,101 @@ mod tests {
         );
         assert_eq!(
             (none.cost_usd, none.latency_ms.p50, none.accuracy),
-            (None, None, 1.0)
+            (None, None, Some(1.0))
         );
+    }
+
+    /// A runner that answered no case has no accuracy (not 0 %), fails any
+    /// `--min-accuracy`, and the text says so with each reason; several files name
+    /// each case's file.
+    #[test]
+    fn a_runner_that_answered_none_has_no_accuracy_and_says_why() {
+        let unchecked = |id, file, reason| Judged {
+            id,
+            file: Some(file),
+            expect: Expect::Hit,
+            outcome: Outcome::Unchecked,
+            reason,
+            attempts: &[],
+        };
+        let r = RunnerReport::of(
+            "down",
+            [
+                unchecked("c1", "a.jsonl", "no runner answered: down: exit 3"),
+                unchecked("c1", "b.jsonl", "no runner answered: down: exit 3"),
+                unchecked("c2", "b.jsonl", "no runner answered: down: not installed"),
+            ],
+        );
+        assert_eq!((r.answered, r.accuracy, r.unchecked), (0, None, 3));
+        assert!(r.wrong.is_empty(), "unchecked is not wrong");
+        assert_eq!(r.unchecked_cases[1].file.as_deref(), Some("b.jsonl"));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["accuracy"], serde_json::Value::Null);
+        assert_eq!(
+            json["unchecked_cases"][2],
+            serde_json::json!({"id": "c2", "file": "b.jsonl", "reason": "no runner answered: down: not installed"})
+        );
+        let report = Report::new(vec![r], Some(0.0));
+        assert!(!report.passed, "no answer meets no minimum");
+        let text = render(&report);
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap_or_default()
+                .starts_with("down        3        0         -"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\ndown answered none of its 3 cases, so it has no accuracy\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\nunchecked, down: a.jsonl:c1, b.jsonl:c1: no runner answered: down: exit 3\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\nunchecked, down: b.jsonl:c2: no runner answered: down: not installed\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("min accuracy 0.0%: failed (down answered none)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_case_is_named_after_its_file_when_there_are_several() {
+        let wrong = Judged {
+            id: "c4",
+            file: Some("rules/cases/b.jsonl"),
+            expect: Expect::Clean,
+            outcome: Outcome::Hit,
+            reason: "all true: bug",
+            attempts: &[],
+        };
+        let r = RunnerReport::of(
+            "r",
+            [
+                wrong,
+                Judged {
+                    file: None,
+                    ..wrong
+                },
+            ],
+        );
+        assert_eq!(r.wrong, ["rules/cases/b.jsonl:c4", "c4"]);
+        assert_eq!(r.accuracy, Some(0.0), "answered, all wrong: 0 %");
     }
 
     #[test]
     fn min_accuracy_fails_when_any_runner_is_under_it() {
         let row = |name: &str, correct: usize| RunnerReport {
             correct,
-            accuracy: correct as f64 / 10.0,
+            accuracy: Some(correct as f64 / 10.0),
             ..RunnerReport::of(name, [])
         };
         let rows = vec![row("a", 9), row("b", 10)];
@@ -435,12 +640,16 @@ mod tests {
             [
                 Judged {
                     id: "c1",
+                    file: None,
+                    reason: "r",
                     expect: Expect::Hit,
                     outcome: Outcome::Hit,
                     attempts: &a,
                 },
                 Judged {
                     id: "c2",
+                    file: None,
+                    reason: "r",
                     expect: Expect::Clean,
                     outcome: Outcome::Hit,
                     attempts: &a,
@@ -452,12 +661,16 @@ mod tests {
             [
                 Judged {
                     id: "c1",
+                    file: None,
+                    reason: "r",
                     expect: Expect::Hit,
                     outcome: Outcome::Unchecked,
                     attempts: &b,
                 },
                 Judged {
                     id: "c2",
+                    file: None,
+                    reason: "r",
                     expect: Expect::Clean,
                     outcome: Outcome::Unchecked,
                     attempts: &b,
@@ -476,7 +689,7 @@ mod tests {
         );
         assert!(lines[1].ends_with("20       0   10  0.002000"), "{text}");
         assert!(
-            lines[2].starts_with("failing      2        0      0.0%"),
+            lines[2].starts_with("failing      2        0         -"),
             "{text}"
         );
         assert!(lines[2].ends_with("0       0    0         -"), "{text}");
@@ -487,9 +700,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\nwrong, yes: c2\n"), "{text}");
-        assert!(text.contains("\nwrong, failing: c1, c2\n"), "{text}");
         assert!(
-            text.ends_with("min accuracy 90.0%: failed (yes 50.0%, failing 0.0%)\n"),
+            !text.contains("wrong, failing"),
+            "unchecked is not wrong: {text}"
+        );
+        assert!(text.contains("\nunchecked, failing: c1, c2: r\n"), "{text}");
+        assert!(
+            text.ends_with("min accuracy 90.0%: failed (yes 50.0%, failing answered none)\n"),
             "{text}"
         );
     }
@@ -502,6 +719,8 @@ mod tests {
             "r",
             ids.iter().map(|id| Judged {
                 id,
+                file: None,
+                reason: "r",
                 expect: Expect::Hit,
                 outcome: Outcome::Clean,
                 attempts: &b,

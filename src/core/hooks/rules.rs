@@ -291,6 +291,14 @@ fn toml_error(text: &str, e: &toml::de::Error) -> RulesError {
     RulesError { line, message }
 }
 
+/// The first rule that is on and asks in investigate mode: what makes the investigate
+/// table matter to a user of hooks (an off rule is never asked).
+pub fn first_investigating(rules: &[Rule]) -> Option<&Rule> {
+    rules
+        .iter()
+        .find(|rule| rule.enabled && rule.mode == Mode::Investigate)
+}
+
 /// A project's `rules` that the user's do not name, and the names of the others: a
 /// project's rules only add, so a trusted file cannot turn off or swap a rule of the
 /// user's for another question under the same name.
@@ -353,6 +361,23 @@ wait_ms = 2000
             (Mode::Investigate, false, Some(2000))
         );
         assert!(parse_rules("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn only_a_rule_that_is_on_makes_investigate_used() {
+        let rules = parse_rules(GOOD).unwrap();
+        assert_eq!(
+            first_investigating(&rules),
+            None,
+            "the investigate rule is off"
+        );
+        let on = GOOD.replace("enabled = false\n", "");
+        let rules = parse_rules(&on).unwrap();
+        assert_eq!(
+            first_investigating(&rules).map(|r| r.name.as_str()),
+            Some("blockers")
+        );
+        assert_eq!(first_investigating(&[]), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use super::{JobRun, as_error};
-use crate::core::job::Job;
+use crate::core::job::{Job, Mode};
 use crate::core::verdict::{Verdict, error_verdict, verdict_for};
 use crate::engine::attempts::{CacheSlot, JudgeProgress, Judging, Plan, RunMarks, judge};
 use crate::engine::flight::{self, Flight, FlightResult};
@@ -29,6 +29,11 @@ impl JobRun<'_> {
             // catstack's wording (its tests and users grep judge.log for it), then the cause.
             tracing::error!("job {} failed: {why}", job.id);
             return Ok(error_verdict(&as_error(job, why.to_string()), now_unix()));
+        }
+        if job.mode == Mode::Investigate
+            && let Some(notice) = &self.services.investigate
+        {
+            notice.job_arrived(settings);
         }
         let tag = claim.record().tag.clone();
         let plan = Plan::new(settings, job, job_cwd(settings, job).await);

@@ -208,17 +208,17 @@ async fn a_half_written_job_is_left_for_later_only_while_it_is_fresh() {
 }
 
 /// An API runner's attempt goes through the same seam as a process: a scripted 429
-/// falls back to the next API runner, whose JSON-mode reply spread over lines answers;
-/// the failure feeds runner health as a CLI's would.
+/// whose wait would pass the retry budget falls back to the next API runner, whose
+/// JSON-mode reply spread over lines answers; the failure feeds runner health as a
+/// CLI's would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
     use crate::core::api::protocol::CallEnd;
-    use crate::core::runner::table::Runner;
     use crate::store::health_store::HealthStore;
 
     let busy = CallEnd::Response {
         status: 429,
-        retry_after: Some("7".into()),
+        retry_after: Some("30".into()),
         body: br#"{"error": {"message": "slow down"}}"#.to_vec(),
     };
     let reply = json!({
@@ -231,12 +231,6 @@ async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
         body: reply.to_string().into_bytes(),
     };
     let mut b = Bench::new(vec![Act::Api(busy), Act::Api(answers)]);
-    let api_runner = |name: &str, api: &str| -> Runner {
-        let entry = format!(
-            "name = \"{name}\"\napi = \"{api}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
-        );
-        toml::from_str(&entry).expect("an API runner entry")
-    };
     b.settings.runner_override = Some(vec![
         api_runner("haiku-api", "anthropic"),
         api_runner("local", "openai-chat"),
@@ -252,7 +246,7 @@ async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
     let verdict = b.verdict("T", "a").expect("a verdict");
     let attempts = &verdict["attempts"];
     assert_eq!(
-        attempts[0]["reason"], "http 429: slow down (retry after 7 s)",
+        attempts[0]["reason"], "http 429: slow down (retry after 30 s)",
         "{verdict}"
     );
     assert_eq!(
@@ -268,4 +262,140 @@ async fn api_attempts_go_through_the_seam_and_fall_back_like_any_runner() {
     );
     let health = std::fs::read_to_string(b.state.health()).expect("health.json");
     assert!(health.contains("http 429: slow down"), "{health}");
+}
+
+/// An API runner whose request failed in a way that may pass (503, a refused
+/// connection) is tried again, each try an attempt of the verdict; its health hears
+/// once, of the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_api_failure_is_tried_again_and_health_hears_once() {
+    use crate::core::api::protocol::CallEnd;
+    use crate::store::health_store::HealthStore;
+
+    let reply = json!({
+        "choices": [{"message": {"content": "{\"ok\": true}"}, "finish_reason": "stop"}],
+    });
+    let acts = vec![
+        Act::Api(CallEnd::Response {
+            status: 503,
+            retry_after: None,
+            body: b"busy".to_vec(),
+        }),
+        Act::Api(CallEnd::Refused {
+            address: "http://127.0.0.1:9/v1".into(),
+        }),
+        Act::Api(CallEnd::Response {
+            status: 200,
+            retry_after: None,
+            body: reply.to_string().into_bytes(),
+        }),
+    ];
+    let mut b = Bench::new(acts);
+    b.settings.runner_override = Some(vec![api_runner("local", "openai-chat")]);
+    b.settings.config.health.enabled = true;
+    let services = Services {
+        health: HealthStore::open(&b.state, &b.settings.config.health, false),
+        ..b.services()
+    };
+    let path = b.job("a", &question("p"));
+    let handled = bounded("handle", b.handle(&path, &services, Steer::default())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Hit), "{handled:?}");
+    let verdict = b.verdict("T", "a").expect("a verdict");
+    let tried: Vec<(&str, &str)> = verdict["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| {
+            let text = |key: &str| a[key].as_str().unwrap_or_default();
+            (text("runner"), text("reason"))
+        })
+        .collect();
+    assert_eq!(
+        tried,
+        [
+            ("local", "http 503: busy"),
+            ("local", "connection refused: http://127.0.0.1:9/v1"),
+            ("local", "answered"),
+        ]
+    );
+    let health = std::fs::read_to_string(b.state.health()).unwrap_or_default();
+    assert!(
+        !health.contains("http 503"),
+        "an answer clears it: {health}"
+    );
+}
+
+/// A stop during the wait before a retry ends the job `Stopped` (it stays queued),
+/// without waiting the server's `retry-after` out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_the_wait_before_a_retry_leaves_the_job_queued() {
+    use crate::core::api::protocol::CallEnd;
+
+    let busy = CallEnd::Response {
+        status: 429,
+        retry_after: Some("9".into()),
+        body: Vec::new(),
+    };
+    let mut b = Bench::new(vec![Act::Api(busy)]);
+    b.settings.runner_override = Some(vec![api_runner("local", "openai-chat")]);
+    let path = b.job("w", &question("p"));
+    let (stop, cancel) = watch::channel(Control::Run);
+    let steer = Steer {
+        stop: Some(cancel),
+        ..Steer::default()
+    };
+    let services = b.services();
+    let running = b.handle(&path, &services, steer);
+    let stopper = async {
+        b.spawner.started.notified().await;
+        let _ = stop.send(Control::Stop);
+    };
+    let begun = std::time::Instant::now();
+    let (handled, ()) = bounded("handle", async { tokio::join!(running, stopper) }).await;
+    assert_eq!(handled, JobEnd::Stopped);
+    assert!(
+        begun.elapsed() < Duration::from_secs(9),
+        "the wait was cut short"
+    );
+    assert!(path.exists(), "job stays queued");
+    assert_eq!(b.spawner.starts(), 1);
+}
+
+/// A retry is a run like the first try: at the run cap it is not sent, and the
+/// failure stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_cap_stops_a_retry() {
+    use crate::core::api::protocol::CallEnd;
+    use crate::store::spend_ledger::SpendLedger;
+
+    let busy = CallEnd::Response {
+        status: 503,
+        retry_after: Some("0".into()),
+        body: b"busy".to_vec(),
+    };
+    let mut b = Bench::new(vec![Act::Api(busy)]);
+    b.settings.runner_override = Some(vec![api_runner("local", "openai-chat")]);
+    b.settings.config.max_runs_per_hour = Some(1);
+    let services = Services {
+        spend: Some(Arc::new(SpendLedger::open(&b.state, false))),
+        ..b.services()
+    };
+    let path = b.job("c", &question("p"));
+    let handled = bounded("handle", b.handle(&path, &services, Steer::default())).await;
+    assert_eq!(outcome(&handled), Some(Outcome::Unchecked), "{handled:?}");
+    let verdict = b.verdict("T", "c").expect("a verdict");
+    assert_eq!(
+        verdict["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "{verdict}"
+    );
+    assert_eq!(b.spawner.starts(), 1, "the retry was not sent");
+}
+
+/// An API runner entry of the tests' tables (nothing listens at its address).
+fn api_runner(name: &str, api: &str) -> crate::core::runner::table::Runner {
+    let entry = format!(
+        "name = \"{name}\"\napi = \"{api}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+    );
+    toml::from_str(&entry).expect("an API runner entry")
 }

@@ -1,6 +1,7 @@
 //! A stand-in model API on 127.0.0.1: a plain HTTP/1.1 server on its own threads that
-//! answers every request the way its `Behaviour` says, records each request (headers
-//! and body), and counts the connections it accepted. Dropped at the end of a test:
+//! answers each request the way its script of `Behaviour`s says (the Nth request the
+//! Nth, the last one for every request after), records each request (headers, body,
+//! when it came), and counts the connections it accepted. Dropped at the end of a test:
 //! its listener closes and every connection thread ends (they wait on bounded reads).
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -8,7 +9,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the stand-in does with each request.
 #[derive(Clone)]
@@ -23,6 +24,8 @@ pub enum Behaviour {
     Silent,
     /// Reads the request and closes the connection without a byte.
     Drop,
+    /// Reads the request and resets the connection (a TCP RST: `SO_LINGER` 0).
+    Reset,
     /// A 200 with a body that is `len` bytes long.
     Huge { len: usize },
 }
@@ -34,6 +37,8 @@ pub struct Request {
     /// Header lines as sent, lowercase names.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When its head was read.
+    pub at: Instant,
 }
 
 impl Request {
@@ -50,7 +55,7 @@ impl Request {
 }
 
 struct Shared {
-    behaviour: Mutex<Behaviour>,
+    script: Vec<Behaviour>,
     requests: Mutex<Vec<Request>>,
     connections: AtomicUsize,
     closing: AtomicBool,
@@ -65,10 +70,17 @@ pub struct StandIn {
 
 impl StandIn {
     pub fn start(behaviour: Behaviour) -> StandIn {
+        StandIn::script(vec![behaviour])
+    }
+
+    /// A stand-in that answers the Nth request as `script[N]`, and every request past
+    /// the script's end as its last entry.
+    pub fn script(script: Vec<Behaviour>) -> StandIn {
+        assert!(!script.is_empty(), "a script of at least one behaviour");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local address").port();
         let shared = Arc::new(Shared {
-            behaviour: Mutex::new(behaviour),
+            script,
             requests: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
@@ -133,8 +145,12 @@ fn serve(stream: TcpStream, shared: &Shared) {
             Some(request) => request,
             None => return,
         };
-        shared.requests.lock().unwrap().push(request);
-        let behaviour = shared.behaviour.lock().unwrap().clone();
+        let behaviour = {
+            let mut requests = shared.requests.lock().unwrap();
+            let at = requests.len().min(shared.script.len() - 1);
+            requests.push(request);
+            shared.script[at].clone()
+        };
         match behaviour {
             Behaviour::Reply {
                 status,
@@ -182,6 +198,10 @@ fn serve(stream: TcpStream, shared: &Shared) {
                 let _ = writer.shutdown(Shutdown::Both);
                 return;
             }
+            Behaviour::Reset => {
+                reset(&writer);
+                return;
+            }
         }
     }
 }
@@ -199,6 +219,7 @@ fn read_request(reader: &mut BufReader<TcpStream>, shared: &Shared) -> Option<Re
             Err(_) => return None,
         }
     }
+    let at = Instant::now();
     let mut headers = Vec::new();
     loop {
         let mut header = String::new();
@@ -221,7 +242,28 @@ fn read_request(reader: &mut BufReader<TcpStream>, shared: &Shared) -> Option<Re
         line: line.trim_end().to_string(),
         headers,
         body,
+        at,
     })
+}
+
+/// Makes the close of `stream` (all its handles) a reset: `SO_LINGER` on, 0 seconds.
+fn reset(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: the descriptor is open (borrowed from `stream`), and the option value is
+    // a `linger` whose size is passed with it.
+    let _ = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::from_ref(&linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
 }
 
 /// A Messages response with `text` and token counts.

@@ -321,6 +321,74 @@ fn launchd_install_writes_a_plist_a_plist_parser_accepts_then_uninstall_reverses
     assert!(text(&out).0.contains("not installed"));
 }
 
+/// Where no systemd user manager listens (a container, WSL without systemd, a plain
+/// SSH login), install says so and what runs the daemon instead, before it reads,
+/// writes or runs anything (no systemctl, no loginctl), with or without --dry-run.
+#[test]
+fn without_a_systemd_user_session_install_refuses_before_doing_anything() {
+    let w = Machine::new();
+    let empty = w.root.join("empty runtime");
+    let plain_file = w.root.join("file runtime");
+    fs::create_dir_all(&empty).unwrap();
+    fs::create_dir_all(plain_file.join("systemd")).unwrap();
+    fs::write(plain_file.join("systemd/private"), "").unwrap();
+    for runtime in [&empty, &plain_file] {
+        for args in [&["install", "--dry-run"][..], &["install"][..]] {
+            let mut cmd = w.service("systemd", args);
+            cmd.env("XDG_CONFIG_HOME", &w.xdg)
+                .env("XDG_RUNTIME_DIR", runtime)
+                .env("FAKE_LINGER", "yes");
+            let out = run(cmd, NO_HANG);
+            let (stdout, stderr) = text(&out);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stdout}\n{stderr}");
+            let socket = runtime.join("systemd/private");
+            assert!(
+                stderr.contains(&format!(
+                    "llm-judge service install: no systemd user session here: there is no {} \
+                     for `systemctl --user` to reach",
+                    socket.display()
+                )),
+                "{stderr}"
+            );
+            let daemon = format!(
+                "{} daemon --state-dir {}",
+                shell_word(&bin()),
+                shell_word(w.state.to_str().unwrap())
+            );
+            assert!(
+                stderr.contains(&format!("  nohup {daemon} >/dev/null 2>&1 &\n")),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains(&format!("  tmux new-session -d -s llm-judge {daemon}\n")),
+                "{stderr}"
+            );
+            assert!(stderr.contains("login script"), "{stderr}");
+            assert!(stderr.contains("nothing was written"), "{stderr}");
+            assert!(stdout.is_empty(), "{stdout}");
+            assert!(!w.unit_path().exists(), "no unit file");
+            assert!(!w.state.exists(), "no state folder");
+            assert!(w.calls().is_empty(), "{:?}", w.calls());
+        }
+    }
+    // launchd has no such session to look for.
+    let mut cmd = w.service("launchd", &["install", "--dry-run"]);
+    cmd.env("XDG_RUNTIME_DIR", &empty);
+    ok(&run(cmd, NO_HANG));
+}
+
+/// A word as a POSIX shell reads it (single quotes unless plain), as install prints it.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+    match plain {
+        true => word.to_string(),
+        false => format!("'{}'", word.replace('\'', "'\\''")),
+    }
+}
+
 #[test]
 fn an_unknown_manager_is_a_usage_error_naming_the_variable() {
     let w = Machine::new();

@@ -27,7 +27,9 @@ const LABEL: &str = "com.catstack.llm-judge";
 
 /// One test's machine: the shared world's temp folder and HOME, an XDG_CONFIG_HOME
 /// and a state folder with spaces in their names (the state folder not created: the
-/// service commands make it), and fake service managers.
+/// service commands make it), fake service managers, and an XDG_RUNTIME_DIR holding the
+/// socket a systemd user manager listens on (`systemd/private`), so install finds a
+/// user session.
 struct Machine {
     _world: World,
     root: PathBuf,
@@ -36,6 +38,7 @@ struct Machine {
     state: PathBuf,
     fakes: PathBuf,
     calls: PathBuf,
+    runtime: PathBuf,
 }
 
 const FAKE_SYSTEMCTL: &str = r#"#!/bin/sh
@@ -80,12 +83,22 @@ impl Machine {
             state: root.join("state dir"),
             fakes: root.join("fakes"),
             calls: root.join("fakes/calls"),
+            runtime: root.join("session"),
             root,
             _world: shared,
         };
         for d in [&world.home, &world.xdg, &world.fakes] {
             fs::create_dir_all(d).unwrap();
         }
+        // The socket file stays once its listener is gone: install only looks for it.
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(world.runtime.join("systemd"))
+            .unwrap();
+        drop(
+            std::os::unix::net::UnixListener::bind(world.runtime.join("systemd/private")).unwrap(),
+        );
         for (name, body) in [
             ("systemctl", FAKE_SYSTEMCTL),
             ("loginctl", FAKE_LOGINCTL),
@@ -111,6 +124,7 @@ impl Machine {
             .env("HOME", &self.home)
             .env("USER", "tester")
             .env("FAKE_DIR", &self.fakes)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
             .env("LLM_JUDGE_SERVICE_MANAGER", manager)
             .arg("--state-dir")
             .arg(&self.state)
