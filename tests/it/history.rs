@@ -40,6 +40,25 @@ fn history_json(w: &World, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// The stop went through unblocked: the user was told `said`, and judge.log has a
+/// `let through` line with `why` naming the rule and the session.
+fn let_through_said(w: &World, out: &Value, said: &str, why: &str) {
+    assert!(out.get("decision").is_none(), "{out}");
+    let told = out["systemMessage"].as_str().unwrap_or_default();
+    assert!(told.contains(said), "{told}");
+    let log = w.log();
+    let through = log
+        .lines()
+        .find(|l| l.contains("let through"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        through.contains(why)
+            && through.contains("rule=tests")
+            && through.contains("session=claude:s1"),
+        "{through}"
+    );
+}
+
 fn by_rule<'a>(rows: &'a [Value], rule: &str) -> &'a Value {
     rows.iter()
         .find(|r| r["rule"] == rule)
@@ -75,7 +94,7 @@ fn a_block_and_a_delivered_notice_are_on_record_counted_and_told() {
     let out = out.expect("the notice");
     assert_eq!(
         out["systemMessage"],
-        "llm-judge: rule gives-up's notice went to the agent: Try a workaround first."
+        "llm-judge: the notice of rule gives-up went to the agent: Try a workaround first."
     );
     // Another session's verdicts are not this one's.
     assert!(history_json(&w, &["--session", "s2"]).is_empty());
@@ -173,22 +192,11 @@ fn a_stop_past_the_block_cap_goes_through_and_says_so() {
     // No daemon: the first stop is judged in the hook and blocked.
     assert_eq!(stop("Tests pass.").unwrap()["decision"], "block");
     let out = stop("They really pass.").expect("a message");
-    assert!(out.get("decision").is_none(), "{out}");
-    let said = out["systemMessage"].as_str().unwrap();
-    assert!(
-        said.contains(
-            "this turn used its 1 blocks, so the stop went through without rule tests's verdict"
-        ),
-        "{said}"
-    );
-    let log = w.log();
-    let through = log
-        .lines()
-        .find(|l| l.contains("let through"))
-        .unwrap_or_else(|| panic!("{log}"));
-    assert!(
-        through.contains("why=\"block cap\"") && through.contains("rule=tests"),
-        "{through}"
+    let_through_said(
+        &w,
+        &out,
+        "this turn used its one block, so the stop went through without the verdict of rule tests",
+        "why=\"block cap\"",
     );
     // Judged later: on record with what the stop did.
     let _d = w.start(std::slice::from_ref(&runner));
@@ -366,22 +374,11 @@ fn a_block_rule_with_no_verdict_within_its_wait_lets_the_stop_through_and_says_s
     );
     assert_eq!(code, Some(0));
     let out = out.expect("a message");
-    assert!(out.get("decision").is_none(), "{out}");
-    let said = out["systemMessage"].as_str().unwrap();
-    assert!(
-        said.contains(
-            "rule tests gave no verdict within the wait (0.3 s), so the stop went through unjudged"
-        ),
-        "{said}"
-    );
-    let log = w.log();
-    let through = log
-        .lines()
-        .find(|l| l.contains("let through"))
-        .unwrap_or_else(|| panic!("{log}"));
-    assert!(
-        through.contains("why=\"wait\"") && through.contains("session=claude:s1"),
-        "{through}"
+    let_through_said(
+        &w,
+        &out,
+        "rule tests gave no verdict within the wait (0.3 s), so the stop went through unjudged",
+        "why=\"wait\"",
     );
     assert_eq!(w.jobs_left().len(), 1, "the job waits for a daemon");
 }

@@ -32,7 +32,7 @@ impl Call<'_> {
                     let rule = taken.verdict.rule_id.clone();
                     let name = rule.as_deref().unwrap_or("(unnamed)");
                     self.tell_user(format!(
-                        "rule {name}'s notice went to the agent: {}",
+                        "the notice of rule {name} went to the agent: {}",
                         super::stop::one_line(&notice)
                     ));
                     self.decide(

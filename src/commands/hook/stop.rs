@@ -267,9 +267,12 @@ impl Call<'_> {
         let later = "a hit reaches the agent as a notice at its next prompt";
         let text = match decision {
             Decision::LetThroughAtCap => format!(
-                "this turn used its {} blocks, so the stop went through without rule {rules}'s \
-                 verdict; {later}",
-                self.settings.config.hooks.max_blocks
+                "this turn used its {}, so the stop went through without the verdict \
+                 of rule {rules}; {later}",
+                match self.settings.config.hooks.max_blocks {
+                    1 => "one block".to_string(),
+                    n => format!("{n} blocks"),
+                }
             ),
             _ => format!(
                 "rule {rules} gave no verdict within the wait ({:.1} s), so the stop went \

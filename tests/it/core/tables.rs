@@ -287,7 +287,8 @@ fn default_table_tries_claude_codex_cursor_in_order_each_in_a_private_fresh_temp
         );
     }
     assert_eq!(w.log_lines(" INFO runner end id=plain ").len(), 3);
-    let finished = " INFO job finished id=plain outcome=unchecked runner=- duration_ms=";
+    // An unchecked verdict is a warning (someone should look), its fields in order.
+    let finished = " WARN job finished id=plain outcome=unchecked runner=- duration_ms=";
     assert_eq!(w.log_lines(finished).len(), 1, "{}", w.log());
 }
 
