@@ -160,13 +160,15 @@ pub fn collect(state: &StateDir, budget: &Budget) -> Value {
     })
 }
 
-/// `hits_last_hour`: the hits per rule of the last hour, from the verdict history (an
-/// empty list when there is none; `null` when it cannot be read, which is logged).
+/// `hits_last_hour`: the hits per rule of the last hour, from the verdict history as
+/// imported so far (an empty list when there is none; `null` when it cannot be read,
+/// which is said).
 fn hits_last_hour(state: &StateDir, config: &crate::core::config::Config) -> Value {
     if !state.history().exists() {
         return json!([]);
     }
-    let hits = crate::store::history::open_current(state, config)
+    // Read only: what the daemon (or `history`) imported; status writes nothing.
+    let hits = crate::store::history::History::open(state, config.fsync)
         .and_then(|history| history.hits_since(now_unix() - HOUR));
     match hits {
         Ok(hits) => hits

@@ -66,6 +66,8 @@ fn run(state: &StateDir, mut config: Config, receive: &mpsc::Receiver<Message>) 
         let last = match receive.recv_timeout(IMPORT_EVERY) {
             Ok(Message::Config(new)) => {
                 config = *new;
+                // Opened again at the next import, with the new config's `fsync`.
+                history = None;
                 continue;
             }
             Err(RecvTimeoutError::Timeout) => false,

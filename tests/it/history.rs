@@ -382,3 +382,26 @@ fn a_block_rule_with_no_verdict_within_its_wait_lets_the_stop_through_and_says_s
     );
     assert_eq!(w.jobs_left().len(), 1, "the job waits for a daemon");
 }
+
+/// A link in place of the history folder: the stop is judged as ever, and nothing is
+/// written through the link.
+#[test]
+fn a_linked_history_folder_is_never_written_through() {
+    let w = World::new();
+    write_rules(&w, BLOCK_RULE);
+    let runner = judge(&w, r#"{"unverified": true}"#);
+    let elsewhere = w.path("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::create_dir_all(w.state()).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.state().join("history")).unwrap();
+    let (code, out, _) = hook(
+        &w,
+        std::slice::from_ref(&runner),
+        "claude",
+        &claude_stop("s1", "p1", "Tests pass."),
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(out.unwrap()["decision"], "block");
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(w.log().contains("history record not kept"), "{}", w.log());
+}

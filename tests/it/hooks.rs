@@ -229,7 +229,7 @@ fn codex_blocks_at_most_max_blocks_times_a_turn_and_a_retried_hook_judges_once()
     // The user hears that the stop went through unjudged.
     let through = json!({
         "systemMessage": "llm-judge: this turn used its 2 blocks, so the stop went through \
-            without the verdict of rule tests; a hit reaches the agent as a notice at its next prompt"
+            without the verdict of rule tests; a hit reaches the agent as a notice once it is judged"
     });
     assert_eq!(
         stop("Tests pass, really.", true),

@@ -17,7 +17,7 @@ use crate::core::history::{Decision, DecisionRecord, QueuedRecord, Record};
 use crate::core::hooks::input::{Event, Harness, HookInput, InputError, parse_input};
 use crate::core::hooks::jobs::session_key;
 use crate::core::hooks::output::{Answer, render};
-use crate::core::hooks::rules::Trigger;
+use crate::core::hooks::rules::{Action, Trigger};
 use crate::store::config_file::{self, Sources};
 use crate::store::hook_session::HookSession;
 use crate::store::state_dir::StateDir;
@@ -168,6 +168,8 @@ struct Call<'a> {
     /// What this call did with verdicts: logged and put on record once the answer
     /// carrying them is written.
     decisions: Vec<DecisionRecord>,
+    /// This call held the stop for its block rules (their records get the whole stop).
+    waited_for_blocks: bool,
 }
 
 impl<'a> Call<'a> {
@@ -196,6 +198,7 @@ impl<'a> Call<'a> {
             started,
             queued: Vec::new(),
             decisions: Vec::new(),
+            waited_for_blocks: false,
         }
     }
 
@@ -263,10 +266,14 @@ impl<'a> Call<'a> {
     fn finish(self, written: bool) {
         let session = session_key(&self.input);
         let stop_ms = self.started.elapsed().as_millis() as u64;
+        let waited = self.waited_for_blocks;
         let mut records: Vec<Record> = self
             .queued
             .into_iter()
-            .map(|q| Record::Queued(QueuedRecord { stop_ms, ..q }))
+            .map(|q| match waited && q.action == Action::Block.name() {
+                true => Record::Queued(QueuedRecord { stop_ms, ..q }),
+                false => Record::Queued(q),
+            })
             .collect();
         if written {
             for d in self.decisions {

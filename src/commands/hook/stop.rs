@@ -21,6 +21,7 @@ impl Call<'_> {
         let blocks: Vec<&RuleJob> = jobs.iter().filter(|j| j.action == Action::Block).collect();
         let default = self.settings.config.hooks.wait_ms;
         let deadline = deadline(&blocks, default);
+        self.waited_for_blocks = !blocks.is_empty();
         Answer {
             block: self.block(&block_jobs(&blocks), deadline, Decision::Blocked),
             ..Answer::default()
@@ -149,9 +150,12 @@ impl Call<'_> {
             rule: job.rule.clone(),
             action: job.action.name().to_string(),
             cwd: job.job.cwd.clone(),
-            reply: reply.chars().take(REPLY_MAX_CHARS).collect(),
+            // Whole (the hook's input is bounded): a case made of it is judged as this was.
+            reply: reply.to_string(),
             prompt: prompt.map(String::from),
-            stop_ms: 0,
+            // The stop's time so far; a block rule's becomes the whole stop's (its
+            // wait included) at the end of a call that waited for it.
+            stop_ms: self.started.elapsed().as_millis() as u64,
         }
     }
 
@@ -239,7 +243,10 @@ impl Call<'_> {
             return None;
         }
         if !self.take_block() {
-            let hit_jobs = hits.iter().map(|(job, _)| *job).collect();
+            // Another stop took the turn's last block: these hits go back to their
+            // folder, to reach the agent as notices at its next prompt.
+            let hit_jobs: Vec<&BlockJob> = hits.iter().map(|(job, _)| *job).collect();
+            self.give_back(&hit_jobs);
             self.let_through(hit_jobs, Decision::LetThroughAtCap, wait);
             return None;
         }
@@ -264,7 +271,7 @@ impl Call<'_> {
         }
         let rules: Vec<&str> = jobs.iter().map(|j| j.rule.as_str()).collect();
         let rules = rules.join(", ");
-        let later = "a hit reaches the agent as a notice at its next prompt";
+        let later = "a hit reaches the agent as a notice once it is judged";
         let text = match decision {
             Decision::LetThroughAtCap => format!(
                 "this turn used its {}, so the stop went through without the verdict \
@@ -319,4 +326,19 @@ fn deadline(jobs: &[&RuleJob], default_ms: u64) -> Instant {
         .max()
         .unwrap_or(default_ms);
     Instant::now() + Duration::from_millis(wait)
+}
+
+impl Call<'_> {
+    /// Puts the verdicts of `jobs` taken for this answer back in their folder.
+    fn give_back(&mut self, jobs: &[&BlockJob]) {
+        let (back, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.taken)
+            .into_iter()
+            .partition(|t| jobs.iter().any(|j| j.id == t.verdict.id));
+        self.taken = keep;
+        for taken in back {
+            if let Err(e) = taken.give_back() {
+                tracing::warn!("verdict taken for a block past the cap: {e}");
+            }
+        }
+    }
 }

@@ -124,12 +124,14 @@ pub fn render_table(rows: &[Row], told: bool) -> String {
     out
 }
 
-/// `text` in at most `width` characters (cut with `…`).
+/// `text` in at most `width` characters (cut with `…`), control characters shown as
+/// `?` (a session id or a project's notice must not steer the terminal).
 pub fn fit(text: &str, width: usize) -> String {
+    let shown = text.chars().map(|c| if c.is_control() { '?' } else { c });
     if text.chars().count() <= width {
-        return text.to_string();
+        return shown.collect();
     }
-    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    let kept: String = shown.take(width.saturating_sub(1)).collect();
     format!("{kept}…")
 }
 
@@ -207,6 +209,18 @@ mod tests {
         assert_eq!(v["answer"]["unverified"], true);
         r.answer = Some("{\"cut".into());
         assert_eq!(r.to_json()["answer"], "{\"cut");
+    }
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        let mut r = row(1);
+        r.session = "s\u{1b}[2J".into();
+        r.told = Some("Run \u{1b}]0;pwned\u{7} the tests".into());
+        let table = render_table(&[r], true);
+        assert!(
+            !table.chars().any(|c| c.is_control() && c != '\n'),
+            "{table:?}"
+        );
     }
 
     #[test]

@@ -109,35 +109,25 @@ impl RuleStats {
 /// rule, groups in the order first seen and rules by name.
 pub fn aggregate(rows: &[(String, Row)]) -> Vec<RuleStats> {
     let mut stats: Vec<RuleStats> = Vec::new();
+    let mut at: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    // Groups in the order first seen.
+    let mut order: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (group, row) in rows {
         let rule = row.rule.as_deref().unwrap_or(NO_RULE);
-        let at = match stats
-            .iter()
-            .position(|s| s.group == *group && s.rule == rule)
-        {
-            Some(at) => at,
-            None => {
-                stats.push(RuleStats {
-                    group: group.clone(),
-                    rule: rule.to_string(),
-                    ..RuleStats::default()
-                });
-                stats.len() - 1
-            }
-        };
-        stats[at].add(row);
-    }
-    let order: Vec<String> = rows
-        .iter()
-        .map(|(g, _)| g.clone())
-        .fold(Vec::new(), |mut seen, g| {
-            if !seen.contains(&g) {
-                seen.push(g);
-            }
-            seen
+        let i = *at.entry((group.as_str(), rule)).or_insert_with(|| {
+            stats.push(RuleStats {
+                group: group.clone(),
+                rule: rule.to_string(),
+                ..RuleStats::default()
+            });
+            stats.len() - 1
         });
+        let next = order.len();
+        order.entry(group.as_str()).or_insert(next);
+        stats[i].add(row);
+    }
     stats.sort_by(|a, b| {
-        let rank = |s: &RuleStats| order.iter().position(|g| *g == s.group);
+        let rank = |s: &RuleStats| order.get(s.group.as_str()).copied();
         rank(a).cmp(&rank(b)).then_with(|| a.rule.cmp(&b.rule))
     });
     stats
@@ -176,7 +166,7 @@ pub fn render_table(stats: &[RuleStats]) -> String {
     let mut group = None;
     for s in stats {
         if !s.group.is_empty() && group != Some(&s.group) {
-            out.push_str(&format!("{}\n", s.group));
+            out.push_str(&format!("{}\n", fit(&s.group, 100)));
             group = Some(&s.group);
         }
         let pair = |a: Option<u64>, b: Option<u64>| match (a, b) {

@@ -130,17 +130,31 @@ impl History {
     }
 
     /// Imports the spool's new records; a closed spool file read to its end is removed.
+    /// Nothing is written when nothing is new.
     pub fn import(&mut self) -> Result<Imported, HistoryError> {
         let files = spool::files(&self.dir).map_err(|e| HistoryError {
             path: self.dir.clone(),
             cause: e.to_string(),
         })?;
         let mut imported = Imported::default();
-        let mut done = Vec::new();
+        let fail = |e| fail_at(&self.path, e);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| fail_at(&self.path, e))?;
+            .map_err(fail)?;
+        // Offsets of files gone (removed by another importer) must not outlive them.
+        let known: Vec<String> = tx
+            .prepare("SELECT name FROM spool")
+            .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
+            .map_err(fail)?;
+        for name in known
+            .iter()
+            .filter(|n| !files.iter().any(|f| &f.name == *n))
+        {
+            tx.execute("DELETE FROM spool WHERE name = ?1", [name])
+                .map_err(fail)?;
+        }
+        let mut done = Vec::new();
         for file in &files {
             let from: u64 = tx
                 .query_row(
@@ -149,7 +163,7 @@ impl History {
                     |r| r.get(0),
                 )
                 .optional()
-                .map_err(|e| fail_at(&self.path, e))?
+                .map_err(fail)?
                 .unwrap_or(0);
             let read = match spool::read_from(&file.path, from) {
                 Ok(read) => read,
@@ -160,23 +174,27 @@ impl History {
                 }
             };
             for record in &read.records {
-                insert(&tx, record).map_err(|e| fail_at(&self.path, e))?;
+                insert(&tx, record).map_err(fail)?;
             }
             imported.records += read.records.len();
             imported.bad_lines += read.bad_lines;
-            tx.execute(
-                "INSERT INTO spool(name, offset) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET offset = ?2",
-                params![file.name, read.to],
-            )
-            .map_err(|e| fail_at(&self.path, e))?;
-            if file.closed {
+            if read.to != from {
+                tx.execute(
+                    "INSERT INTO spool(name, offset) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET offset = ?2",
+                    params![file.name, read.to],
+                )
+                .map_err(fail)?;
+            }
+            // Its hour over and read to its end: nothing more comes (a line left
+            // unended there was cut short by a crash).
+            if file.closed && read.at_end {
                 done.push(file.clone());
             }
         }
-        tx.commit().map_err(|e| fail_at(&self.path, e))?;
+        tx.commit().map_err(fail)?;
         for file in done {
-            // Read to its last whole line and its hour over: nothing more will come.
             if std::fs::remove_file(&file.path).is_ok() {
+                // Also dropped by the next import if this fails.
                 let _ = self
                     .conn
                     .execute("DELETE FROM spool WHERE name = ?1", [&file.name]);
@@ -214,7 +232,7 @@ impl History {
 
     /// The verdicts `filter` takes, oldest first.
     pub fn rows(&self, filter: &Filter) -> Result<Vec<Row>, HistoryError> {
-        let mut rows = self.select(filter, None).map_err(|e| self.fail(e))?;
+        let mut rows = self.select(filter, None)?;
         rows.reverse();
         Ok(rows.into_iter().map(|(_, row)| row).collect())
     }
@@ -225,7 +243,7 @@ impl History {
         filter: &Filter,
         by: Option<By>,
     ) -> Result<Vec<(String, Row)>, HistoryError> {
-        let mut rows = self.select(filter, Some(by)).map_err(|e| self.fail(e))?;
+        let mut rows = self.select(filter, Some(by))?;
         rows.reverse();
         Ok(rows)
     }
@@ -307,22 +325,48 @@ impl History {
         }
     }
 
+    /// The rows `filter` takes, newest first, each with its group for `by`. The
+    /// conditions are only those the filter sets, so SQLite can use the indexes (time,
+    /// rule, session) for them.
     fn select(
         &self,
         filter: &Filter,
         by: Option<Option<By>>,
-    ) -> rusqlite::Result<Vec<(String, Row)>> {
-        let since = match &filter.since {
-            Some(since) => match self.since_unix(since)? {
-                Some(at) => Some(at),
-                None => {
-                    return Err(rusqlite::Error::InvalidParameterName(format!(
-                        "--since {since:?} is not a date of the calendar"
-                    )));
-                }
-            },
-            None => None,
-        };
+    ) -> Result<Vec<(String, Row)>, HistoryError> {
+        use rusqlite::types::Value as Sql;
+        let mut conditions: Vec<&str> = Vec::new();
+        let mut values: Vec<Sql> = Vec::new();
+        if let Some(since) = &filter.since {
+            let at = self.since_unix(since).map_err(|e| self.fail(e))?;
+            let Some(at) = at else {
+                return Err(HistoryError {
+                    path: self.path.clone(),
+                    cause: format!(
+                        "--since {since:?} is not a date of the calendar; give one that is"
+                    ),
+                });
+            };
+            conditions.push("v.at >= ?");
+            values.push(Sql::Real(at));
+        }
+        let text = |t: &str| Sql::Text(t.to_string());
+        if let Some(session) = &filter.session {
+            conditions.push("v.session GLOB ?");
+            values.push(Sql::Text(session_pattern(session)));
+        }
+        for (set, condition) in [
+            (&filter.rule, "v.rule = ?"),
+            (&filter.outcome, "v.outcome = ?"),
+            (&filter.harness, "v.harness = ?"),
+        ] {
+            if let Some(value) = set {
+                conditions.push(condition);
+                values.push(text(value));
+            }
+        }
+        if filter.marked {
+            conditions.push("m.label IS NOT NULL");
+        }
         let group = match by {
             Some(Some(By::Day)) => "date(v.at, 'unixepoch', 'localtime')",
             Some(Some(By::Week)) => {
@@ -331,32 +375,22 @@ impl History {
             Some(Some(By::Session)) => "v.transcript",
             _ => "''",
         };
-        let session = filter.session.as_deref().map(session_pattern);
-        let sql = format!(
-            "{} WHERE (?1 IS NULL OR v.at >= ?1) AND (?2 IS NULL OR v.session GLOB ?2) \
-             AND (?3 IS NULL OR v.rule = ?3) AND (?4 IS NULL OR v.outcome = ?4) \
-             AND (?5 IS NULL OR v.harness = ?5) AND (?6 = 0 OR m.label IS NOT NULL) \
-             ORDER BY v.at DESC, v.record DESC LIMIT ?7",
-            SELECT_ROWS.replacen("SELECT ", &format!("SELECT {group}, "), 1)
-        );
-        let limit = filter.limit.map_or(-1, |n| n as i64);
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map(
-            params![
-                since,
-                session,
-                filter.rule,
-                filter.outcome,
-                filter.harness,
-                filter.marked,
-                limit
-            ],
-            |r| {
+        let mut sql = SELECT_ROWS.replacen("SELECT ", &format!("SELECT {group}, "), 1);
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        sql.push_str(" ORDER BY v.at DESC, v.record DESC LIMIT ?");
+        values.push(Sql::Integer(filter.limit.map_or(-1, |n| n as i64)));
+        let read = || -> rusqlite::Result<Vec<(String, Row)>> {
+            let mut stmt = self.conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
                 let group: String = r.get(0)?;
                 read_row_at(r, 1).map(|row| (group, row))
-            },
-        )?;
-        rows.collect()
+            })?;
+            rows.collect()
+        };
+        read().map_err(|e| self.fail(e))
     }
 }
 
@@ -610,8 +644,12 @@ fn prune(
     match pruned {
         Ok(()) => {
             conn.execute_batch("COMMIT")?;
-            // Gives freed pages back to the file system (auto_vacuum = INCREMENTAL).
-            conn.execute_batch("PRAGMA incremental_vacuum;")
+            // Gives freed pages back to the file system (auto_vacuum = INCREMENTAL): the
+            // pragma frees one page a step, so it is stepped to its end.
+            let mut vacuum = conn.prepare("PRAGMA incremental_vacuum")?;
+            let mut rows = vacuum.query([])?;
+            while rows.next()?.is_some() {}
+            Ok(())
         }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
@@ -638,7 +676,10 @@ pub fn open_current(
     config: &crate::core::config::Config,
 ) -> Result<History, HistoryError> {
     let mut history = History::open(state, config.fsync)?;
-    history.import()?;
+    // What is there is shown even when the newest records cannot be taken in now.
+    if let Err(e) = history.import() {
+        tracing::warn!("{e}; showing what was imported before");
+    }
     if let Err(e) = history.prune(&config.history, false) {
         tracing::warn!("{e}");
     }

@@ -15,13 +15,18 @@ use crate::core::history::Record;
 use crate::store::state_dir::{self, NOFOLLOW, StateDir, now_unix};
 
 /// A spool file stops taking records past this size (when nothing imports it); what
-/// the writers had then is dropped, and said once by the next import.
+/// the writers had then is dropped, each writer saying so in judge.log.
 pub const MAX_SPOOL_BYTES: u64 = 64 << 20;
+
+/// At most this many spool files wait (three days of hours with records, when nothing
+/// imports them): a new hour's file is not started past it.
+pub const MAX_SPOOL_FILES: usize = 72;
 
 /// The seconds a spool file covers.
 const SPOOL_SPAN: u64 = 3_600;
 
-/// Appends `records` to this hour's spool file, one write. Never waits.
+/// Appends `records` to this hour's spool file, one write. Never waits. The folder is
+/// checked each time: a link or another user's folder in its place is refused.
 pub fn append(state: &StateDir, records: &[Record]) -> io::Result<()> {
     if records.is_empty() {
         return Ok(());
@@ -32,14 +37,9 @@ pub fn append(state: &StateDir, records: &[Record]) -> io::Result<()> {
         lines.push(b'\n');
     }
     let dir = state.history();
+    state_dir::private_dir(&dir)?;
     let path = dir.join(spool_name(now_unix()));
-    let file = match open_append(&path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            state_dir::private_dir(&dir)?;
-            open_append(&path)?
-        }
-        opened => opened?,
-    };
+    let file = open_append(&path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other(format!(
@@ -53,6 +53,15 @@ pub fn append(state: &StateDir, records: &[Record]) -> io::Result<()> {
              `llm-judge history` or the daemon imports it",
             path.display(),
             MAX_SPOOL_BYTES >> 20
+        )));
+    }
+    // A new hour's file: started only while the files waiting are few.
+    if meta.len() == 0 && files(&dir)?.len() > MAX_SPOOL_FILES {
+        let _ = std::fs::remove_file(&path);
+        return Err(io::Error::other(format!(
+            "{} holds over {MAX_SPOOL_FILES} spool files (nothing imported them): history \
+             records are dropped until `llm-judge history` or the daemon imports them",
+            dir.display()
         )));
     }
     // One write of whole lines: O_APPEND keeps the lines of several writers whole.
@@ -118,6 +127,9 @@ pub struct Read {
     pub records: Vec<Record>,
     pub bad_lines: usize,
     pub to: u64,
+    /// True when the read reached the file's end (what is past `to` is then a line
+    /// not ended yet, or one a crash cut short).
+    pub at_end: bool,
 }
 
 /// Reads `file` from `from`, without following a link; at most [`MAX_SPOOL_BYTES`]
@@ -125,7 +137,8 @@ pub struct Read {
 pub fn read_from(file: &Path, from: u64) -> io::Result<Read> {
     use std::io::{Read as _, Seek, SeekFrom};
     let mut opened = state_dir::open_nofollow(file)?;
-    if !opened.metadata()?.is_file() {
+    let meta = opened.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::other(format!(
             "{} is not a regular file",
             file.display()
@@ -145,6 +158,7 @@ pub fn read_from(file: &Path, from: u64) -> io::Result<Read> {
         records: Vec::new(),
         bad_lines: 0,
         to: from + whole as u64,
+        at_end: from + bytes.len() as u64 >= meta.len(),
     };
     for line in bytes[..whole]
         .split(|&b| b == b'\n')
@@ -213,6 +227,31 @@ mod tests {
         std::os::unix::fs::symlink(&target, state.history().join(spool_name(now_unix()))).unwrap();
         assert!(append(&state, &[decision("a")]).is_err());
         assert!(!target.exists());
+    }
+
+    #[test]
+    fn no_new_hour_is_started_past_the_cap_on_waiting_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::new(tmp.path());
+        std::fs::create_dir(state.history()).unwrap();
+        for hour in 0..=MAX_SPOOL_FILES {
+            std::fs::write(state.history().join(format!("spool-{hour}.jsonl")), "").unwrap();
+        }
+        let e = append(&state, &[decision("a")]).unwrap_err().to_string();
+        assert!(e.contains("over 72 spool files"), "{e}");
+        assert_eq!(files(&state.history()).unwrap().len(), MAX_SPOOL_FILES + 1);
+    }
+
+    #[test]
+    fn a_link_in_place_of_the_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::new(tmp.path().join("state"));
+        std::fs::create_dir_all(&state.root).unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, state.history()).unwrap();
+        assert!(append(&state, &[decision("a")]).is_err());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     }
 
     #[test]

@@ -380,3 +380,63 @@ fn the_database_is_private() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join(DB_NAME)), 0o600);
 }
+
+#[test]
+fn an_import_with_nothing_new_writes_nothing_and_forgets_offsets_of_files_gone() {
+    let now = now_unix();
+    let (tmp, mut history) = history(&[verdict("v1", now, "codex:s", "j1", "tests", "hit")]);
+    history
+        .conn
+        .execute(
+            "INSERT INTO spool(name, offset) VALUES ('spool-1.jsonl', 99)",
+            [],
+        )
+        .unwrap();
+    history.import().unwrap();
+    let changes = |h: &History| -> i64 {
+        h.conn
+            .query_row("SELECT total_changes()", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = changes(&history);
+    assert_eq!(history.import().unwrap(), Imported::default());
+    assert_eq!(changes(&history), before, "nothing written");
+    let names: Vec<String> = history
+        .conn
+        .prepare("SELECT name FROM spool")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!names.contains(&"spool-1.jsonl".to_string()), "{names:?}");
+    drop(tmp);
+}
+
+#[test]
+fn pruning_gives_every_freed_page_back() {
+    let now = now_unix();
+    let old = now - 200.0 * 86_400.0;
+    let records: Vec<Record> = (0..200)
+        .map(|i| {
+            let mut q = queued(&format!("q{i}"), old, "claude:s", &format!("j{i}"), "tests");
+            if let Record::Queued(q) = &mut q {
+                q.reply = "x".repeat(20_000);
+            }
+            q
+        })
+        .collect();
+    let (_tmp, mut history) = history(&records);
+    let config = HistoryConfig {
+        enabled: true,
+        keep_days: 90,
+        keep_texts_days: 30,
+        max_texts_mb: 256,
+    };
+    history.prune(&config, true).unwrap();
+    let free: i64 = history
+        .conn
+        .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(free, 0);
+}
