@@ -132,7 +132,8 @@ impl Call<'_> {
                 "no daemon",
                 format!(
                     "no daemon judges {state}, so notice rules wait until one starts \
-                     (llm-judge service install)"
+                     (llm-judge service install; where it says there is no user session, keep \
+                     `llm-judge daemon` running yourself)"
                 ),
             );
         }
