@@ -405,3 +405,25 @@ fn a_linked_history_folder_is_never_written_through() {
     assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
     assert!(w.log().contains("history record not kept"), "{}", w.log());
 }
+
+/// A reply past 100,000 characters is judged on its head and tail; its case keeps it
+/// whole, so `eval --rules` judges the very prompt the stop did.
+#[test]
+fn a_long_reply_is_kept_whole_for_its_case() {
+    let w = World::new();
+    write_rules(&w, BLOCK_RULE);
+    let runner = judge(&w, r#"{"unverified": true}"#);
+    let reply = format!("{}All tests pass.", "word ".repeat(30_000));
+    let (_, out, _) = hook(
+        &w,
+        std::slice::from_ref(&runner),
+        "claude",
+        &claude_stop("s1", "p1", &reply),
+    );
+    assert_eq!(out.unwrap()["decision"], "block");
+    let record = history_json(&w, &[])[0]["record"].to_string();
+    cli(&w, &["mark", &record, "right"]).assert_exit(0, "");
+    let cases = cli(&w, &["history", "--cases"]);
+    let case: Value = serde_json::from_str(cases.stdout.trim()).unwrap();
+    assert_eq!(case["reply"].as_str().map(str::len), Some(reply.len()));
+}

@@ -325,14 +325,31 @@ impl History {
         }
     }
 
-    /// The rows `filter` takes, newest first, each with its group for `by`. The
-    /// conditions are only those the filter sets, so SQLite can use the indexes (time,
-    /// rule, session) for them.
+    /// The rows `filter` takes, newest first, each with its group for `by`.
     fn select(
         &self,
         filter: &Filter,
         by: Option<Option<By>>,
     ) -> Result<Vec<(String, Row)>, HistoryError> {
+        let (sql, values) = self.query(filter, by)?;
+        let read = || -> rusqlite::Result<Vec<(String, Row)>> {
+            let mut stmt = self.conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
+                let group: String = r.get(0)?;
+                read_row_at(r, 1).map(|row| (group, row))
+            })?;
+            rows.collect()
+        };
+        read().map_err(|e| self.fail(e))
+    }
+
+    /// The query of [`History::select`] and its values. The conditions are only those
+    /// the filter sets, so SQLite can use the indexes (time, rule, session) for them.
+    fn query(
+        &self,
+        filter: &Filter,
+        by: Option<Option<By>>,
+    ) -> Result<(String, Vec<rusqlite::types::Value>), HistoryError> {
         use rusqlite::types::Value as Sql;
         let mut conditions: Vec<&str> = Vec::new();
         let mut values: Vec<Sql> = Vec::new();
@@ -382,15 +399,7 @@ impl History {
         }
         sql.push_str(" ORDER BY v.at DESC, v.record DESC LIMIT ?");
         values.push(Sql::Integer(filter.limit.map_or(-1, |n| n as i64)));
-        let read = || -> rusqlite::Result<Vec<(String, Row)>> {
-            let mut stmt = self.conn.prepare(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-                let group: String = r.get(0)?;
-                read_row_at(r, 1).map(|row| (group, row))
-            })?;
-            rows.collect()
-        };
-        read().map_err(|e| self.fail(e))
+        Ok((sql, values))
     }
 }
 

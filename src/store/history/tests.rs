@@ -440,3 +440,43 @@ fn pruning_gives_every_freed_page_back() {
         .unwrap();
     assert_eq!(free, 0);
 }
+
+/// "Per rule, last 7 days" and "this session" read their rows through an index, never
+/// the whole table (SQLite's own plan says so).
+#[test]
+fn a_rule_window_and_a_session_are_read_through_an_index() {
+    let (_tmp, history) = history(&[]);
+    let plan = |filter: Filter| -> String {
+        let (sql, values) = history.query(&filter, Some(None)).unwrap();
+        let mut stmt = history
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let steps: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(values.iter()), |r| r.get(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        steps.join("\n")
+    };
+    let rule_week = plan(Filter {
+        rule: Some("tests".into()),
+        since: Some(Since::Ago(7.0 * 86_400.0)),
+        ..Filter::default()
+    });
+    assert!(
+        rule_week.contains("SEARCH v USING INDEX verdicts_rule_at"),
+        "{rule_week}"
+    );
+    let session = plan(Filter {
+        session: Some("3f2a".into()),
+        ..Filter::default()
+    });
+    assert!(
+        session.contains("SEARCH v USING INDEX verdicts_session_at"),
+        "{session}"
+    );
+    for p in [&rule_week, &session] {
+        assert!(!p.contains("SCAN v"), "{p}");
+    }
+}
