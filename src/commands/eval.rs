@@ -214,7 +214,7 @@ pub fn main(settings: &Settings, args: EvalArgs) -> i32 {
 
 /// The rules of `--rules FILE`, every one (an enabled = false rule is measured too).
 fn read_rules(path: &Path) -> Result<Vec<crate::core::hooks::rules::Rule>, String> {
-    let text = crate::store::rules_files::read(path)?
+    let text = crate::store::state_dir::read_small_text(path)?
         .ok_or_else(|| format!("--rules {}: no such file", path.display()))?;
     crate::core::hooks::rules::parse_rules(&text)
         .map_err(|e| format!("--rules {} {e}", path.display()))

@@ -31,27 +31,8 @@ pub struct StatusArgs {
 /// Shows status; returns the exit code.
 pub fn main(settings: &Settings, args: &StatusArgs) -> i32 {
     let state = StateDir::new(&settings.state_dir);
-    // Another user's private state folder would read as "daemon not running".
-    if let Some(why) = crate::store::permissions::entry_denied(&state.root) {
-        say_err!(
-            "llm-judge status: state folder {}: {why}",
-            state.root.display()
-        );
-        return EXIT_FAILURE;
-    }
-    // An empty report would look like an idle judge; a wrong folder should be obvious.
-    if let Err(e) = std::fs::symlink_metadata(&state.root) {
-        say_err!(
-            "llm-judge status: state folder {} {}; give the folder the daemon and hooks \
-             use (--state-dir, {} or the config's state_dir)",
-            state.root.display(),
-            if e.kind() == std::io::ErrorKind::NotFound {
-                "does not exist (no job was ever queued there)".to_string()
-            } else {
-                format!("cannot be read: {e}", e = e.chain())
-            },
-            crate::core::config::STATE_DIR_VAR
-        );
+    if let Some(why) = crate::store::unreadable_state(&state) {
+        say_err!("llm-judge status: {why}");
         return EXIT_FAILURE;
     }
     if args.reset_health {
@@ -164,7 +145,12 @@ pub fn collect(state: &StateDir, budget: &Budget) -> Value {
 /// imported so far (an empty list when there is none; `null` when it cannot be read,
 /// which is said).
 fn hits_last_hour(state: &StateDir, config: &crate::core::config::Config) -> Value {
-    if !state.history().exists() {
+    // No database yet: nothing imported, and status makes none.
+    if !state
+        .history()
+        .join(crate::store::history::DB_NAME)
+        .exists()
+    {
         return json!([]);
     }
     // Read only: what the daemon (or `history`) imported; status writes nothing.

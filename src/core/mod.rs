@@ -2,6 +2,7 @@
 //! part of the judge, each file one idea; every rule here is a plain unit test.
 
 pub mod api;
+pub mod calendar;
 pub mod codex;
 pub mod config;
 pub mod digest;
@@ -15,4 +16,5 @@ pub mod runner;
 pub mod safety;
 pub mod shell;
 pub mod spend;
+pub mod text;
 pub mod verdict;

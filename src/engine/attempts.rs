@@ -144,39 +144,29 @@ impl<'a> CacheSlot<'a> {
 }
 
 /// How the runners of one job are tried: its table (the config's or the override's),
-/// and the folder each runner gets, decided once, so the cache key and the attempts
-/// read one plan.
+/// the job's folder, and which folder each runner gets (`cwd_for_runner`), so the
+/// cache key and the attempts read one plan.
 pub struct Plan<'a> {
     pub table: &'a [Runner],
     /// The job's folder (`engine::job_cwd::job_cwd`, checked when the job was read).
     pub cwd: CwdChoice,
-    /// Per runner of `table`, in its order, the folder it gets.
-    folders: Vec<CwdChoice>,
+    /// The override variable replaced the tables: its runners get the job's folder.
+    overridden: bool,
 }
 
 impl<'a> Plan<'a> {
     /// The plan of `job` in `cwd`.
     pub fn new(settings: &'a Settings, job: &Job, cwd: CwdChoice) -> Self {
-        let table = settings.table(job.mode);
-        let overridden = settings.runner_override.is_some();
-        let folders = table
-            .iter()
-            .map(|runner| cwd_for_runner(&cwd, runner, overridden))
-            .collect();
         Plan {
-            table,
+            table: settings.table(job.mode),
             cwd,
-            folders,
+            overridden: settings.runner_override.is_some(),
         }
     }
 
-    /// The folder `runner` (an entry of the table) gets.
-    fn folder_of(&self, runner: &Runner) -> &CwdChoice {
-        self.table
-            .iter()
-            .position(|r| std::ptr::eq(r, runner))
-            .and_then(|at| self.folders.get(at))
-            .unwrap_or(&self.cwd)
+    /// The folder `runner` gets.
+    fn folder_of(&self, runner: &Runner) -> CwdChoice {
+        cwd_for_runner(&self.cwd, runner, self.overridden)
     }
 
     /// The job's own folder when a CLI runner of the table gets it: the same question
@@ -185,8 +175,7 @@ impl<'a> Plan<'a> {
         let given = self
             .table
             .iter()
-            .zip(&self.folders)
-            .any(|(r, folder)| r.is_cli() && matches!(folder, CwdChoice::Given(_)));
+            .any(|r| r.is_cli() && matches!(self.folder_of(r), CwdChoice::Given(_)));
         match &self.cwd {
             CwdChoice::Given(dir) if given => Some(dir.as_path()),
             _ => None,
@@ -279,7 +268,7 @@ pub async fn judge(
         };
         let runner_cwd = plan.folder_of(runner);
         if let (CwdChoice::Given(dir), CwdChoice::Temp { .. }, true) =
-            (&plan.cwd, runner_cwd, runner.is_cli())
+            (&plan.cwd, &runner_cwd, runner.is_cli())
         {
             tracing::warn!(
                 runner = %runner.name, cwd = %dir.display(),
@@ -290,7 +279,7 @@ pub async fn judge(
             attempts: tries,
             found,
             end,
-        } = try_runner(judging, runner, runner_cwd, reservation, progress).await;
+        } = try_runner(judging, runner, &runner_cwd, reservation, progress).await;
         if end == RunEnd::Stopped {
             return Err(Stopped);
         }

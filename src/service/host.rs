@@ -269,9 +269,13 @@ pub(crate) struct InstallFacts {
     pub(crate) linger: Option<Linger>,
 }
 
-/// Reads the facts install plans from.
-pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallFacts, HostError> {
-    let bin = this_binary()?;
+/// The service's daemon for `settings`: `bin` (this binary), the state folder, the
+/// config file made absolute, with `path` as its `PATH`.
+pub(crate) fn daemon_spec(
+    settings: &Settings,
+    bin: PathBuf,
+    path: String,
+) -> Result<ServiceSpec, HostError> {
     let config = match &settings.config_path {
         Some(p) => Some(
             std::path::absolute(p).map_err(|cause| HostError::ConfigPath {
@@ -281,18 +285,27 @@ pub(crate) fn install_facts(settings: &Settings, host: &Host) -> Result<InstallF
         ),
         None => None,
     };
-    let (path, dropped_path) = service_path(
-        std::env::var_os("PATH").as_deref(),
-        &host.home,
-        host.manager,
-    );
-    let spec = ServiceSpec {
+    Ok(ServiceSpec {
         bin,
         state_dir: settings.state_dir.clone(),
         config,
         path,
         stop_timeout_seconds: stop_timeout_seconds(&settings.config),
-    };
+    })
+}
+
+/// Reads the facts install plans from, for the service of `bin` (this binary).
+pub(crate) fn install_facts(
+    settings: &Settings,
+    host: &Host,
+    bin: PathBuf,
+) -> Result<InstallFacts, HostError> {
+    let (path, dropped_path) = service_path(
+        std::env::var_os("PATH").as_deref(),
+        &host.home,
+        host.manager,
+    );
+    let spec = daemon_spec(settings, bin, path)?;
     let state = StateDir::new(&spec.state_dir);
     let state_dir_error = if state.root.exists() {
         crate::store::permissions::check_private(&state.root)

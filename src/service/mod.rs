@@ -123,26 +123,23 @@ fn install(settings: &Settings, host: &Host, dry_run: bool) -> Result<i32, Servi
     // Before anything is read, written or run (a dry run too): without a user manager
     // systemctl would fail after the unit was written, in systemd's own words.
     if let Some(UserSession::Missing(socket)) = &host.session {
-        let refusal = plan::no_session_refusal(socket, &daemon_line(&bin, settings));
+        let line = daemon_line(host::daemon_spec(settings, bin, String::new())?);
+        let refusal = plan::no_session_refusal(socket, &line);
         say_err!("llm-judge service install: {refusal}");
         return Ok(EXIT_FAILURE);
     }
-    let facts = host::install_facts(settings, host)?;
+    let facts = host::install_facts(settings, host, bin)?;
     let plan = plan::plan_install(&facts)?;
     carry_out_or_print(&plan, dry_run)
 }
 
-/// The command line that runs this daemon as the service would: `bin` (this binary),
-/// `daemon`, the state folder and the config file, each word shell-quoted.
-fn daemon_line(bin: &std::path::Path, settings: &Settings) -> Vec<String> {
-    let bin = bin.display().to_string();
-    let mut words = vec![bin, "daemon".into(), "--state-dir".into()];
-    words.push(settings.state_dir.display().to_string());
-    if let Some(config) = &settings.config_path {
-        let config = std::path::absolute(config).unwrap_or_else(|_| config.clone());
-        words.push("--config".into());
-        words.push(config.display().to_string());
-    }
+/// The command line that runs `spec`'s daemon as the service would, each word
+/// shell-quoted (with a path that is not UTF-8, which no unit file can hold either,
+/// the program and `daemon` alone).
+fn daemon_line(spec: crate::service::spec::ServiceSpec) -> Vec<String> {
+    let words = spec
+        .argv()
+        .unwrap_or_else(|_| vec![spec.bin.display().to_string(), "daemon".into()]);
     words.iter().map(|w| crate::core::shell::quote(w)).collect()
 }
 

@@ -10,8 +10,12 @@ use std::io;
 use crate::store::state_dir::StateDir;
 use crate::store::tag_key::{load_or_create_at, read_key};
 
-/// Makes (once) the folder's key and hands it to every runner this process starts.
+/// Makes (once) the folder's key and hands it to every runner this process starts;
+/// read once a process (a reload or a hook's second judge finds it given).
 pub fn give_runners(state: &StateDir) {
+    if crate::process::spawn::has_child_token() {
+        return;
+    }
     match load_or_create_at(&state.root, &state.child_key()) {
         Ok(key) => crate::process::spawn::set_child_token(key),
         Err(e) => tracing::warn!(

@@ -275,7 +275,7 @@ fn utc_micros(secs: u64, micros: u32) -> Option<[u8; 27]> {
         return None;
     }
     let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, day) = crate::core::calendar::civil_from_days(days);
     let mut out = *b"0000-00-00T00:00:00.000000Z";
     let mut put = |at: usize, width: usize, mut value: u64| {
         for i in (at..at + width).rev() {
@@ -291,21 +291,6 @@ fn utc_micros(secs: u64, micros: u32) -> Option<[u8; 27]> {
     put(17, 2, rest % 60);
     put(20, 6, u64::from(micros));
     Some(out)
-}
-
-/// The proleptic Gregorian (year, month, day) of a count of days since 1970-01-01
-/// (Howard Hinnant's `civil_from_days`, for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Where formatted events go: judge.log (every event the layer lets through), and
@@ -483,6 +468,7 @@ mod tests {
         }
         assert!(utc_micros(253_402_300_800, 0).is_none());
         // Day by day over four centuries: each date follows the one before it.
+        let civil_from_days = crate::core::calendar::civil_from_days;
         let mut prev = civil_from_days(0);
         for days in 1..146_097 * 2 {
             let (y, m, d) = civil_from_days(days);

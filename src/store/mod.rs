@@ -47,6 +47,27 @@ pub struct StateError {
     pub cause: std::io::Error,
 }
 
+/// Why a command that reports on the state folder (`status`, `history`, `stats`,
+/// `mark`) cannot: another user's private folder (which would read as an idle judge),
+/// or none there (a wrong folder should be obvious); `None` when it can be read.
+pub fn unreadable_state(state: &StateDir) -> Option<String> {
+    let root = &state.root;
+    if let Some(why) = permissions::entry_denied(root) {
+        return Some(format!("state folder {}: {why}", root.display()));
+    }
+    let e = std::fs::symlink_metadata(root).err()?;
+    let what = match e.kind() {
+        std::io::ErrorKind::NotFound => "does not exist (no job was ever queued there)".to_string(),
+        _ => format!("cannot be read: {e}"),
+    };
+    Some(format!(
+        "state folder {} {what}; give the folder the daemon and hooks use (--state-dir, {} or \
+         the config's state_dir)",
+        root.display(),
+        crate::core::config::STATE_DIR_VAR
+    ))
+}
+
 /// Creates the state folder and starts judge.log; says why on failure.
 pub fn open_state(settings: &Settings, also_stderr: bool) -> Result<StateDir, StateError> {
     let state = StateDir::new(&settings.state_dir);

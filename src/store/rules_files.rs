@@ -17,14 +17,12 @@ use crate::core::config::Settings;
 use crate::core::digest::sha256_hex;
 use crate::core::hooks::rules::{Rule, first_investigating, parse_rules};
 use crate::store::config_file::{Sources, config_folder};
-use crate::store::state_dir::read_nofollow_at_most;
+use crate::store::state_dir::read_small_text as read;
 
 /// A project's rules file, relative to the project's folder.
 pub const PROJECT_RULES: &str = ".llm-judge/rules.toml";
 /// The pins of trusted project rules files, in the config folder.
 const PINS_FILE: &str = "trusted-rules.json";
-/// A rules file larger than this is refused.
-const MAX_RULES_BYTES: u64 = 1 << 20;
 
 /// The rules in force, and what could not be read (for the user).
 #[derive(Debug, Default)]
@@ -103,8 +101,9 @@ pub fn investigate_use(settings: &Settings, sources: &Sources) -> Option<String>
             path.display()
         ));
     }
-    pins(sources).trusted.keys().find_map(|path| {
-        let rules = project(sources, Path::new(path)).ok()?;
+    let pins = pins(sources);
+    pins.trusted.keys().find_map(|path| {
+        let rules = pinned_project(&pins, Path::new(path)).ok()?;
         let rule = first_investigating(&rules)?;
         Some(format!(
             "project rule {:?} in {path} uses mode = \"investigate\"",
@@ -116,11 +115,13 @@ pub fn investigate_use(settings: &Settings, sources: &Sources) -> Option<String>
 /// A project's rules when the user trusts this content of the file (`path`: its real
 /// path); else why they are off.
 pub fn project(sources: &Sources, path: &Path) -> Result<Vec<Rule>, String> {
+    pinned_project(&pins(sources), path)
+}
+
+/// [`project`] against the pins already read.
+fn pinned_project(pins: &Pins, path: &Path) -> Result<Vec<Rule>, String> {
     let text = read(path)?.unwrap_or_default();
-    let pinned = pins(sources)
-        .trusted
-        .get(&path.display().to_string())
-        .cloned();
+    let pinned = pins.trusted.get(&path.display().to_string()).cloned();
     let hash = pin_of(&text);
     let folder = path.parent().and_then(Path::parent).unwrap_or(path);
     match pinned {
@@ -192,22 +193,6 @@ pub fn pins(sources: &Sources) -> Pins {
 /// The pin of `text` as trusted content.
 pub fn pin_of(text: &str) -> String {
     format!("sha256:{}", sha256_hex(text.as_bytes()))
-}
-
-/// A small text file's text (a rules file, a harness's settings); `None` when there is
-/// no such file, an error naming it otherwise.
-pub fn read(path: &Path) -> Result<Option<String>, String> {
-    let bytes = match read_nofollow_at_most(path, MAX_RULES_BYTES + 1) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    if bytes.len() as u64 > MAX_RULES_BYTES {
-        return Err(format!("{} is over 1 MiB; it is not read", path.display()));
-    }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| format!("{} is not UTF-8 text", path.display()))
 }
 
 #[cfg(test)]

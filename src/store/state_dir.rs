@@ -220,6 +220,26 @@ pub fn read_nofollow_at_most(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     read_nofollow_with_meta(path, max).map(|(bytes, _)| bytes)
 }
 
+/// The largest small text file [`read_small_text`] reads.
+pub const SMALL_TEXT_MAX: u64 = 1 << 20;
+
+/// A small text file's text (a rules file, a harness's settings file, the pins) read
+/// without following a link or blocking; `None` when there is no such file, an error
+/// naming it otherwise (over 1 MiB, not UTF-8, unreadable).
+pub fn read_small_text(path: &Path) -> Result<Option<String>, String> {
+    let bytes = match read_nofollow_at_most(path, SMALL_TEXT_MAX + 1) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if bytes.len() as u64 > SMALL_TEXT_MAX {
+        return Err(format!("{} is over 1 MiB; it is not read", path.display()));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
 /// `read_nofollow_at_most`, and the metadata of the file read (by `fstat`: who owns
 /// what was read, not what the name points at now).
 pub fn read_nofollow_with_meta(path: &Path, max: u64) -> io::Result<(Vec<u8>, fs::Metadata)> {

@@ -59,6 +59,11 @@ fn let_through_said(w: &World, out: &Value, said: &str, why: &str) {
     );
 }
 
+/// `llm-judge hook claude` with one runner and `input` on stdin.
+fn claude(w: &World, runner: &Value, input: &Value) -> (Option<i32>, Option<Value>, String) {
+    hook(w, std::slice::from_ref(runner), "claude", input)
+}
+
 fn by_rule<'a>(rows: &'a [Value], rule: &str) -> &'a Value {
     rows.iter()
         .find(|r| r["rule"] == rule)
@@ -71,26 +76,11 @@ fn a_block_and_a_delivered_notice_are_on_record_counted_and_told() {
     write_rules(&w, RULES);
     let runner = judge(&w, r#"{"unverified": true, "gave_up": true}"#);
     let _d = w.start(std::slice::from_ref(&runner));
-    hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_prompt("s1", "fix the bug"),
-    );
-    let (_, out, _) = hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_stop("s1", "p1", "All tests pass."),
-    );
+    claude(&w, &runner, &claude_prompt("s1", "fix the bug"));
+    let (_, out, _) = claude(&w, &runner, &claude_stop("s1", "p1", "All tests pass."));
     assert_eq!(out.as_ref().unwrap()["decision"], "block");
     wait_for("both verdicts", NO_HANG, || w.jobs_left().is_empty());
-    let (_, out, _) = hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_prompt("s1", "next"),
-    );
+    let (_, out, _) = claude(&w, &runner, &claude_prompt("s1", "next"));
     let out = out.expect("the notice");
     assert_eq!(
         out["systemMessage"],
@@ -217,16 +207,10 @@ fn a_wrong_verdict_marked_becomes_a_case_eval_reads() {
     let w = World::new();
     write_rules(&w, BLOCK_RULE);
     let runner = judge(&w, r#"{"unverified": true}"#);
-    hook(
+    claude(&w, &runner, &claude_prompt("s1", "run them"));
+    let (_, out, _) = claude(
         &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_prompt("s1", "run them"),
-    );
-    let (_, out, _) = hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
+        &runner,
         &claude_stop("s1", "p1", "I ran cargo test: 12 passed."),
     );
     assert_eq!(out.unwrap()["decision"], "block");
@@ -343,12 +327,7 @@ fn a_history_that_cannot_be_written_costs_no_stop() {
     let runner = judge(&w, r#"{"unverified": true}"#);
     fs::create_dir_all(w.state()).unwrap();
     fs::write(w.state().join("history"), "not a folder").unwrap();
-    let (code, out, _) = hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_stop("s1", "p1", "Tests pass."),
-    );
+    let (code, out, _) = claude(&w, &runner, &claude_stop("s1", "p1", "Tests pass."));
     assert_eq!(code, Some(0));
     assert_eq!(out.unwrap()["decision"], "block");
     assert!(w.log().contains("history record not kept"), "{}", w.log());
@@ -366,12 +345,7 @@ fn a_block_rule_with_no_verdict_within_its_wait_lets_the_stop_through_and_says_s
     );
     // A runner that cannot answer within the wait: the hook stops it at its deadline.
     let never = w.runner("never", "sleep 60");
-    let (code, out, _) = hook(
-        &w,
-        std::slice::from_ref(&never),
-        "claude",
-        &claude_stop("s1", "p1", "Tests pass."),
-    );
+    let (code, out, _) = claude(&w, &never, &claude_stop("s1", "p1", "Tests pass."));
     assert_eq!(code, Some(0));
     let out = out.expect("a message");
     let_through_said(
@@ -394,12 +368,7 @@ fn a_linked_history_folder_is_never_written_through() {
     fs::create_dir_all(&elsewhere).unwrap();
     fs::create_dir_all(w.state()).unwrap();
     std::os::unix::fs::symlink(&elsewhere, w.state().join("history")).unwrap();
-    let (code, out, _) = hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_stop("s1", "p1", "Tests pass."),
-    );
+    let (code, out, _) = claude(&w, &runner, &claude_stop("s1", "p1", "Tests pass."));
     assert_eq!(code, Some(0));
     assert_eq!(out.unwrap()["decision"], "block");
     assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
@@ -414,12 +383,7 @@ fn a_long_reply_is_kept_whole_for_its_case() {
     write_rules(&w, BLOCK_RULE);
     let runner = judge(&w, r#"{"unverified": true}"#);
     let reply = format!("{}All tests pass.", "word ".repeat(30_000));
-    let (_, out, _) = hook(
-        &w,
-        std::slice::from_ref(&runner),
-        "claude",
-        &claude_stop("s1", "p1", &reply),
-    );
+    let (_, out, _) = claude(&w, &runner, &claude_stop("s1", "p1", &reply));
     assert_eq!(out.unwrap()["decision"], "block");
     let record = history_json(&w, &[])[0]["record"].to_string();
     cli(&w, &["mark", &record, "right"]).assert_exit(0, "");

@@ -605,7 +605,13 @@ fn cursor_notices_wait_for_its_stop_and_helpers_have_their_own_block_count() {
     ] {
         let mut cmd = w.hook_command(std::slice::from_ref(&runner), &["claude"]);
         cmd.args(["--set", "hooks.max_blocks=2"]);
-        hook_bytes(&w, cmd, sub(agent, reply).to_string().as_bytes());
+        let (_, out, _) = hook_bytes(&w, cmd, sub(agent, reply).to_string().as_bytes());
+        // Each helper blocks within its own two: a1's second and a2's first too.
+        assert_eq!(
+            out.expect("a block")["decision"],
+            "block",
+            "{agent}: {reply}"
+        );
     }
     let mut cmd = w.hook_command(std::slice::from_ref(&runner), &["claude"]);
     cmd.args(["--set", "hooks.max_blocks=2"]);
@@ -681,13 +687,27 @@ fn session_ids_name_no_path_and_twelve_prompt_hooks_at_once_deliver_a_notice_onc
             cmd.spawn().unwrap()
         })
         .collect();
+    // Every hook is waited for (or killed) before anything is asserted: a failed
+    // assertion leaves none running.
+    let ended: Vec<(Option<std::process::ExitStatus>, String)> = children
+        .iter_mut()
+        .map(|child| {
+            let status = wait_child(child, NO_HANG);
+            if status.is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            let mut out = String::new();
+            if let Some(mut stdout) = child.stdout.take() {
+                let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+            }
+            (status, out)
+        })
+        .collect();
     let mut delivered = 0;
-    for child in &mut children {
-        let status = wait_child(child, NO_HANG).expect("the hook ended");
-        assert!(status.success());
-        let mut out = String::new();
-        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
-        let context = serde_json::from_str::<serde_json::Value>(&out)
+    for (status, out) in &ended {
+        assert!(status.expect("the hook ended").success());
+        let context = serde_json::from_str::<serde_json::Value>(out)
             .map(|o| o["hookSpecificOutput"]["additionalContext"].to_string())
             .unwrap_or_default();
         delivered += context.matches("Try a workaround first.").count();

@@ -17,7 +17,7 @@ pub(super) fn check_hooks(settings: &Settings, sources: &Sources, report: &mut R
         let Some(path) = crate::store::harness_files::settings_path(sources, harness, None) else {
             continue;
         };
-        let doc = crate::store::rules_files::read(&path)
+        let doc = crate::store::state_dir::read_small_text(&path)
             .ok()
             .flatten()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
@@ -69,7 +69,7 @@ fn codex_trusted(
         return (Level::Ok, installed);
     };
     let config = home.join("config.toml");
-    let table: toml::Table = crate::store::rules_files::read(&config)
+    let table: toml::Table = crate::store::state_dir::read_small_text(&config)
         .ok()
         .flatten()
         .and_then(|text| text.parse().ok())
@@ -101,7 +101,7 @@ fn codex_trusted(
 /// rule on, and the project rules of the folder doctor runs in, if any, are trusted.
 fn check_rules(sources: &Sources, report: &mut Report) {
     if let Some(path) = crate::store::rules_files::user_rules_path(sources) {
-        match crate::store::rules_files::read(&path) {
+        match crate::store::state_dir::read_small_text(&path) {
             Ok(None) => report.add(
                 Level::Ok,
                 format!("rules: no {} (hooks judge nothing)", path.display()),

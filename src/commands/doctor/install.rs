@@ -24,7 +24,7 @@ pub fn check(sources: &Sources, mut add: impl FnMut(Level, String)) {
         let Some(path) = crate::store::harness_files::settings_path(sources, harness, None) else {
             continue;
         };
-        let Some(doc) = crate::store::rules_files::read(&path)
+        let Some(doc) = crate::store::state_dir::read_small_text(&path)
             .ok()
             .flatten()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())

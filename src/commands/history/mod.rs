@@ -153,19 +153,8 @@ fn print_cases(history: &History, rows: &[Row]) -> i32 {
 /// it cannot be read.
 pub(crate) fn open(settings: &Settings, command: &str) -> Result<History, i32> {
     let state = StateDir::new(&settings.state_dir);
-    if let Err(e) = std::fs::symlink_metadata(&state.root) {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                "does not exist (nothing was ever judged there)".to_string()
-            }
-            _ => format!("cannot be read: {e}"),
-        };
-        say_err!(
-            "llm-judge {command}: state folder {} {why}; give the folder the daemon and hooks \
-             use (--state-dir, {} or the config's state_dir)",
-            state.root.display(),
-            crate::core::config::STATE_DIR_VAR
-        );
+    if let Some(why) = crate::store::unreadable_state(&state) {
+        say_err!("llm-judge {command}: {why}");
         return Err(EXIT_FAILURE);
     }
     history::open_current(&state, &settings.config).map_err(|e| {

@@ -314,8 +314,7 @@ fn block_jobs(jobs: &[&RuleJob]) -> Vec<BlockJob> {
 
 /// A notice as one line for the user, at most 300 characters.
 pub(super) fn one_line(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::core::history::record::cut(&line, 300)
+    crate::core::text::cut(&crate::core::text::one_line(text), 300, "[...]")
 }
 
 /// When `jobs` stop waiting: the longest of their waits (`default_ms` for a rule

@@ -11,7 +11,6 @@ use super::{Refused, write_text};
 use crate::core::hooks::codex_trust::{self, Trusted};
 use crate::core::hooks::install::Entry;
 use crate::store::config_file::Sources;
-use crate::store::rules_files;
 
 /// codex's config.toml.
 fn config_path(sources: &Sources) -> Result<PathBuf, Refused> {
@@ -71,7 +70,7 @@ fn record(config: &Path, written: &Written<'_>, dry_run: bool) -> Result<(), Ref
     let hooks_file = written.path;
     let source = hooks_file.to_string_lossy();
     let trusted = codex_trust::codex_trust(&source, written.doc, written.entries);
-    let old = rules_files::read(config)
+    let old = crate::store::state_dir::read_small_text(config)
         .map_err(Refused::Failed)?
         .unwrap_or_default();
     let new = codex_trust::with_trust_block(&old, &source, &trusted);
@@ -116,7 +115,8 @@ pub(super) fn untrust(sources: &Sources, hooks_file: &Path, dry_run: bool) -> Re
     let Ok(config) = config_path(sources) else {
         return Ok(());
     };
-    let Some(text) = rules_files::read(&config).map_err(Refused::Failed)? else {
+    let Some(text) = crate::store::state_dir::read_small_text(&config).map_err(Refused::Failed)?
+    else {
         return Ok(());
     };
     let without = codex_trust::without_trust_block(&text, &hooks_file.to_string_lossy());

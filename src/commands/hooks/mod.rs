@@ -225,7 +225,7 @@ fn report(harness: Harness, path: &Path, changes: &[Change], verb: &str) {
 /// The file's JSON (an empty object when there is no file) and whether it existed; a
 /// file that is not JSON is never overwritten.
 fn read_json(path: &Path) -> Result<(Value, bool), Refused> {
-    match rules_files::read(path).map_err(Refused::Failed)? {
+    match crate::store::state_dir::read_small_text(path).map_err(Refused::Failed)? {
         None => Ok((serde_json::json!({}), false)),
         Some(text) if text.trim().is_empty() => Ok((serde_json::json!({}), true)),
         Some(text) => serde_json::from_str(&text).map(|v| (v, true)).map_err(|e| {
@@ -289,7 +289,7 @@ fn starter_rules(sources: &Sources, dry_run: bool) -> Result<(), Refused> {
         return Ok(());
     };
     if path.exists() {
-        let count = rules_files::read(&path)
+        let count = crate::store::state_dir::read_small_text(&path)
             .ok()
             .flatten()
             .and_then(|t| parse_rules(&t).ok())

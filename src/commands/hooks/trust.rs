@@ -22,7 +22,7 @@ pub(super) fn project(sources: &Sources, dir: &Path) -> Result<(), Refused> {
             dir.join(PROJECT_RULES).display()
         ))
     })?;
-    let text = rules_files::read(&path)
+    let text = crate::store::state_dir::read_small_text(&path)
         .map_err(Refused::Failed)?
         .ok_or_else(|| Refused::Usage(format!("{} is not there", path.display())))?;
     let rules = parse_rules(&text).map_err(|e| {

@@ -164,18 +164,7 @@ fn http_date(value: &str) -> Option<i64> {
     if h > 23 || m > 59 || s > 60 {
         return None;
     }
-    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Some(crate::core::calendar::days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ pub fn render_table(rows: &[Row], told: bool) -> String {
             seconds(row.judge_ms),
         ));
         if let (true, Some(text)) = (told, &row.told) {
-            let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let line = crate::core::text::one_line(text);
             out.push_str(&format!("{:>6} told: {}\n", "", fit(&line, 87)));
         }
     }

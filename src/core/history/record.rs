@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::text::cut;
 use crate::core::verdict::Verdict;
 use crate::core::verdict::usage::Usage;
 
@@ -101,11 +102,10 @@ impl VerdictRecord {
             input_tokens: usage.as_ref().map(|u| u.input_tokens),
             output_tokens: usage.as_ref().map(|u| u.output_tokens),
             cost_usd: usage.and_then(|u| u.cost_usd),
+            // A map of JSON values always serialises.
             answer: verdict.answer.as_ref().map(|a| {
-                cut(
-                    &serde_json::Value::Object(a.clone()).to_string(),
-                    ANSWER_MAX_CHARS,
-                )
+                let json = serde_json::to_string(a).unwrap_or_default();
+                cut(&json, ANSWER_MAX_CHARS, "[...]")
             }),
         }
     }
@@ -207,14 +207,6 @@ pub fn harness_and_session(transcript: &str) -> (Option<&'static str>, &str) {
         }
     }
     (None, transcript)
-}
-
-/// `text` cut to `max` characters, marked when cut.
-pub fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}[...]", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub fn notices_text(notices: &[String]) -> String {
         text.push_str(notice.trim());
         text.push('\n');
     }
-    cut(&text, CONTEXT_MAX_CHARS)
+    crate::core::text::cut(&text, CONTEXT_MAX_CHARS, "\n[... cut]")
 }
 
 /// The JSON the harness reads for `event`, or `None`: print nothing.
@@ -78,13 +78,6 @@ pub fn render(harness: Harness, event: &Event, answer: &Answer) -> Option<Value>
         out.insert("systemMessage".into(), json!(message));
     }
     (!out.is_empty()).then_some(Value::Object(out))
-}
-
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}\n[... cut]", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

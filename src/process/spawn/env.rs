@@ -26,6 +26,11 @@ static CHILD_TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 pub fn set_child_token(token: String) {
     let _ = CHILD_TOKEN.set(token);
 }
+
+/// True once this process's runners have their child token.
+pub fn has_child_token() -> bool {
+    CHILD_TOKEN.get().is_some()
+}
 /// Set to `/dev/null` in every runner's environment, so git finds no repository in the
 /// job's folder: codex runs `git status` there outside its sandbox, and a repository's
 /// own config and attributes (a `filter.<name>.clean` command, `.git/info/attributes`)

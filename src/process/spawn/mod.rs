@@ -31,8 +31,8 @@ use attempt::{Attempt, outer_pid};
 use capture::{Lines, Tail};
 pub use control::{Control, StopSignal, stopped};
 pub use env::{
-    CHILD_TOKEN_VAR, CHILD_VAR, find_on_path, is_installed, missing_login, resolve_program,
-    set_child_token,
+    CHILD_TOKEN_VAR, CHILD_VAR, find_on_path, has_child_token, is_installed, missing_login,
+    resolve_program, set_child_token,
 };
 use env::{inherited_env, runner_env};
 

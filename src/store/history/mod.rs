@@ -99,10 +99,7 @@ impl History {
     }
 
     fn fail(&self, e: rusqlite::Error) -> HistoryError {
-        HistoryError {
-            path: self.path.clone(),
-            cause: db_problem(&e),
-        }
+        fail_at(&self.path, e)
     }
 
     fn setup(&self, fsync: bool) -> rusqlite::Result<()> {
@@ -252,7 +249,7 @@ impl History {
     pub fn row(&self, record: i64) -> Result<Option<Row>, HistoryError> {
         let sql = format!("{SELECT_ROWS} WHERE v.record = ?1");
         self.conn
-            .query_row(&sql, [record], |r| read_row(r).map(|(_, row)| row))
+            .query_row(&sql, [record], |r| read_row_at(r, 0))
             .optional()
             .map_err(|e| self.fail(e))
     }
@@ -293,19 +290,22 @@ impl History {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT COALESCE(rule, '(no rule)'), COUNT(*) FROM verdicts \
+                "SELECT rule, COUNT(*) FROM verdicts \
                  WHERE at >= ?1 AND outcome = 'hit' GROUP BY rule ORDER BY COUNT(*) DESC, rule",
             )
             .map_err(|e| self.fail(e))?;
         let rows = stmt
             .query_map([since], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.fail(e))?;
         Ok(rows
             .into_iter()
-            .map(|(rule, n)| (rule, n.max(0) as u64))
+            .map(|(rule, n)| {
+                let rule = rule.unwrap_or_else(|| crate::core::history::stats::NO_RULE.into());
+                (rule, n.max(0) as u64)
+            })
             .collect())
     }
 
@@ -518,10 +518,6 @@ const SELECT_ROWS: &str = "SELECT v.record, v.at, strftime('%Y-%m-%d %H:%M:%S', 
     LEFT JOIN queued q ON q.rowid = (SELECT rowid FROM queued WHERE transcript = v.transcript AND job_id = v.job_id ORDER BY at DESC LIMIT 1) \
     LEFT JOIN decisions d ON d.rowid = (SELECT rowid FROM decisions WHERE transcript = v.transcript AND job_id = v.job_id ORDER BY at DESC, rowid DESC LIMIT 1) \
     LEFT JOIN marks m ON m.record = v.record";
-
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
-    read_row_at(r, 0).map(|row| (String::new(), row))
-}
 
 fn read_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Row> {
     let count = |i: usize| -> rusqlite::Result<Option<u64>> {
